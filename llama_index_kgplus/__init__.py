@@ -1,0 +1,30 @@
+"""llama-index-kgplus: structure-aware retrieval for LlamaIndex, offline by default."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("llama-index-kgplus")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0"
+
+from llama_index_kgplus.corpus import load_corpus
+from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
+from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.indexing import build_index, load_index
+from llama_index_kgplus.structured import StructuredOutputError, agenerate_json, generate_json
+
+__all__ = [
+    "GraphStoreError",
+    "GraphStoreURI",
+    "InputDataError",
+    "KGPlusError",
+    "KGPlusSetupError",
+    "StructuredOutputError",
+    "__version__",
+    "agenerate_json",
+    "build_index",
+    "generate_json",
+    "load_corpus",
+    "load_index",
+    "open_graph_store",
+]

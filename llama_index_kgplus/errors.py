@@ -1,0 +1,17 @@
+"""Exceptions with messages that say what is wrong and what to do."""
+
+
+class KGPlusError(Exception):
+    """Base class of this pack's errors."""
+
+
+class KGPlusSetupError(KGPlusError, RuntimeError):
+    """A default component is missing, corrupt or cannot be stored (the message names the fix)."""
+
+
+class GraphStoreError(KGPlusError, RuntimeError):
+    """A graph store URI is invalid, or the store is unreachable or locked."""
+
+
+class InputDataError(KGPlusError, ValueError):
+    """Input files or records are malformed (the message gives the position of the problem)."""

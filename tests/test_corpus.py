@@ -1,0 +1,55 @@
+import json
+
+import pytest
+
+from llama_index_kgplus import InputDataError, load_corpus
+from llama_index_kgplus.sample import SAMPLE_DOCS
+
+
+def write(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_sample_corpus_loads_with_ids_and_titles():
+    docs = load_corpus(SAMPLE_DOCS)
+    assert len(docs) == 8
+    venv = next(d for d in docs if d.id_ == "tutorial/venv")
+    assert venv.metadata == {"doc_id": "tutorial/venv", "title": "Virtual Environments and Packages"}
+
+
+def test_folder_corpus(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.txt").write_text("first text")
+    (tmp_path / "two.md").write_text("second")
+    docs = load_corpus(tmp_path)
+    assert [d.id_ for d in docs] == ["a/one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"id": "a", "text": "x"}', "{oops"], r":2: invalid JSON"),
+        (['{"id": "a"}'], r':1: a record needs at least "id" and "text"'),
+        (['{"id": "a", "text": "x"}', '{"id": "a", "text": "y"}'], r":2: duplicate document id 'a'"),
+        (['{"id": "a", "text": "  "}'], "holds no document with text"),
+    ],
+)
+def test_bad_jsonl_gives_position(tmp_path, lines, message):
+    with pytest.raises(InputDataError, match=message):
+        load_corpus(write(tmp_path / "c.jsonl", lines))
+
+
+def test_empty_document_is_skipped_not_fatal(tmp_path, caplog):
+    path = write(tmp_path / "c.jsonl", [json.dumps({"id": "e", "text": ""}), json.dumps({"id": "f", "text": "ok"})])
+    assert [d.id_ for d in load_corpus(path)] == ["f"]
+    assert "Skipping document 'e'" in caplog.text
+
+
+def test_non_utf8_and_missing_path(tmp_path):
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes('{"id": "a", "text": "café"}'.encode("latin-1"))
+    with pytest.raises(InputDataError, match="not UTF-8"):
+        load_corpus(bad)
+    with pytest.raises(InputDataError, match="does not exist"):
+        load_corpus(tmp_path / "nope.jsonl")

@@ -1,0 +1,81 @@
+"""JSON-schema-constrained output: parsing, repair, retries, and the real local LLM under a grammar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from pydantic import BaseModel, Field
+
+from llama_index_kgplus import StructuredOutputError, agenerate_json, generate_json
+from llama_index_kgplus.structured import parse_json_object
+
+
+class Capital(BaseModel):
+    country: str = Field(max_length=40)
+    city: str = Field(max_length=40)
+
+
+class ScriptedLLM(CustomLLM):
+    """A real LlamaIndex LLM that replies with scripted texts, to reproduce broken JSON on demand
+    (the real local model cannot be made to emit broken JSON deterministically)."""
+
+    replies: list[str]
+    prompts: list[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        return CompletionResponse(text=self.replies.pop(0))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        yield self.complete(prompt)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '```json\n{"a": 1}\n```',
+        'Sure! Here it is: {"a": 1} Hope that helps.',
+    ],
+)
+def test_parse_json_object_repairs_wrapping(text):
+    assert parse_json_object(text) == {"a": 1}
+
+
+def test_parse_json_object_rejects_prose():
+    with pytest.raises(ValueError):
+        parse_json_object("no json here")
+
+
+def test_broken_json_is_retried_then_accepted():
+    llm = ScriptedLLM(replies=['{"country": "France", "city": ', '{"country": "France", "city": "Paris"}'])
+    assert generate_json(llm, "Capital of France?", Capital) == Capital(country="France", city="Paris")
+    assert "JSON schema" in llm.prompts[0]
+
+
+async def test_async_retries_and_gives_up_with_raw_text():
+    llm = ScriptedLLM(replies=["nope", '{"country": 3}', "still nope"])
+    with pytest.raises(StructuredOutputError, match="after 3 tries") as info:
+        await agenerate_json(llm, "Capital of France?", Capital)
+    assert info.value.raw == "still nope"
+
+
+@pytest.mark.slow
+def test_local_llm_follows_the_schema(small_llm):
+    answer = generate_json(small_llm, "What is the capital city of France? Give the country and the city.", Capital)
+    assert answer.city.lower() == "paris"
+
+
+@pytest.mark.slow
+async def test_local_llm_async(small_llm):
+    answer = await agenerate_json(small_llm, "What is the capital city of Italy? Give the country and the city.", Capital)
+    assert answer.city.lower() == "rome"
