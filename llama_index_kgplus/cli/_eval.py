@@ -1,0 +1,67 @@
+"""``kgplus eval``: compare pipelines on a dataset with RAGAS-style metrics; tables, per-question scores, plots."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from llama_index.core import Settings
+
+    from llama_index_kgplus import build_index, defaults, load_corpus, load_index
+    from llama_index_kgplus.errors import InputDataError
+    from llama_index_kgplus.evaluation import (
+        EvalRunner,
+        PipelineContext,
+        build_pipelines,
+        load_dataset,
+        markdown_table,
+        summarize,
+        write_report,
+    )
+
+    names = [n.strip() for n in args.pipelines.split(",") if n.strip()]
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    samples = load_dataset(args.dataset)[: args.limit]
+    if not args.corpus and not args.index:
+        raise InputDataError("Give --corpus DOCS_PATH (ingested once) or an existing --index DIR.")
+    embed_model = defaults.default_embed_model()
+    llm = defaults.default_llm(args.llm)
+    Settings.embed_model, Settings.llm = embed_model, llm
+
+    index_dir = args.index or args.out / "index"
+    if (index_dir / "docstore.json").is_file():
+        index = load_index(index_dir, embed_model=embed_model)
+    elif args.corpus:
+        index = build_index(load_corpus(args.corpus), index_dir, embed_model=embed_model)
+    else:
+        raise InputDataError(f"{index_dir} holds no index and no --corpus was given to build one.")
+    ctx = PipelineContext(
+        index=index, llm=llm, embed_model=embed_model, top_k=args.top_k,
+        glossary_path=args.glossary, kg_store_uri=args.kg_store,
+    )  # fmt: skip
+    runner = EvalRunner(samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=llm, embed_model=embed_model)
+    records = runner.run()
+    paths = write_report(records, names, args.out)
+    print(markdown_table(summarize(records), names))
+    print("\n" + "\n".join(f"{key}: {path}" for key, path in paths.items()))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from llama_index_kgplus.evaluation import DEFAULT_METRICS
+
+    cmd = sub.add_parser("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
+    cmd.add_argument("--dataset", required=True, type=Path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"')
+    cmd.add_argument("--corpus", type=Path, help="DOCS_PATH to ingest once (folder or JSONL corpus)")
+    cmd.add_argument("--index", type=Path, help="reuse an existing index folder instead of ingesting")
+    cmd.add_argument("--glossary", type=Path, help="glossary.json for the glossary pipeline")
+    cmd.add_argument("--kg-store", help="graph store URI for the kg pipeline")
+    cmd.add_argument("--pipelines", required=True, help="comma-separated pipeline names, e.g. baseline,glossary")
+    cmd.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
+    cmd.add_argument("--out", required=True, type=Path, help="output folder (tables, plots, cache)")
+    cmd.add_argument("--top-k", type=int, default=5, help="retrieved nodes per question (default 5)")
+    cmd.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers and judge)")
+    cmd.set_defaults(func=_eval)

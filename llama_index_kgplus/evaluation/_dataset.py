@@ -1,0 +1,57 @@
+"""Evaluation datasets: JSONL with ``question`` and any of ``ground_truth``, ``gold_ids`` (and optional ``id``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llama_index_kgplus.errors import InputDataError
+
+
+@dataclass(frozen=True)
+class EvalSample:
+    question: str
+    id: str
+    ground_truth: str | None = None
+    gold_ids: tuple[str, ...] = field(default_factory=tuple)
+
+
+def load_dataset(path: str | Path) -> list[EvalSample]:
+    """Read and validate a dataset; every problem names its line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InputDataError(f"Dataset {path} does not exist.") from exc
+    except UnicodeDecodeError as exc:
+        raise InputDataError(f"Dataset {path} is not UTF-8 text (byte {exc.start}).") from exc
+    samples, seen = [], set()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputDataError(f"{where}: invalid JSON ({exc.msg}).") from exc
+        if not isinstance(record, dict) or not str(record.get("question") or "").strip():
+            raise InputDataError(f'{where}: a line needs a non-empty "question".')
+        truth = record.get("ground_truth")
+        gold = record.get("gold_ids") or []
+        if truth is None and not gold:
+            raise InputDataError(f'{where}: a line needs "ground_truth" or "gold_ids" to be scored.')
+        if truth is not None and not isinstance(truth, str):
+            raise InputDataError(f'{where}: "ground_truth" must be a string.')
+        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+            raise InputDataError(f'{where}: "gold_ids" must be a list of strings.')
+        question = record["question"].strip()
+        sample_id = str(record.get("id") or hashlib.sha1(question.encode()).hexdigest()[:12])
+        if sample_id in seen:
+            raise InputDataError(f"{where}: duplicate id {sample_id!r}.")
+        seen.add(sample_id)
+        samples.append(EvalSample(question=question, id=sample_id, ground_truth=truth, gold_ids=tuple(gold)))
+    if not samples:
+        raise InputDataError(f"Dataset {path} holds no question.")
+    return samples

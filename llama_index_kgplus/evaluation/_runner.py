@@ -1,0 +1,173 @@
+"""Run named query-engine pipelines over a dataset, score them, and cache every (pipeline, question, metric).
+
+The cache is two append-only JSONL files under ``<out>/cache``: an interrupted run resumes where it stopped
+(a half-written last line is ignored and recomputed).
+
+Example::
+
+    runner = EvalRunner(samples, {"baseline": engine_a, "glossary": engine_b}, out_dir="eval-out",
+                        metrics=["answer_correctness", "answer_similarity"])
+    results = runner.run()          # or: await runner.arun()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+from tqdm.auto import tqdm
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.evaluation._dataset import EvalSample
+from llama_index_kgplus.evaluation._metrics import METRICS
+from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
+
+RETRIEVAL_METRICS = ("hit@5", "recall@5", "recall@10", "mrr")
+DEFAULT_METRICS = ("answer_correctness", "answer_similarity", "answer_relevance", "faithfulness", *RETRIEVAL_METRICS)
+
+
+@dataclass
+class ScoreRecord:
+    pipeline: str
+    sample_id: str
+    metric: str
+    score: float | None
+    invalid_reason: str | None = None
+    details: dict[str, Any] | None = None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut short by an interruption: recomputed
+            continue
+    return records
+
+
+def _append_jsonl(path: Path, record: dict) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _source_doc_ids(source_nodes: Sequence[Any]) -> list[str]:
+    ids = []
+    for hit in source_nodes:
+        meta = hit.node.metadata
+        ids.extend(meta.get("doc_ids") or [meta.get("doc_id") or hit.node.ref_doc_id])
+    return [i for i in ids if i]
+
+
+class EvalRunner:
+    """Answers every sample with every pipeline, then scores each answer with each applicable metric."""
+
+    def __init__(
+        self,
+        samples: Sequence[EvalSample],
+        pipelines: Mapping[str, BaseQueryEngine],
+        out_dir: str | Path,
+        *,
+        metrics: Sequence[str] = DEFAULT_METRICS,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        unknown = [m for m in metrics if m not in METRICS and m not in RETRIEVAL_METRICS]
+        if unknown:
+            raise InputDataError(
+                f"Unknown metric(s) {', '.join(unknown)}; choose from {', '.join([*METRICS, *RETRIEVAL_METRICS])}."
+            )
+        self.samples = list(samples)
+        self.pipelines = dict(pipelines)
+        self.metrics = list(metrics)
+        self.out_dir = Path(out_dir)
+        self.llm = llm
+        self.embed_model = embed_model
+        self.show_progress = show_progress
+
+    @property
+    def _cache_dir(self) -> Path:
+        path = self.out_dir / "cache"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    async def _answers(self) -> dict[tuple[str, str], dict]:
+        path = self._cache_dir / "answers.jsonl"
+        answers = {(r["pipeline"], r["sample_id"]): r for r in _read_jsonl(path)}
+        todo = [(p, s) for p in self.pipelines for s in self.samples if (p, s.id) not in answers]
+        for name, sample in tqdm(todo, desc="answering", disable=not self.show_progress or not todo):
+            response = await self.pipelines[name].aquery(sample.question)
+            record = {
+                "pipeline": name,
+                "sample_id": sample.id,
+                "answer": str(response),
+                "contexts": [hit.node.get_content() for hit in response.source_nodes],
+                "retrieved_ids": _source_doc_ids(response.source_nodes),
+                "metadata": {k: v for k, v in (response.metadata or {}).items() if _jsonable(v)},
+            }
+            _append_jsonl(path, record)
+            answers[(name, sample.id)] = record
+        return answers
+
+    def _applicable(self, metric: str, sample: EvalSample) -> bool:
+        if metric in RETRIEVAL_METRICS:
+            return bool(sample.gold_ids)
+        needs_truth = metric in ("answer_correctness", "answer_similarity", "context_recall", "context_precision")
+        return sample.ground_truth is not None or not needs_truth
+
+    async def _score_one(self, metric: str, sample: EvalSample, answer: dict) -> ScoreRecord:
+        name = answer["pipeline"]
+        if metric in RETRIEVAL_METRICS:
+            retrieved, gold = answer["retrieved_ids"], sample.gold_ids
+            value = {
+                "hit@5": lambda: hit_at_k(retrieved, gold, 5),
+                "recall@5": lambda: recall_at_k(retrieved, gold, 5),
+                "recall@10": lambda: recall_at_k(retrieved, gold, 10),
+                "mrr": lambda: mrr(retrieved, gold),
+            }[metric]()
+            return ScoreRecord(name, sample.id, metric, value, details={"retrieved_ids": retrieved})
+        evaluator = METRICS[metric](llm=self.llm, embed_model=self.embed_model)
+        result = await evaluator.aevaluate(
+            query=sample.question, response=answer["answer"], contexts=answer["contexts"], reference=sample.ground_truth
+        )
+        return ScoreRecord(name, sample.id, metric, result.score, result.invalid_reason, result.details)
+
+    async def arun(self) -> list[ScoreRecord]:
+        """Answer and score everything not yet cached; return all score records."""
+        answers = await self._answers()
+        path = self._cache_dir / "scores.jsonl"
+        done = {(r["pipeline"], r["sample_id"], r["metric"]): ScoreRecord(**r) for r in _read_jsonl(path)}
+        todo = [
+            (name, sample, metric)
+            for name in self.pipelines
+            for sample in self.samples
+            for metric in self.metrics
+            if self._applicable(metric, sample) and (name, sample.id, metric) not in done
+        ]
+        for name, sample, metric in tqdm(todo, desc="scoring", disable=not self.show_progress or not todo):
+            record = await self._score_one(metric, sample, answers[(name, sample.id)])
+            _append_jsonl(path, record.__dict__)
+            done[(name, sample.id, metric)] = record
+        keep = {s.id for s in self.samples}
+        return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
+
+    def run(self) -> list[ScoreRecord]:
+        return asyncio_run(self.arun())
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
