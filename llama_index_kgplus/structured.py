@@ -71,8 +71,7 @@ def _llama_model(llm: LLM) -> Any | None:
 def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
     model = _llama_model(llm)
     if model is None:
-        hint = f"\n\nReply with one JSON object only, following this JSON schema:\n{json.dumps(schema)}"
-        return llm.complete(prompt + hint).text
+        return llm.complete(prompt + _schema_hint(schema)).text
     full_prompt = llm.completion_to_prompt(prompt) if hasattr(llm, "completion_to_prompt") else prompt
     # One Llama object must not run two generations at once.
     with _LOCKS.setdefault(id(model), threading.Lock()):
@@ -85,19 +84,33 @@ def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
     return out["choices"][0]["text"]
 
 
+def _schema_hint(schema: dict) -> str:
+    return f"\n\nReply with one JSON object only, following this JSON schema:\n{json.dumps(schema)}"
+
+
+def _validated(raw: str, output_cls: type[M]) -> tuple[M | None, str]:
+    try:
+        return output_cls.model_validate(parse_json_object(raw)), ""
+    except (ValueError, ValidationError) as exc:
+        return None, str(exc).splitlines()[0]
+
+
+def _give_up(output_cls: type[BaseModel], tries: int, problem: str, raw: str) -> StructuredOutputError:
+    return StructuredOutputError(
+        f"The LLM returned no valid {output_cls.__name__} JSON after {tries} tries ({problem}).", raw
+    )
+
+
 def generate_json(llm: LLM, prompt: str, output_cls: type[M], *, max_retries: int = 2, max_tokens: int = 1024) -> M:
     """Ask ``llm`` for one JSON object of ``output_cls``; validate; retry up to ``max_retries`` times."""
     schema = output_cls.model_json_schema()
     raw, problem = "", ""
     for _ in range(max_retries + 1):
         raw = _complete_once(llm, prompt, schema, max_tokens)
-        try:
-            return output_cls.model_validate(parse_json_object(raw))
-        except (ValueError, ValidationError) as exc:
-            problem = str(exc).splitlines()[0]
-    raise StructuredOutputError(
-        f"The LLM returned no valid {output_cls.__name__} JSON after {max_retries + 1} tries ({problem}).", raw
-    )
+        result, problem = _validated(raw, output_cls)
+        if result is not None:
+            return result
+    raise _give_up(output_cls, max_retries + 1, problem, raw)
 
 
 async def agenerate_json(
@@ -108,15 +121,11 @@ async def agenerate_json(
         return await asyncio.to_thread(
             generate_json, llm, prompt, output_cls, max_retries=max_retries, max_tokens=max_tokens
         )
-    schema = output_cls.model_json_schema()
-    hint = f"\n\nReply with one JSON object only, following this JSON schema:\n{json.dumps(schema)}"
+    hint = _schema_hint(output_cls.model_json_schema())
     raw, problem = "", ""
     for _ in range(max_retries + 1):
         raw = (await llm.acomplete(prompt + hint)).text
-        try:
-            return output_cls.model_validate(parse_json_object(raw))
-        except (ValueError, ValidationError) as exc:
-            problem = str(exc).splitlines()[0]
-    raise StructuredOutputError(
-        f"The LLM returned no valid {output_cls.__name__} JSON after {max_retries + 1} tries ({problem}).", raw
-    )
+        result, problem = _validated(raw, output_cls)
+        if result is not None:
+            return result
+    raise _give_up(output_cls, max_retries + 1, problem, raw)
