@@ -1,0 +1,278 @@
+"""What both summary node builders share: input checks, embeddings, concurrent summaries with retries.
+
+A builder is a LlamaIndex ``TransformComponent``: it takes the chunks (after the splitter and the embedding
+step of an ``IngestionPipeline``) and returns them, linked to their new summary nodes, followed by the
+summary nodes. Its settings are pydantic fields, so ``to_dict()`` (the ingestion cache key) changes with
+them; the models enter the key as stable fingerprints (class, model name, generation settings).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from llama_index.core.async_utils import asyncio_run, run_jobs
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.hierarchy._parents import make_parent, mark_leaf, mean_embedding, node_level
+from llama_index_kgplus.summarizers._base import (
+    SummarizationError,
+    check_summarizer,
+    component_dict,
+    model_fingerprint,
+    resolve_embed_model,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FailedCluster:
+    """A cluster whose summary failed after every retry; its children were kept, without this parent."""
+
+    level: int
+    child_ids: tuple[str, ...]
+    error: str
+
+
+class BaseSummaryNodeBuilder(TransformComponent):
+    """Shared settings and machinery of :class:`SemanticChunkingSummaryNodeBuilder` and
+    :class:`RaptorSummaryNodeBuilder` (use one of those)."""
+
+    embed_model: BaseEmbedding | None = Field(
+        default=None,
+        description="Embeds nodes that arrive without an embedding and (re)embeds summaries; None: Settings.embed_model.",
+    )
+    summarizer: Any = Field(
+        default=None,
+        description="Any Summarizer; None: TwoStageSummarizer (extractive with embed_model, then Settings.llm).",
+    )
+    embedding_mode: Literal["reembed", "mean"] = Field(
+        default="reembed", description="Summary embedding: embed the summary text, or the mean of its children's."
+    )
+    max_levels: int = Field(default=1, ge=1, description="How many levels of summaries to build at most.")
+    max_retries: int = Field(default=2, ge=0, description="Retries of a failing summary before it is reported.")
+    random_state: int = Field(default=0, description="Seed of every random step (same seed, same output).")
+    num_workers: int = Field(
+        default=4, ge=1, exclude=True, description="Summaries written at once (does not change the output)."
+    )
+    show_progress: bool = Field(default=True, exclude=True, description="Show progress bars.")
+
+    _learned: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("summarizer")
+    @classmethod
+    def _check_summarizer(cls, value: Any) -> Any:
+        return check_summarizer(value)
+
+    @field_serializer("summarizer")
+    def _serialize_summarizer(self, value: Any) -> Any:
+        return component_dict(value)
+
+    @field_serializer("embed_model")
+    def _serialize_embed_model(self, value: Any) -> Any:
+        return model_fingerprint(value)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        llm: Any | None = None,
+        embed_model: BaseEmbedding | None = None,
+        *,
+        summarizer: Any | None = None,
+        max_sentences: int = 3,
+        max_words: int = 100,
+        **kwargs: Any,
+    ) -> BaseSummaryNodeBuilder:
+        """A builder with a :class:`TwoStageSummarizer` over ``llm`` (else ``Settings.llm``) and ``embed_model``
+        (else ``Settings.embed_model``); other keyword arguments are settings."""
+        from llama_index_kgplus.summarizers import TwoStageSummarizer
+
+        embed_model = resolve_embed_model(embed_model, cls.class_name())
+        if summarizer is None:
+            summarizer = TwoStageSummarizer.from_defaults(
+                llm=llm, max_sentences=max_sentences, max_words=max_words, random_state=kwargs.get("random_state", 0)
+            )
+        return cls(embed_model=embed_model, summarizer=summarizer, **kwargs)
+
+    # ------------------------------------------------------------------ learned attributes
+
+    def _get(self, name: str) -> Any:
+        if name not in self._learned:
+            raise AttributeError(
+                f"{type(self).__name__}.{name}_ is set when the builder runs (a pipeline cache hit does not run it)."
+            )
+        return self._learned[name]
+
+    @property
+    def n_summaries_(self) -> int:
+        """Summary nodes made by the last run."""
+        return self._get("n_summaries")
+
+    @property
+    def n_clusters_(self) -> list[int]:
+        """Clusters found per level by the last run (single-node clusters included; they get no summary)."""
+        return self._get("n_clusters")
+
+    @property
+    def failed_clusters_(self) -> list[FailedCluster]:
+        """Clusters whose summary failed after all retries in the last run (their children were kept)."""
+        return self._get("failed_clusters")
+
+    @property
+    def usage_(self) -> dict[str, int]:
+        """The summarizer's LLM calls and tokens during the last run (if it reports them)."""
+        return self._get("usage")
+
+    # ------------------------------------------------------------------ running
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Build the summaries (summaries are written concurrently, ``num_workers`` at a time)."""
+        return asyncio_run(self.acall(nodes, **kwargs))
+
+    async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Async twin of ``__call__``."""
+        nodes = list(nodes)
+        self._learned = {"n_summaries": 0, "n_clusters": [], "failed_clusters": [], "usage": {}}
+        leaves = self._leaves(nodes)
+        if len(leaves) < 2:
+            return nodes
+        embed_model = await self._ensure_embeddings(leaves)
+        summarizer = self._resolve_summarizer(embed_model)
+        usage_before = dict(getattr(summarizer, "usage_", {}) or {})
+        show = bool(kwargs.get("show_progress", self.show_progress))
+        summaries = await self._abuild(leaves, summarizer, embed_model, show)
+        usage_after = dict(getattr(summarizer, "usage_", {}) or {})
+        self._learned["usage"] = {k: v - usage_before.get(k, 0) for k, v in usage_after.items()}
+        self._learned["n_summaries"] = len(summaries)
+        return nodes + summaries
+
+    async def _abuild(
+        self, leaves: list[BaseNode], summarizer: Any, embed_model: BaseEmbedding | None, show_progress: bool
+    ) -> list[TextNode]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ input
+
+    def _leaves(self, nodes: list[BaseNode]) -> list[BaseNode]:
+        """The level-0 nodes with text; the others pass through untouched (with a warning if text is missing)."""
+        leaves, empty = [], []
+        for node in nodes:
+            if node_level(node) > 0:
+                continue
+            if not node.get_content(metadata_mode=MetadataMode.NONE).strip():
+                empty.append(node.node_id)
+                continue
+            leaves.append(node)
+        if empty:
+            logger.warning(
+                "%s: %d node(s) have no text and are left out of the summaries (kept as they are): %s",
+                self.class_name(), len(empty), ", ".join(empty[:5]) + (" ..." if len(empty) > 5 else ""),
+            )
+        return leaves
+
+    async def _ensure_embeddings(self, leaves: list[BaseNode]) -> BaseEmbedding | None:
+        """Reuse existing embeddings, embed only the nodes without one, and check that all dimensions agree."""
+        missing = [n for n in leaves if n.embedding is None]
+        need_model = bool(missing) or self.embedding_mode == "reembed" or self.summarizer is None
+        embed_model = None
+        if need_model:
+            try:
+                embed_model = resolve_embed_model(self.embed_model, self.class_name())
+            except Exception as exc:
+                if missing:
+                    raise InputDataError(
+                        f"{self.class_name()}: {len(missing)} of {len(leaves)} nodes have no embedding (first: "
+                        f"{missing[0].node_id}) and no embedding model is available. Put the embedding model "
+                        "before the builder in the IngestionPipeline, or pass embed_model=..."
+                    ) from exc
+                if self.embedding_mode == "reembed":
+                    raise
+        if missing:
+            vectors = await embed_model.aget_text_embedding_batch(
+                [n.get_content(metadata_mode=MetadataMode.EMBED) for n in missing]
+            )
+            for node, vector in zip(missing, vectors):
+                node.embedding = list(vector)
+        dims = Counter(len(n.embedding) for n in leaves)
+        if len(dims) > 1:
+            by_dim = {d: next(n.node_id for n in leaves if len(n.embedding) == d) for d in dims}
+            detail = ", ".join(f"{count} of dimension {d} (e.g. {by_dim[d]})" for d, count in dims.most_common())
+            raise InputDataError(
+                f"{self.class_name()}: the nodes' embeddings have different dimensions: {detail}. They come from "
+                "different embedding models; re-embed all nodes with one model."
+            )
+        if 0 in dims:
+            raise InputDataError(f"{self.class_name()}: some nodes have an empty embedding; re-embed them.")
+        for leaf in leaves:
+            mark_leaf(leaf)
+        return embed_model
+
+    def _resolve_summarizer(self, embed_model: BaseEmbedding | None) -> Any:
+        summarizer = self.summarizer
+        if summarizer is None:
+            from llama_index_kgplus.summarizers import TwoStageSummarizer
+
+            summarizer = TwoStageSummarizer.from_defaults(random_state=self.random_state)
+        if hasattr(summarizer, "set_default_embed_model"):
+            summarizer.set_default_embed_model(embed_model)
+        return summarizer
+
+    # ------------------------------------------------------------------ summaries
+
+    async def _asummarize_clusters(
+        self,
+        clusters: list[list[BaseNode]],
+        level: int,
+        summarizer: Any,
+        embed_model: BaseEmbedding | None,
+        show_progress: bool,
+    ) -> list[TextNode | None]:
+        """One summary node per cluster (None where it failed after all retries), linked and embedded."""
+        jobs = [self._asummarize_one(cluster, summarizer) for cluster in clusters]
+        results = await run_jobs(
+            jobs, show_progress=show_progress, workers=self.num_workers, desc=f"{self.class_name()} level {level}"
+        )
+        parents: list[TextNode | None] = []
+        for cluster, (text, error) in zip(clusters, results):
+            if text is None:
+                failure = FailedCluster(level, tuple(c.node_id for c in cluster), error)
+                self._learned["failed_clusters"].append(failure)
+                logger.warning(
+                    "%s: the summary of a level-%d cluster of %d nodes failed after %d tries (%s); its children "
+                    "are kept without this parent.", self.class_name(), level, len(cluster), self.max_retries + 1, error,
+                )
+                parents.append(None)
+            else:
+                parents.append(make_parent(self.class_name(), cluster, text))
+        made = [(p, c) for p, c in zip(parents, clusters) if p is not None]
+        if made and self.embedding_mode == "reembed":
+            vectors = await embed_model.aget_text_embedding_batch(
+                [p.get_content(metadata_mode=MetadataMode.EMBED) for p, _ in made]
+            )
+            for (parent, _), vector in zip(made, vectors):
+                parent.embedding = list(vector)
+        elif made:
+            for parent, cluster in made:
+                parent.embedding = mean_embedding(cluster)
+        return parents
+
+    async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str]:
+        texts = [c.get_content(metadata_mode=MetadataMode.NONE) for c in cluster]
+        error = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                text = (await summarizer.asummarize(texts) or "").strip()
+                if not text:
+                    raise SummarizationError("the summarizer returned an empty summary")
+                return text, ""
+            except Exception as exc:  # any failure of a user's summarizer or LLM: retry, then report
+                error = f"{type(exc).__name__}: {exc}"
+                logger.info("%s: summary attempt %d failed: %s", self.class_name(), attempt + 1, error)
+        return None, error

@@ -1,0 +1,109 @@
+"""Abstractive summaries written by any LlamaIndex LLM, with a grounded prompt."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import CompletionResponse
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
+from llama_index.core.llms import LLM
+
+from llama_index_kgplus.errors import KGPlusSetupError
+from llama_index_kgplus.summarizers._base import BaseSummarizer, SummarizationError, model_fingerprint
+
+DEFAULT_SUMMARY_PROMPT = (
+    "Summarize the passages below in one paragraph of at most {max_words} words.\n"
+    "Use only the given text: do not add facts, names, numbers or opinions that are not in it. "
+    "Combine what the passages say; do not copy one passage.\n\n"
+    "Passages:\n{context_str}\n\n"
+    "Summary:"
+)
+
+_PREFIX = re.compile(r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I)
+_SPECIAL = re.compile(r"<\|[a-z_]+\|>")
+
+
+class AbstractiveSummarizer(BaseSummarizer):
+    """One LLM call per summary: the passages go into a prompt that says to use only the given text.
+
+    The LLM's own usage figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer
+    raises :class:`SummarizationError`, so a builder can retry it.
+
+    Example::
+
+        summarizer = AbstractiveSummarizer(llm=defaults.default_llm("qwen2.5-coder-0.5b"), max_words=80)
+        summarizer.summarize(["Passage one ...", "Passage two ..."])
+    """
+
+    llm: LLM | None = Field(default=None, description="Writes the summary; None: Settings.llm.")
+    prompt_template: str = Field(
+        default=DEFAULT_SUMMARY_PROMPT,
+        description="Prompt with {context_str} (the numbered passages) and {max_words}.",
+    )
+    max_words: int = Field(default=100, ge=5, description="Length the prompt asks for, in words.")
+
+    _calls: int = PrivateAttr(default=0)
+    _prompt_tokens: int = PrivateAttr(default=0)
+    _completion_tokens: int = PrivateAttr(default=0)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "AbstractiveSummarizer"
+
+    @field_serializer("llm")
+    def _serialize_llm(self, value: Any) -> Any:
+        return model_fingerprint(value)
+
+    @classmethod
+    def from_defaults(cls, llm: LLM | None = None, **kwargs: Any) -> AbstractiveSummarizer:
+        """Use ``llm`` or ``Settings.llm``."""
+        return cls(llm=llm or _settings_llm(), **kwargs)
+
+    @property
+    def usage_(self) -> dict[str, int]:
+        """LLM calls made and tokens used so far (tokens as reported by the LLM, 0 if it reports none)."""
+        return {
+            "calls": self._calls,
+            "prompt_tokens": self._prompt_tokens,
+            "completion_tokens": self._completion_tokens,
+        }
+
+    def format_prompt(self, texts: Sequence[str]) -> str:
+        """The prompt sent for ``texts``."""
+        context = "\n\n".join(f"[{i}] {' '.join(t.split())}" for i, t in enumerate(texts, 1) if t.strip())
+        if not context:
+            raise SummarizationError("Nothing to summarize: every text is empty.")
+        return self.prompt_template.format(context_str=context, max_words=self.max_words)
+
+    def _clean(self, response: CompletionResponse) -> str:
+        self._calls += 1
+        usage = (response.raw or {}).get("usage") if isinstance(response.raw, dict) else None
+        if isinstance(usage, dict):
+            self._prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self._completion_tokens += int(usage.get("completion_tokens") or 0)
+        text = _PREFIX.sub("", _SPECIAL.sub("", response.text or "")).strip()
+        if not text:
+            raise SummarizationError(f"The LLM returned an empty summary ({response.text!r}).")
+        return text
+
+    def summarize(self, texts: Sequence[str]) -> str:
+        prompt = self.format_prompt(texts)
+        return self._clean((self.llm or _settings_llm()).complete(prompt))
+
+    async def asummarize(self, texts: Sequence[str]) -> str:
+        prompt = self.format_prompt(texts)
+        return self._clean(await (self.llm or _settings_llm()).acomplete(prompt))
+
+
+def _settings_llm() -> LLM:
+    from llama_index.core import Settings
+
+    try:
+        return Settings.llm
+    except Exception as exc:  # Settings falls back to OpenAI, which is usually not installed here
+        raise KGPlusSetupError(
+            "AbstractiveSummarizer needs an LLM and none was given: pass llm=..., or set Settings.llm "
+            "(e.g. llama_index_kgplus.defaults.default_llm())."
+        ) from exc
