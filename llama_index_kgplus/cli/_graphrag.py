@@ -1,0 +1,247 @@
+"""``kgplus graphrag index|update|query``: GraphRAG-style global questions over a corpus, kept in a store folder.
+
+``--json`` of ``index`` and ``update`` prints exactly::
+
+    {"documents", "chunks", "entities", "relationships", "communities", "reports_total", "reports_regenerated",
+     "llm_calls", "prompt_tokens", "completion_tokens", "seconds"}
+
+``--json`` of ``query`` prints ``{"answer", "question", "response_type", "level", "reports", "documents",
+"sources": [{"doc_id", "chunk_id", "title", "score", "text"}], "key_points", "llm_calls", "prompt_tokens",
+"completion_tokens", "seconds"}``. Progress bars and warnings go to stderr. The exit status is 1 when some
+chunks or reports failed (they are retried by the next ``update``), 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from llama_index_kgplus.errors import InputDataError
+
+LLM_HELP = "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path; default $KGPLUS_LLM or the 1.5B model"
+
+
+def _err(*parts: Any) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def _make_llm(args: argparse.Namespace) -> Any:
+    from llama_index_kgplus import defaults
+
+    return defaults.default_llm(args.llm, context_window=args.context_window)
+
+
+def _executor(args: argparse.Namespace) -> Any:
+    from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
+
+    if args.executor == "ray":
+        from llama_index_kgplus import defaults
+
+        factory = partial(defaults.default_llm, args.llm, context_window=args.context_window)
+        return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
+    return AsyncioExecutor(num_workers=args.workers)
+
+
+def _open_index(args: argparse.Namespace, llm: Any, executor: Any, **settings: Any) -> Any:
+    from llama_index_kgplus.graphrag import GraphRAGIndex
+
+    return GraphRAGIndex.from_defaults(args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings)
+
+
+def _usage_line(stats: dict[str, Any]) -> str:
+    estimated = " (estimated)" if stats.get("tokens_estimated") else ""
+    return (
+        f"LLM: {stats['llm_calls']} calls, {stats['prompt_tokens']:,} prompt tokens, "
+        f"{stats['completion_tokens']:,} completion tokens{estimated}; {stats['seconds']:.1f} s"
+    )
+
+
+def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
+    data = stats.as_dict()
+    failed = []
+    if stats.chunks_failed:
+        failed.append(f"{stats.chunks_failed} chunk(s) failed extraction")
+    if stats.reports_failed:
+        failed.append(f"{stats.reports_failed} community report(s) failed")
+    lines = [
+        f"{verb} {stats.documents} documents ({stats.documents_added} added, {stats.documents_changed} changed, "
+        f"{stats.documents_deleted} deleted{', resumed an interrupted run' if stats.resumed else ''}): "
+        f"{stats.chunks} chunks, {stats.entities} entities, {stats.relationships} relationships, "
+        f"{stats.communities} communities",
+        f"community reports: regenerated {stats.reports_regenerated} of {stats.reports_total} "
+        f"({stats.reports_reused} unchanged, reused)",
+        _usage_line(data),
+    ]
+    if args.json:
+        print(json.dumps(stats.contract()), flush=True)
+        for line in lines:
+            _err(line)
+    else:
+        print("\n".join(lines), flush=True)
+    if failed:
+        _err(
+            f"kgplus: warning: {'; '.join(failed)}; the failures are recorded in {args.store}/state.sqlite and "
+            f"retried by the next `kgplus graphrag update`."
+        )
+        return 1
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
+
+    store = Path(args.store)
+    docs = load_corpus(args.docs_path)
+    if args.rebuild:
+        (store / STATE_FILE).unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            (store / f"{STATE_FILE}{suffix}").unlink(missing_ok=True)
+        graph = store / GRAPH_FILE
+        if graph.is_dir():
+            shutil.rmtree(graph)
+        else:
+            graph.unlink(missing_ok=True)
+            Path(f"{graph}.wal").unlink(missing_ok=True)
+    llm, executor = _make_llm(args), _executor(args)
+    settings = {
+        "chunk_size": args.chunk_size,
+        "chunk_overlap": args.chunk_overlap,
+        "detector": {"max_cluster_size": args.max_cluster_size, "random_state": args.seed},
+    }
+    index = _open_index(args, llm, executor, **settings)
+    try:
+        if index.exists() and not index.state.interrupted_runs():
+            n = index.state.count("documents")
+            raise InputDataError(
+                f"{store} already holds a GraphRAG index of {n} documents. Run `kgplus graphrag update "
+                f"{args.docs_path} --store {store}` to apply changes, or add --rebuild to start over."
+            )
+        stats = index.build(docs)
+    finally:
+        index.close()
+        executor.shutdown()
+    return _report_stats(args, stats, "indexed")
+
+
+def _update(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.graphrag._index import STATE_FILE
+
+    if not (Path(args.store) / STATE_FILE).is_file():
+        raise InputDataError(
+            f"{args.store} holds no GraphRAG index: run `kgplus graphrag index {args.docs_path} --store {args.store}` first."
+        )
+    docs = load_corpus(args.docs_path)
+    llm, executor = _make_llm(args), _executor(args)
+    index = _open_index(args, llm, executor)
+    try:
+        stats = index.update(docs)
+    finally:
+        index.close()
+        executor.shutdown()
+    return _report_stats(args, stats, "updated")
+
+
+def _query(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.graphrag._index import STATE_FILE
+
+    if not (Path(args.store) / STATE_FILE).is_file():
+        raise InputDataError(f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first.")
+    llm, executor = _make_llm(args), _executor(args)
+    index = _open_index(args, llm, executor)
+    try:
+        if not index.exists():
+            raise InputDataError(f"The index in {args.store} is not finished: rerun `kgplus graphrag index` to resume it.")
+        engine = index.as_query_engine(
+            response_type=args.response_type, level=args.level, max_reports=args.max_reports,
+            show_progress=not args.quiet,
+        )
+        response = engine.query(args.question)
+    finally:
+        index.close()
+        executor.shutdown()
+    meta = response.metadata
+    sources = [
+        {
+            "doc_id": hit.node.metadata.get("doc_id"),
+            "chunk_id": hit.node.node_id,
+            "title": hit.node.metadata.get("title"),
+            "score": round(float(hit.score or 0.0), 4),
+            "text": hit.node.get_content(),
+        }
+        for hit in response.source_nodes
+    ]
+    record = {
+        "answer": str(response.response),
+        "question": args.question,
+        "response_type": args.response_type,
+        "level": args.level,
+        "reports": meta["reports"],
+        "documents": meta["documents"],
+        "sources": sources,
+        "key_points": meta["key_points"],
+        **{k: meta[k] for k in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds")},
+    }
+    if args.json:
+        print(json.dumps(record, ensure_ascii=False), flush=True)
+        _err(_usage_line({**meta}))
+        return 0
+    print(record["answer"].strip())
+    if meta["reports"]:
+        print(f"\nreports used ({len(meta['reports'])} of {meta['reports_read']} read):")
+        for r in meta["reports"]:
+            print(f"- [{r['community_id']}] {r['title']} (rating {r['rating']:g}, importance {r['importance']})")
+    if meta["documents"]:
+        print(f"\ncited documents (match frequency >= median {meta['median_match_frequency']:g}):")
+        for d in meta["documents"]:
+            print(f"- [{d['doc_id']}] {d['title']} ({d['match_frequency']} matches)")
+        print("\nsupporting passages:")
+        for s in sources:
+            print(f"- [{s['chunk_id']}] {s['score']:.2f}: {' '.join(s['text'].split())[:140]}")
+    print("\n" + _usage_line(meta))
+    return 0
+
+
+def _common(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)")
+    cmd.add_argument("--llm", default=None, help=LLM_HELP)
+    cmd.add_argument("--context-window", type=int, default=None, help="LLM context window in tokens (default: the model's)")
+    cmd.add_argument("--workers", type=int, default=4, help="LLM tasks in flight at once (default 4)")
+    cmd.add_argument("--executor", choices=("asyncio", "ray"), default="asyncio", help="run LLM batches in this process (asyncio, default) or on Ray")
+    cmd.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
+    cmd.add_argument("--json", action="store_true", help="print JSON on stdout (progress and notes go to stderr)")
+    cmd.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    graphrag = sub.add_parser("graphrag", help="GraphRAG: communities, reports and global questions over a corpus")
+    gsub = graphrag.add_subparsers(dest="graphrag_command", required=True)
+
+    index = gsub.add_parser("index", help="extract entities, detect communities and write their reports")
+    index.add_argument("docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)")
+    _common(index)
+    index.add_argument("--rebuild", action="store_true", help="delete the store's graph and state first")
+    index.add_argument("--chunk-size", type=int, default=512, help="chunk size in tokens (default 512)")
+    index.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
+    index.add_argument("--max-cluster-size", type=int, default=10, help="communities larger than this are split (default 10)")
+    index.add_argument("--seed", type=int, default=42, help="Leiden seed (default 42)")
+    index.set_defaults(func=_index)
+
+    update = gsub.add_parser("update", help="apply added, changed and deleted documents; regenerate changed reports only")
+    update.add_argument("docs_path", metavar="DOCS_PATH", help="the corpus as it is now (folder or JSONL)")
+    _common(update)
+    update.set_defaults(func=_update)
+
+    query = gsub.add_parser("query", help="answer a global question by map-reduce over the community reports")
+    query.add_argument("question", metavar="QUESTION")
+    _common(query)
+    query.add_argument("--response-type", default="multiple paragraphs", help='shape of the answer, e.g. "bulleted report", "matrix table"')
+    query.add_argument("--level", type=int, default=1, help="community level of the reports read (default 1; 0 is the coarsest)")
+    query.add_argument("--max-reports", type=int, default=None, help="read only the highest-rated reports")
+    query.set_defaults(func=_query)

@@ -1,0 +1,499 @@
+"""The GraphRAG index of a corpus in a store folder: build it, update it incrementally, query it globally.
+
+A store folder holds ``graph.lbug`` (the graph, see :mod:`._graph_sink`) and ``state.sqlite`` (documents and
+their hashes, chunks, per-chunk extractions, the merged graph, communities, reports and the runs with their LLM
+usage, see :mod:`._state`). The graph is plain entities and relationships with provenance, so any LlamaIndex
+``PropertyGraphStore`` can hold it instead (pass ``graph_sink=PropertyGraphStoreSink(store)``).
+
+Indexing and updating are one procedure, each step resumable:
+
+1. documents are compared by content hash (``Document.hash``, as LlamaIndex's ingestion docstore does):
+   added and changed ones are split into chunks, deleted ones are dropped with their chunks;
+2. every chunk whose text has no stored extraction is sent to the LLM (only new or changed text);
+3. the extractions are merged into the graph (entities by normalised name) and the graph store is brought
+   up to date, so entities and relationships that only deleted documents supported disappear;
+4. communities are recomputed (same seed, warm start, matched to the previous ones by membership);
+5. a report is written for each community whose fingerprint has no stored report; the others are reused.
+
+Example::
+
+    index = GraphRAGIndex.from_defaults("./grag", llm=defaults.default_llm("qwen2.5-coder-0.5b"))
+    stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
+    print(stats.reports_regenerated, "of", stats.reports_total)
+    response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import Document
+from llama_index.core.async_utils import asyncio_run
+from llama_index.core.llms import LLM
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from llama_index_kgplus.errors import InputDataError, KGPlusError
+from llama_index_kgplus.graphrag._communities import Community, CommunityDetector
+from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask, TaskOutcome
+from llama_index_kgplus.graphrag._extraction import ExtractionResult, GraphExtractor
+from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink
+from llama_index_kgplus.graphrag._merge import ChunkExtraction, Entity, Relationship, merge_extractions
+from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, ReportContext
+from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
+from llama_index_kgplus.graphrag._usage import LLMUsage, metered, usage_meter
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "state.sqlite"
+GRAPH_FILE = "graph.lbug"
+# Settings stored with the index, so that an update runs with the settings of the build.
+_PERSISTED = ("chunk_size", "chunk_overlap", "min_community_size", "max_descriptions", "extractor", "detector", "reporter")
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """The figures of one ``build``/``update`` (the first eleven are the CLI's ``--json`` contract)."""
+
+    documents: int
+    chunks: int
+    entities: int
+    relationships: int
+    communities: int
+    reports_total: int
+    reports_regenerated: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    documents_added: int = 0
+    documents_changed: int = 0
+    documents_deleted: int = 0
+    chunks_extracted: int = 0
+    chunks_failed: int = 0
+    reports_reused: int = 0
+    reports_failed: int = 0
+    resumed: bool = False
+    tokens_estimated: bool = False
+
+    CONTRACT = (
+        "documents", "chunks", "entities", "relationships", "communities", "reports_total",
+        "reports_regenerated", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def contract(self) -> dict[str, Any]:
+        """Exactly the CLI's ``--json`` keys."""
+        data = self.as_dict()
+        return {key: data[key] for key in self.CONTRACT}
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A community with its stored report (``report`` is None when generating it failed: see ``error``)."""
+
+    community: Community
+    fingerprint: str
+    report: CommunityReport | None
+    error: str | None
+    context: dict[str, Any]
+
+
+async def _extract_task(extractor_config: dict[str, Any], text: str, llm: LLM) -> dict[str, Any]:
+    result = await GraphExtractor(**extractor_config).aextract_text(text, llm=llm)
+    return result.model_dump()
+
+
+async def _report_task(reporter_config: dict[str, Any], context: ReportContext, llm: LLM) -> dict[str, Any]:
+    report = await CommunityReportGenerator(**reporter_config).agenerate(context, llm=llm)
+    return report.model_dump()
+
+
+class GraphRAGIndex(BaseModel):
+    """Entities, communities and community reports of a corpus, kept in a store folder; see the module docstring.
+
+    Example::
+
+        index = GraphRAGIndex.from_defaults("./grag", llm=llm)
+        index.build(docs)
+        index.update(docs_with_one_more)     # prints nothing; returns IndexStats
+        index.as_query_engine().query("What are the main themes of the collection?")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store_dir: Path = Field(description="Folder of the store: graph.lbug and state.sqlite.")
+    chunk_size: int = Field(default=512, ge=32, description="Chunk size in tokens (SentenceSplitter).")
+    chunk_overlap: int = Field(default=32, ge=0, description="Chunk overlap in tokens.")
+    min_community_size: int = Field(default=2, ge=1, description="Communities with fewer entities get no report.")
+    max_descriptions: int = Field(default=4, ge=1, description="Distinct descriptions an entity or relationship keeps.")
+    show_progress: bool = Field(default=True, description="Show progress bars for the LLM steps.")
+    extractor: GraphExtractor = Field(default_factory=GraphExtractor, description="Entity and relationship extraction settings.")
+    detector: CommunityDetector = Field(default_factory=CommunityDetector, description="Community detection settings.")
+    reporter: CommunityReportGenerator = Field(
+        default_factory=CommunityReportGenerator, description="Community report settings."
+    )
+    executor: BaseExecutor = Field(default_factory=AsyncioExecutor, description="Runs the batches of LLM calls.")
+
+    _llm: LLM | None = PrivateAttr(default=None)
+    _state: GraphRAGState | None = PrivateAttr(default=None)
+    _sink: GraphSink | None = PrivateAttr(default=None)
+    _own_sink: bool = PrivateAttr(default=True)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphRAGIndex"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        store_dir: str | Path,
+        llm: LLM | None = None,
+        *,
+        executor: BaseExecutor | None = None,
+        graph_sink: GraphSink | None = None,
+        **settings: Any,
+    ) -> GraphRAGIndex:
+        """Open (or prepare) the store in ``store_dir``; ``llm`` defaults to ``Settings.llm``.
+
+        The settings of an existing store are read back from it; ``settings`` override them.
+        """
+        from llama_index.core import Settings
+
+        store_dir = Path(store_dir).expanduser().resolve()
+        stored: dict[str, Any] = {}
+        if (store_dir / STATE_FILE).is_file():
+            state = GraphRAGState(store_dir / STATE_FILE)
+            try:
+                stored = state.get_meta("config", {}) or {}
+            finally:
+                state.close()
+        config = {**stored, **settings}
+        if executor is not None:
+            config["executor"] = executor
+        index = cls(store_dir=store_dir, **config)
+        index._llm = metered(llm or Settings.llm)
+        if graph_sink is not None:
+            index._sink, index._own_sink = graph_sink, False
+        return index
+
+    # ------------------------------------------------------------------ resources
+
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            from llama_index.core import Settings
+
+            self._llm = metered(Settings.llm)
+        return self._llm
+
+    @property
+    def state(self) -> GraphRAGState:
+        if self._state is None:
+            try:
+                self.store_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KGPlusError(f"Cannot create the store folder {self.store_dir}: {exc}") from exc
+            self._state = GraphRAGState(self.store_dir / STATE_FILE)
+        return self._state
+
+    def exists(self) -> bool:
+        """True when the store holds a finished build."""
+        return (self.store_dir / STATE_FILE).is_file() and self.state.get_meta("built", False)
+
+    def close(self) -> None:
+        """Close the state file and the graph store (if this index opened it)."""
+        self._close_sink()
+        if self._state is not None:
+            self._state.close()
+            self._state = None
+
+    def _close_sink(self) -> None:
+        if self._sink is not None and self._own_sink:
+            self._sink.close()
+            self._sink = None
+
+    def __enter__(self) -> GraphRAGIndex:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ building and updating
+
+    def build(self, documents: Sequence[Document]) -> IndexStats:
+        """Index ``documents`` (resuming an interrupted run); same procedure as :meth:`update`."""
+        return asyncio_run(self.abuild(documents))
+
+    async def abuild(self, documents: Sequence[Document]) -> IndexStats:
+        return await self._arefresh(documents, "index")
+
+    def update(self, documents: Sequence[Document]) -> IndexStats:
+        """Bring the index up to date with ``documents``, the whole corpus as it is now (added, changed
+        and missing documents are detected by content hash); only what changed goes to the LLM."""
+        return asyncio_run(self.aupdate(documents))
+
+    async def aupdate(self, documents: Sequence[Document]) -> IndexStats:
+        return await self._arefresh(documents, "update")
+
+    def _chunker_key(self) -> str:
+        return f"sentence:{self.chunk_size}:{self.chunk_overlap}"
+
+    def _split(self, doc: Document) -> list[ChunkRecord]:
+        import hashlib
+
+        from llama_index.core.node_parser import SentenceSplitter
+
+        splitter = SentenceSplitter(chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
+        texts = [t for t in splitter.split_text(doc.text) if t.strip()]
+        return [
+            ChunkRecord(f"{doc.id_}#{i}", doc.id_, i, text, hashlib.sha256(text.encode()).hexdigest()[:24])
+            for i, text in enumerate(texts)
+        ]
+
+    async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
+        started = time.perf_counter()
+        docs = list(documents)
+        if not docs:
+            raise InputDataError(
+                "The corpus is empty: there is nothing to index. (An update never treats an empty corpus as "
+                "'delete everything'; to start over, delete the store folder.)"
+            )
+        ids = [d.id_ for d in docs]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise InputDataError(f"Duplicate document ids in the corpus: {dup}. Give every document its own id.")
+        state, meter = self.state, usage_meter(self.llm)
+        usage_before = meter.snapshot()
+        interrupted = state.interrupted_runs()
+        if interrupted:
+            logger.warning("Resuming after %d interrupted run(s) of %s.", len(interrupted), self.store_dir)
+        state.set_meta("config", self.model_dump(include=set(_PERSISTED)))
+        run_id = state.start_run(command)
+
+        added, changed, deleted = self._sync_documents(docs)
+        extracted, failed_chunks = await self._aextract(state)
+        entities, relationships = self._merge_and_write(state)
+        communities, next_id = self._detect(state, entities, relationships)
+        fingerprints, contexts, regenerated, reused, failed_reports = await self._areport(
+            state, communities, entities, relationships, run_id
+        )
+        state.replace_communities([(c, fingerprints.get(c.id)) for c in communities], next_id)
+        state.prune_reports()
+        state.prune_extractions()
+        state.set_meta("built", True)
+
+        usage = meter.snapshot() - usage_before
+        stats = IndexStats(
+            documents=state.count("documents"),
+            chunks=state.count("chunks"),
+            entities=len(entities),
+            relationships=len(relationships),
+            communities=len(communities),
+            reports_total=len(fingerprints),
+            reports_regenerated=regenerated,
+            llm_calls=usage.llm_calls,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            seconds=round(time.perf_counter() - started, 2),
+            documents_added=added,
+            documents_changed=changed,
+            documents_deleted=deleted,
+            chunks_extracted=extracted,
+            chunks_failed=failed_chunks,
+            reports_reused=reused,
+            reports_failed=failed_reports,
+            resumed=bool(interrupted),
+            tokens_estimated=usage.estimated,
+        )
+        state.finish_run(run_id, stats.as_dict())
+        state.mark_runs(interrupted, "resumed")
+        logger.info("%s: regenerated %d of %d community reports.", command, regenerated, len(fingerprints))
+        return stats
+
+    def _sync_documents(self, docs: list[Document]) -> tuple[int, int, int]:
+        state, chunker = self.state, self._chunker_key()
+        stored = state.documents()
+        added = changed = 0
+        for doc in docs:
+            record = stored.get(doc.id_)
+            if record is not None and record.hash == doc.hash and record.chunker == chunker:
+                continue
+            chunks = self._split(doc)
+            if not chunks:
+                logger.warning("Document %r has no text; it is stored without chunks.", doc.id_)
+            title = str(doc.metadata.get("title") or doc.id_)
+            state.replace_document(DocumentRecord(doc.id_, title, doc.hash, chunker, len(chunks)), chunks)
+            if record is None:
+                added += 1
+            else:
+                changed += 1
+        gone = sorted(set(stored) - {d.id_ for d in docs})
+        for doc_id in gone:
+            state.delete_document(doc_id)
+        return added, changed, len(gone)
+
+    async def _aextract(self, state: GraphRAGState) -> tuple[int, int]:
+        config = self.extractor.config_hash()
+        pending = state.pending_chunks(config)
+        extractor_config = self.extractor.model_dump()
+        tasks = [LLMTask(c.text_hash, partial(_extract_task, extractor_config, c.text)) for c in pending]
+
+        def save(outcome: TaskOutcome) -> None:
+            state.save_extraction(outcome.key, config, outcome.result, outcome.error)
+
+        outcomes = await self.executor.arun(
+            tasks, self.llm, on_result=save, desc="Extracting entities", show_progress=self.show_progress
+        )
+        failed = [o for o in outcomes if not o.ok]
+        for o in failed[:5]:
+            logger.warning("Extraction failed for a chunk (text %s): %s", o.key, o.error)
+        return len(outcomes) - len(failed), len(failed)
+
+    def _merge_and_write(self, state: GraphRAGState) -> tuple[dict[str, Entity], dict[str, Relationship]]:
+        rows = state.extractions(self.extractor.config_hash())
+        entities, relationships = merge_extractions(
+            (ChunkExtraction(c.chunk_id, c.doc_id, ExtractionResult.model_validate(r)) for c, r in rows),
+            max_descriptions=self.max_descriptions,
+        )
+        chunks = {c.chunk_id: c for c in state.chunks()}
+        old_e, old_r = state.graph_hashes()
+        old_c: dict[str, str] = state.get_meta("graph_chunks", {}) or {}
+        new_r = {rid: r.content_hash() for rid, r in relationships.items()}
+        old_rel_endpoints = {rid: tuple(r) for rid, r in (state.get_meta("graph_rel_endpoints", {}) or {}).items()}
+        deleted_r = frozenset(set(old_r) - set(new_r))
+        diff = GraphDiff(
+            upsert_entities=frozenset(i for i, e in entities.items() if old_e.get(i) != e.content_hash()),
+            delete_entities=frozenset(set(old_e) - set(entities)),
+            upsert_relationships=frozenset(i for i, h in new_r.items() if old_r.get(i) != h),
+            replaced_relationships=frozenset(i for i, h in new_r.items() if i in old_r and old_r[i] != h),
+            delete_relationships=deleted_r,
+            upsert_chunks=frozenset(i for i, c in chunks.items() if old_c.get(i) != c.text_hash),
+            replaced_chunks=frozenset(i for i, c in chunks.items() if i in old_c and old_c[i] != c.text_hash),
+            delete_chunks=frozenset(set(old_c) - set(chunks)),
+            deleted_relationship_endpoints=frozenset(
+                e for rid in deleted_r for e in old_rel_endpoints.get(rid, ()) if e in entities
+            ),
+        )
+        sink = self._graph_sink()
+        try:
+            sink.write(entities, relationships, chunks, diff)
+        finally:
+            self._close_sink()
+        state.replace_graph(entities.values(), relationships.values())
+        state.set_meta("graph_chunks", {i: c.text_hash for i, c in chunks.items()})
+        state.set_meta("graph_rel_endpoints", {rid: [r.source, r.target] for rid, r in relationships.items()})
+        return entities, relationships
+
+    def _graph_sink(self) -> GraphSink:
+        if self._sink is None:
+            self._sink, self._own_sink = LadybugGraphSink(self.store_dir / GRAPH_FILE), True
+        return self._sink
+
+    def _detect(
+        self, state: GraphRAGState, entities: dict[str, Entity], relationships: dict[str, Relationship]
+    ) -> tuple[list[Community], int]:
+        edges: dict[tuple[str, str], float] = {}
+        for r in relationships.values():
+            edges[(r.source, r.target)] = edges.get((r.source, r.target), 0.0) + r.weight
+        previous = [c for c, _ in state.communities()]
+        detector = self.detector.model_copy().fit(
+            entities, edges, previous, next_id=int(state.get_meta("next_community_id", 0))
+        )
+        return list(detector.communities_ or []), int(detector.next_id_ or 0)
+
+    async def _areport(
+        self,
+        state: GraphRAGState,
+        communities: list[Community],
+        entities: dict[str, Entity],
+        relationships: dict[str, Relationship],
+        run_id: int,
+    ) -> tuple[dict[str, str], dict[str, ReportContext], int, int, int]:
+        rels = list(relationships.values())
+        fingerprints: dict[str, str] = {}
+        contexts: dict[str, ReportContext] = {}
+        tasks: list[LLMTask] = []
+        reused = 0
+        reporter_config = self.reporter.model_dump()
+        for community in communities:
+            if community.size < self.min_community_size:
+                continue
+            context = self.reporter.context(community, entities, rels)
+            fp = self.reporter.fingerprint(community, context)
+            fingerprints[community.id], contexts[fp] = fp, context
+            stored = state.report(fp)
+            if stored is not None and stored.status == "ok":
+                reused += 1
+                if stored.community_id != community.id:  # same input under a new id
+                    state.save_report(fp, community.id, stored.report, None, asdict(context), stored.run_id)
+            elif fp not in {t.key for t in tasks}:
+                tasks.append(LLMTask(fp, partial(_report_task, reporter_config, context)))
+
+        def save(outcome: TaskOutcome) -> None:
+            context = contexts[outcome.key]
+            state.save_report(outcome.key, context.community_id, outcome.result, outcome.error, asdict(context), run_id)
+
+        outcomes = await self.executor.arun(
+            tasks, self.llm, on_result=save, desc="Community reports", show_progress=self.show_progress
+        )
+        failed = [o for o in outcomes if not o.ok]
+        for o in failed[:5]:
+            logger.warning("Report failed for community %s: %s", contexts[o.key].community_id, o.error)
+        return fingerprints, contexts, len(outcomes) - len(failed), reused, len(failed)
+
+    # ------------------------------------------------------------------ reading
+
+    def documents(self) -> dict[str, DocumentRecord]:
+        return self.state.documents()
+
+    def chunks(self, chunk_ids: Sequence[str] | None = None) -> list[ChunkRecord]:
+        return self.state.chunks(chunk_ids)
+
+    def entities(self) -> dict[str, Entity]:
+        return self.state.entities()
+
+    def relationships(self) -> dict[str, Relationship]:
+        return self.state.relationships()
+
+    def communities(self) -> list[Community]:
+        return [c for c, _ in self.state.communities()]
+
+    def reports(self, level: int | None = None) -> list[StoredReport]:
+        """Stored reports of the communities; with ``level``, those of the cut at that level (the
+        communities of that level plus the leaves above it), as the global search reads them."""
+        out = []
+        for community, fp in self.state.communities():
+            if fp is None or (level is not None and not _in_cut(community, level)):
+                continue
+            record = self.state.report(fp)
+            if record is None:
+                continue
+            report = CommunityReport.model_validate(record.report) if record.report else None
+            out.append(StoredReport(community, fp, report, record.error, record.context))
+        return out
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every command run on this store, with its status and figures (LLM usage included)."""
+        return self.state.runs()
+
+    def usage(self) -> LLMUsage:
+        """LLM usage of this index object so far (all commands)."""
+        return usage_meter(self.llm).snapshot()
+
+    def as_query_engine(self, **kwargs: Any) -> Any:
+        """A :class:`~llama_index_kgplus.graphrag.GlobalSearchEngine` over this index."""
+        from llama_index_kgplus.graphrag._search import GlobalSearchEngine
+
+        return GlobalSearchEngine.from_index(self, **kwargs)
+
+
+def _in_cut(community: Community, level: int) -> bool:
+    return community.level == level or (community.level < level and not community.children)
