@@ -1,0 +1,236 @@
+"""The glossary query engine: rewrite with the glossary, retrieve, answer the original question.
+
+Steps for each question: select the relevant glossary entries; rewrite the question with them (LLM), refuse a
+drifting rewrite (fall back to the original, with ``fallback_reason``), let an optional review hook accept or edit
+it; retrieve with the original query, the rewrite, or both fused by reciprocal rank (``mode``); synthesise from the
+*original* question with the selected entries appended as a glossary that is "not part of the question".
+
+``Response.metadata`` carries ``original_query``, ``rewritten_query``, ``glossary_terms``, ``fallback_reason``
+(None when the rewrite was used), ``proposed_query`` (the LLM's rewrite even when refused), ``rewrite_similarity``,
+``rewrite_edited`` and ``retrieval_mode``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.base.response.schema import RESPONSE_TYPE
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
+from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+
+from llama_index_kgplus.glossary._fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
+from llama_index_kgplus.glossary._model import Glossary
+from llama_index_kgplus.glossary._prompts import DEFAULT_GLOSSARY_CONTEXT_PROMPT
+from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
+
+RetrievalMode = Literal["fused", "rewritten", "original"]
+RETRIEVAL_MODES: tuple[str, ...] = ("fused", "rewritten", "original")
+DEFAULT_MODE: RetrievalMode = "fused"
+
+
+@dataclass
+class GlossaryRetrieval:
+    """What retrieval used and found: the rewrite record, the mode, and the ranked nodes."""
+
+    rewrite: QueryRewrite
+    mode: str
+    nodes: list[NodeWithScore]
+
+    def to_metadata(self) -> dict[str, Any]:
+        return {**self.rewrite.to_metadata(), "retrieval_mode": self.mode}
+
+
+class GlossaryQueryEngine(CustomQueryEngine):
+    """Query engine that speaks the documents' terminology: glossary rewrite, guarded, fused retrieval.
+
+    Example::
+
+        from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
+
+        engine = GlossaryQueryEngine.from_defaults(Glossary.load("glossary.json"), index=index, llm=llm)
+        response = engine.query("Why can't I use a list as a dict key?")
+        response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+        streaming = GlossaryQueryEngine.from_defaults(glossary, index=index, streaming=True)
+        streaming.query("...").print_response_stream()
+    """
+
+    retriever: BaseRetriever = Field(description="Any LlamaIndex retriever (vector, hierarchical, KG, ...).")
+    rewriter: GlossaryQueryRewriter = Field(description="Selects glossary terms, rewrites and guards the query.")
+    response_synthesizer: BaseSynthesizer = Field(description="Answers from the retrieved nodes.")
+    mode: RetrievalMode = Field(
+        default=DEFAULT_MODE,
+        description="Retrieve with the 'original' query, the 'rewritten' one, or both 'fused' by reciprocal rank.",
+    )
+    rrf_k: int = Field(default=DEFAULT_RRF_K, ge=0, description="Reciprocal rank fusion constant k.")
+    fused_top_n: int | None = Field(
+        default=None, description="Nodes kept after fusion (default: as many as one retrieval returns)."
+    )
+    glossary_in_synthesis: bool = Field(
+        default=True, description="Append the selected glossary entries to the question for synthesis."
+    )
+    glossary_context_prompt: BasePromptTemplate = Field(
+        default=DEFAULT_GLOSSARY_CONTEXT_PROMPT,
+        description="How the glossary is appended to the original question ({query_str}, {glossary_str}).",
+    )
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GlossaryQueryEngine"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        glossary: Glossary | str | Path,
+        *,
+        retriever: BaseRetriever | None = None,
+        index: Any | None = None,
+        similarity_top_k: int = 5,
+        llm: LLM | None = None,
+        embed_model: BaseEmbedding | None = None,
+        mode: RetrievalMode = DEFAULT_MODE,
+        streaming: bool = False,
+        response_mode: ResponseMode = ResponseMode.COMPACT,
+        review_hook: ReviewHook | None = None,
+        glossary_top_k: int = 3,
+        glossary_max_tokens: int = 600,
+        whole_glossary: bool = False,
+        max_words: int = 100,
+        min_similarity: float = 0.5,
+        **kwargs: Any,
+    ) -> GlossaryQueryEngine:
+        """Build the engine over a ``retriever`` or an ``index`` (``index.as_retriever(similarity_top_k=...)``).
+
+        ``glossary`` is a :class:`Glossary` or a path to a JSON/CSV file. ``llm`` and ``embed_model`` fall back to
+        the index's embedding model and to ``Settings``. ``whole_glossary=True`` shows every entry to the LLM
+        (the original recipe, for comparison); ``min_similarity`` and ``max_words`` configure the drift guard.
+        """
+        from llama_index.core import Settings
+
+        if not isinstance(glossary, Glossary):
+            glossary = Glossary.load(glossary)
+        if retriever is None:
+            if index is None:
+                raise ValueError("Give a retriever or an index.")
+            retriever = index.as_retriever(similarity_top_k=similarity_top_k)
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"mode must be one of {RETRIEVAL_MODES}, got {mode!r}")
+        llm = llm or Settings.llm
+        embed_model = embed_model or getattr(index, "_embed_model", None) or Settings.embed_model
+        rewriter = GlossaryQueryRewriter.from_defaults(
+            glossary,
+            llm=llm,
+            embed_model=embed_model,
+            top_k=glossary_top_k,
+            max_tokens=glossary_max_tokens,
+            whole_glossary=whole_glossary,
+            max_words=max_words,
+            min_similarity=min_similarity,
+            review_hook=review_hook,
+        )
+        synthesizer = get_response_synthesizer(llm=llm, response_mode=response_mode, streaming=streaming)
+        return cls(retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, mode=mode, **kwargs)
+
+    # ------------------------------------------------------------------ prompts (PromptMixin)
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"glossary_context_prompt": self.glossary_context_prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "glossary_context_prompt" in prompts:
+            self.glossary_context_prompt = prompts["glossary_context_prompt"]
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {"rewriter": self.rewriter, "response_synthesizer": self.response_synthesizer}
+
+    # ------------------------------------------------------------------ retrieval
+
+    def _query_str(self, query: QueryType) -> str:
+        return query.query_str if isinstance(query, QueryBundle) else str(query)
+
+    def _fuse(self, original: list[NodeWithScore], rewritten: list[NodeWithScore]) -> list[NodeWithScore]:
+        top_n = self.fused_top_n or max(len(original), len(rewritten))
+        return reciprocal_rank_fusion([original, rewritten], k=self.rrf_k, top_n=top_n)
+
+    def rewrite(self, query: QueryType) -> QueryRewrite:
+        """The rewrite the engine would use (no LLM call in ``original`` mode: only the glossary selection)."""
+        return self.rewriter.rewrite(self._query_str(query), use_llm=self.mode != "original")
+
+    async def arewrite(self, query: QueryType) -> QueryRewrite:
+        return await self.rewriter.arewrite(self._query_str(query), use_llm=self.mode != "original")
+
+    def retrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
+        """Retrieve for an existing rewrite (e.g. one a user edited) in this engine's mode."""
+        original = QueryBundle(rewrite.original_query)
+        if self.mode == "original" or not rewrite.changed:
+            nodes = self.retriever.retrieve(original)
+        elif self.mode == "rewritten":
+            nodes = self.retriever.retrieve(QueryBundle(rewrite.rewritten_query))
+        else:
+            nodes = self._fuse(self.retriever.retrieve(original), self.retriever.retrieve(rewrite.rewritten_query))
+        return GlossaryRetrieval(rewrite, self.mode, nodes)
+
+    async def aretrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
+        original = QueryBundle(rewrite.original_query)
+        if self.mode == "original" or not rewrite.changed:
+            nodes = await self.retriever.aretrieve(original)
+        elif self.mode == "rewritten":
+            nodes = await self.retriever.aretrieve(QueryBundle(rewrite.rewritten_query))
+        else:
+            both = await asyncio.gather(
+                self.retriever.aretrieve(original), self.retriever.aretrieve(QueryBundle(rewrite.rewritten_query))
+            )
+            nodes = self._fuse(*both)
+        return GlossaryRetrieval(rewrite, self.mode, nodes)
+
+    def rewrite_and_retrieve(self, query: QueryType) -> GlossaryRetrieval:
+        """Rewrite and retrieve, without synthesis (what ``kgplus retrieve --glossary`` prints)."""
+        return self.retrieve_with(self.rewrite(query))
+
+    async def arewrite_and_retrieve(self, query: QueryType) -> GlossaryRetrieval:
+        return await self.aretrieve_with(await self.arewrite(query))
+
+    def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.rewrite_and_retrieve(query_bundle).nodes
+
+    async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return (await self.arewrite_and_retrieve(query_bundle)).nodes
+
+    # ------------------------------------------------------------------ synthesis
+
+    def synthesis_query(self, rewrite: QueryRewrite) -> str:
+        """The original question, with the selected glossary entries appended (not part of the question)."""
+        if not self.glossary_in_synthesis or not rewrite.selection.entries:
+            return rewrite.original_query
+        return self.glossary_context_prompt.format(
+            query_str=rewrite.original_query, glossary_str=rewrite.selection.text
+        )
+
+    def _finish(self, response: RESPONSE_TYPE, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
+        response.metadata = {**(response.metadata or {}), **retrieval.to_metadata()}
+        return response
+
+    def synthesize_from(self, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
+        """Answer from an existing retrieval (e.g. after showing its sources to a user)."""
+        response = self.response_synthesizer.synthesize(self.synthesis_query(retrieval.rewrite), retrieval.nodes)
+        return self._finish(response, retrieval)
+
+    async def asynthesize_from(self, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
+        query = self.synthesis_query(retrieval.rewrite)
+        response = await self.response_synthesizer.asynthesize(query, retrieval.nodes)
+        return self._finish(response, retrieval)
+
+    def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        return self.synthesize_from(self.rewrite_and_retrieve(query_str))
+
+    async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str))

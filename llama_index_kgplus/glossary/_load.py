@@ -1,0 +1,220 @@
+"""Read glossaries from JSON, CSV or a dict, with errors that give the position of the problem.
+
+JSON::
+
+    {"terms": [{"term": "GIL", "explanation": "...", "aliases": ["global lock"], "see_also": ["thread"]}]}
+
+``aliases``, ``see_also`` (lists of names) and ``metadata`` (an object) are optional; any other key is an error,
+so a typo (``"alias"``) is reported instead of being dropped silently.
+
+CSV (UTF-8, header row): ``term,explanation[,aliases][,see_also]``; several aliases or see-also names are
+separated by ``|``; columns named ``metadata.KEY`` go to the entry's metadata.
+
+Every error is an :class:`~llama_index_kgplus.errors.InputDataError` whose message starts with
+``file:line:column`` (or ``file:line`` for CSV, ``<dict>: terms[i]`` for a dict) and says what to fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import json.decoder
+import json.scanner
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.bridge.pydantic import ValidationError
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry, check_entries
+
+ENTRY_KEYS = ("term", "explanation", "aliases", "see_also", "metadata")
+REQUIRED_KEYS = ("term", "explanation")
+LIST_SEPARATOR = "|"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def load_glossary(path: str | Path) -> Glossary:
+    """Load a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return read_json_glossary(path)
+    if suffix == ".csv":
+        return read_csv_glossary(path)
+    raise InputDataError(f"{path}: unknown glossary format {suffix or '(no suffix)'!r}; use .json or .csv.")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputDataError(f"Glossary file {path} does not exist.") from exc
+    except OSError as exc:
+        raise InputDataError(f"Cannot read glossary file {path}: {exc.strerror or exc}.") from exc
+    if raw.startswith(_UTF16_BOMS):
+        raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputDataError(
+            f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
+        ) from exc
+    if not text.strip():
+        raise InputDataError(f"{path} is empty: a glossary needs at least one term.")
+    return text
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _loads_with_offsets(text: str) -> tuple[Any, dict[int, int]]:
+    """``json.loads`` that also records the offset of every JSON object (keyed by ``id`` of the dict)."""
+    decoder = json.JSONDecoder()
+    offsets: dict[int, int] = {}
+    parse_object = json.decoder.JSONObject
+
+    def recording(s_and_end: tuple[str, int], *args: Any, **kwargs: Any) -> tuple[Any, int]:
+        obj, end = parse_object(s_and_end, *args, **kwargs)
+        offsets[id(obj)] = s_and_end[1] - 1  # the opening brace
+        return obj, end
+
+    decoder.parse_object = recording  # type: ignore[assignment]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # the C scanner would not call parse_object
+    return decoder.decode(text), offsets
+
+
+def read_json_glossary(path: str | Path) -> Glossary:
+    """Load ``{"terms": [...]}`` from a UTF-8 JSON file."""
+    path = Path(path)
+    text = _read_text(path)
+    try:
+        data, offsets = _loads_with_offsets(text)
+    except json.JSONDecodeError as exc:
+        raise InputDataError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}.") from exc
+
+    def where(obj: Any, label: str) -> str:
+        offset = offsets.get(id(obj))
+        if offset is None:
+            return f"{path}: {label}"
+        line, col = _line_col(text, offset)
+        return f"{path}:{line}:{col}: {label}"
+
+    return _build(data, str(path), where)
+
+
+def glossary_from_data(data: Any, source: str = "<dict>") -> Glossary:
+    """Validate and build a glossary from already-parsed data."""
+    return _build(data, source, lambda obj, label: f"{source}: {label}")
+
+
+def _build(data: Any, source: str, where: Any) -> Glossary:
+    if not isinstance(data, dict) or "terms" not in data:
+        raise InputDataError(
+            f'{where(data, "top level")}: expected an object with a "terms" list, '
+            f'like {{"terms": [{{"term": "...", "explanation": "..."}}]}}.'
+        )
+    extra = sorted(set(data) - {"terms"})
+    if extra:
+        raise InputDataError(f'{where(data, "top level")}: unknown key(s) {extra}; only "terms" is allowed.')
+    records = data["terms"]
+    if not isinstance(records, list):
+        raise InputDataError(f'{where(data, "terms")}: "terms" must be a list, not {type(records).__name__}.')
+    if not records:
+        raise InputDataError(f'{where(data, "terms")}: the glossary has no terms.')
+    entries, labels = [], []
+    for i, record in enumerate(records):
+        label = f"terms[{i}]"
+        if isinstance(record, dict) and isinstance(record.get("term"), str) and record["term"].strip():
+            label += f" ({record['term'].strip()!r})"
+        labels.append(where(record, label))
+        entries.append(_entry(record, labels[-1]))
+    check_entries(entries, lambda i: labels[i])
+    return Glossary(entries=entries, source=source)
+
+
+def _entry(record: Any, label: str) -> GlossaryEntry:
+    if not isinstance(record, dict):
+        raise InputDataError(f"{label}: each term must be an object with term and explanation, not {record!r:.60}.")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise InputDataError(f"{label}: missing key(s) {', '.join(repr(k) for k in missing)}.")
+    unknown = sorted(set(record) - set(ENTRY_KEYS))
+    if unknown:
+        raise InputDataError(
+            f"{label}: unknown key(s) {unknown}; allowed: {', '.join(ENTRY_KEYS)} "
+            '(put extra data under "metadata").'
+        )
+    for key in REQUIRED_KEYS:
+        if not isinstance(record[key], str):
+            raise InputDataError(f"{label}: {key!r} must be a string, not {type(record[key]).__name__}.")
+        if not record[key].strip():
+            raise InputDataError(f"{label}: empty {key!r}; give the {key} text or remove the entry.")
+    for key in ("aliases", "see_also"):
+        value = record.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise InputDataError(f"{label}: {key!r} must be a list of non-empty strings, got {value!r:.80}.")
+    if not isinstance(record.get("metadata", {}), dict):
+        raise InputDataError(f"{label}: 'metadata' must be an object.")
+    try:
+        return GlossaryEntry(**record)
+    except ValidationError as exc:  # pragma: no cover - the checks above cover the model's rules
+        raise InputDataError(f"{label}: {exc.errors()[0]['msg']}.") from exc
+
+
+def read_csv_glossary(path: str | Path) -> Glossary:
+    """Load a CSV glossary with a header row (term, explanation, optional aliases/see_also/metadata.KEY)."""
+    path = Path(path)
+    text = _read_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [h.strip() for h in next(reader)]
+    except csv.Error as exc:
+        raise InputDataError(f"{path}:1: invalid CSV header ({exc}).") from exc
+    missing = [k for k in REQUIRED_KEYS if k not in header]
+    if missing:
+        raise InputDataError(
+            f"{path}:1: the header {header} lacks column(s) {', '.join(missing)}; "
+            "the first row must name the columns: term,explanation[,aliases][,see_also]."
+        )
+    unknown = [h for h in header if h not in ("term", "explanation", "aliases", "see_also") and not h.startswith("metadata.")]
+    if unknown:
+        raise InputDataError(
+            f"{path}:1: unknown column(s) {unknown}; allowed: term, explanation, aliases, see_also, metadata.KEY."
+        )
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise InputDataError(f"{path}:1: column(s) {dup} appear more than once in the header.")
+    entries, labels = [], []
+    start_line = 2
+    try:
+        for row in reader:
+            line = start_line
+            start_line = reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise InputDataError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}.")
+            cells = dict(zip(header, row))
+            label = f"{path}:{line}: row {len(entries) + 1}" + (f" ({cells['term'].strip()!r})" if cells["term"].strip() else "")
+            record: dict[str, Any] = {"term": cells["term"], "explanation": cells["explanation"]}
+            for key in ("aliases", "see_also"):
+                if cells.get(key, "").strip():
+                    record[key] = [v.strip() for v in cells[key].split(LIST_SEPARATOR)]
+            meta = {h.removeprefix("metadata."): v for h, v in cells.items() if h.startswith("metadata.") and v.strip()}
+            if meta:
+                record["metadata"] = meta
+            labels.append(label)
+            entries.append(_entry(record, label))
+    except csv.Error as exc:
+        raise InputDataError(f"{path}:{reader.line_num}: invalid CSV ({exc}).") from exc
+    if not entries:
+        raise InputDataError(f"{path}: the glossary has no terms (only a header).")
+    check_entries(entries, lambda i: labels[i])
+    return Glossary(entries=entries, source=str(path))

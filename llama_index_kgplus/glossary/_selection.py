@@ -1,0 +1,278 @@
+"""Pick the glossary entries relevant to one query, within a token budget.
+
+Two sources, in this order: the terms and aliases written in the query (whole words, via the shared
+:class:`~llama_index_kgplus.text.PhraseMatcher`), then the ``top_k`` entries whose ``"term: explanation"`` text is
+most similar to the query by embedding (at least ``min_similarity``). Entries are added while the formatted text
+fits ``max_tokens``; long explanations are first cut to ``max_explanation_tokens`` at a sentence end.
+``whole_glossary=True`` returns every entry, untruncated and without a budget (the recipe's original behaviour,
+kept for comparison).
+
+Example::
+
+    selector = GlossaryTermSelector.from_defaults(glossary, top_k=3, max_tokens=400)
+    selection = selector.select("How do I stop a generator early?")
+    selection.terms, selection.tokens
+    print(selection.text)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
+
+from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
+
+SelectionReason = Literal["matched", "similar", "all"]
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class SelectedEntry:
+    """A chosen entry: why (``matched`` in the query, ``similar`` by embedding, or ``all``), and its prompt line."""
+
+    entry: GlossaryEntry
+    reason: SelectionReason
+    score: float | None
+    text: str
+    tokens: int
+    matched_text: str | None = None
+
+
+@dataclass
+class GlossarySelection:
+    """The entries chosen for one query, and those left out because the token budget was spent."""
+
+    query: str
+    entries: list[SelectedEntry] = field(default_factory=list)
+    dropped: list[SelectedEntry] = field(default_factory=list)
+
+    @property
+    def terms(self) -> list[str]:
+        return [s.entry.term for s in self.entries]
+
+    @property
+    def tokens(self) -> int:
+        return sum(s.tokens for s in self.entries)
+
+    @property
+    def text(self) -> str:
+        """The entries as prompt lines (empty string when nothing was selected)."""
+        return "\n".join(s.text for s in self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class GlossaryTermSelector(BaseModel):
+    """Selects the glossary entries for a query: whole-word mentions first, then embedding neighbours.
+
+    Example::
+
+        selector = GlossaryTermSelector.from_defaults(Glossary.load("glossary.json"))
+        selector.select("Why are dictionary keys immutable?").terms   # ['dictionary', 'immutable', ...]
+    """
+
+    glossary: Glossary = Field(description="The glossary to select from.")
+    top_k: int = Field(default=3, ge=0, description="How many entries to add by embedding similarity.")
+    min_similarity: float = Field(
+        default=0.35, description="Cosine similarity an entry needs to be added by embedding (matched terms always are)."
+    )
+    max_tokens: int = Field(default=600, gt=0, description="Token budget of all selected entries' prompt lines.")
+    max_explanation_tokens: int | None = Field(
+        default=120, description="Cut each explanation to about this many tokens at a sentence end (None: keep whole)."
+    )
+    whole_glossary: bool = Field(
+        default=False, description="Select every entry, untruncated, ignoring the budget (for comparison)."
+    )
+    embed_batch_size: int = Field(default=32, gt=0, description="Batch size when embedding the entries.")
+    show_progress: bool = Field(default=False, description="Show a progress bar while embedding the entries.")
+
+    _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
+    _tokenizer: Callable[[str], list] | None = PrivateAttr(default=None)
+    _entry_embeddings: np.ndarray | None = PrivateAttr(default=None)
+    _lines: dict[tuple[bool, int | None], list[tuple[str, int]]] = PrivateAttr(default_factory=dict)
+
+    def __init__(
+        self,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        tokenizer: Callable[[str], list] | None = None,
+        **data: Any,
+    ) -> None:
+        super().__init__(**data)
+        self._embed_model = embed_model
+        self._tokenizer = tokenizer
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GlossaryTermSelector"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        glossary: Glossary,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        tokenizer: Callable[[str], list] | None = None,
+        **kwargs: Any,
+    ) -> GlossaryTermSelector:
+        """``embed_model`` falls back to ``Settings.embed_model``, ``tokenizer`` to LlamaIndex's global one."""
+        from llama_index.core import Settings
+
+        return cls(glossary=glossary, embed_model=embed_model or Settings.embed_model, tokenizer=tokenizer, **kwargs)
+
+    # ------------------------------------------------------------------ lazy state
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        if self._embed_model is None:
+            from llama_index.core import Settings
+
+            self._embed_model = Settings.embed_model
+        return self._embed_model
+
+    @property
+    def tokenizer(self) -> Callable[[str], list]:
+        if self._tokenizer is None:
+            from llama_index.core.utils import get_tokenizer
+
+            self._tokenizer = get_tokenizer()
+        return self._tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text))
+
+    @property
+    def entry_embeddings_(self) -> np.ndarray:
+        """Unit-normalised embeddings of every entry's ``"term: explanation"`` (computed on first use)."""
+        if self._entry_embeddings is None:
+            self.warm_up()
+        assert self._entry_embeddings is not None
+        return self._entry_embeddings
+
+    def _entry_texts(self) -> list[str]:
+        return [f"{e.term}: {' '.join(e.explanation.split())}" for e in self.glossary.entries]
+
+    def warm_up(self) -> None:
+        """Embed the entries (no-op when done, or when ``top_k`` is 0 or the whole glossary is used)."""
+        if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
+            return
+        vectors = self.embed_model.get_text_embedding_batch(self._entry_texts(), show_progress=self.show_progress)
+        self._entry_embeddings = _unit(np.asarray(vectors, dtype=np.float32))
+
+    async def awarm_up(self) -> None:
+        if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
+            return
+        vectors = await self.embed_model.aget_text_embedding_batch(
+            self._entry_texts(), show_progress=self.show_progress
+        )
+        self._entry_embeddings = _unit(np.asarray(vectors, dtype=np.float32))
+
+    def _entry_lines(self) -> list[tuple[str, int]]:
+        """Each entry's prompt line (explanation cut to the per-entry limit) and its token count."""
+        key = (self.whole_glossary, self.max_explanation_tokens)
+        if key not in self._lines:
+            lines = []
+            for entry in self.glossary.entries:
+                text = entry.to_text(None if self.whole_glossary else self._short_explanation(entry.explanation))
+                lines.append((text, self.count_tokens(text)))
+            self._lines[key] = lines
+        return self._lines[key]
+
+    def _short_explanation(self, explanation: str) -> str:
+        limit = self.max_explanation_tokens
+        text = " ".join(explanation.split())
+        if limit is None or self.count_tokens(text) <= limit:
+            return text
+        kept = ""
+        for sentence in _SENTENCE_END.split(text):
+            candidate = f"{kept} {sentence}".strip()
+            if kept and self.count_tokens(candidate) > limit:
+                break
+            kept = candidate
+            if self.count_tokens(kept) > limit:  # a single very long first sentence: cut by tokens
+                words, kept = kept.split(), ""
+                for word in words:
+                    if self.count_tokens(f"{kept} {word}") > limit:
+                        break
+                    kept = f"{kept} {word}".strip()
+                break
+        return kept + (" ..." if kept != text else "")
+
+    # ------------------------------------------------------------------ selection
+
+    def select(self, query: str, query_embedding: list[float] | None = None) -> GlossarySelection:
+        """The entries for ``query`` (``query_embedding``, if given, saves one embedding call)."""
+        if self.whole_glossary:
+            return self._all(query)
+        similarities = None
+        if self.top_k > 0:
+            self.warm_up()
+            if query_embedding is None:
+                query_embedding = self.embed_model.get_query_embedding(query)
+            similarities = self._similarities(query_embedding)
+        return self._choose(query, similarities)
+
+    async def aselect(self, query: str, query_embedding: list[float] | None = None) -> GlossarySelection:
+        if self.whole_glossary:
+            return self._all(query)
+        similarities = None
+        if self.top_k > 0:
+            await self.awarm_up()
+            if query_embedding is None:
+                query_embedding = await self.embed_model.aget_query_embedding(query)
+            similarities = self._similarities(query_embedding)
+        return self._choose(query, similarities)
+
+    def _similarities(self, query_embedding: list[float]) -> np.ndarray:
+        q = _unit(np.asarray(query_embedding, dtype=np.float32)[None, :])[0]
+        return self.entry_embeddings_ @ q
+
+    def _all(self, query: str) -> GlossarySelection:
+        lines = self._entry_lines()
+        return GlossarySelection(
+            query, [SelectedEntry(e, "all", None, *lines[i]) for i, e in enumerate(self.glossary.entries)]
+        )
+
+    def _choose(self, query: str, similarities: np.ndarray | None) -> GlossarySelection:
+        lines = self._entry_lines()
+        entries = self.glossary.entries
+        candidates: list[tuple[int, SelectionReason, float | None, str | None]] = []
+        seen: set[int] = set()
+        for m in self.glossary.find(query):
+            for i in m.values:
+                if int(i) not in seen:  # type: ignore[call-overload]
+                    seen.add(int(i))  # type: ignore[call-overload]
+                    score = None if similarities is None else float(similarities[int(i)])  # type: ignore[call-overload]
+                    candidates.append((int(i), "matched", score, m.text))  # type: ignore[call-overload]
+        if similarities is not None:
+            added = 0
+            for i in np.argsort(-similarities, kind="stable"):
+                if added >= self.top_k or similarities[i] < self.min_similarity:
+                    break
+                if int(i) in seen:
+                    continue
+                seen.add(int(i))
+                candidates.append((int(i), "similar", float(similarities[i]), None))
+                added += 1
+        selection, used = GlossarySelection(query), 0
+        for i, reason, score, matched_text in candidates:
+            text, tokens = lines[i]
+            chosen = SelectedEntry(entries[i], reason, score, text, tokens, matched_text)
+            if used + tokens <= self.max_tokens:
+                selection.entries.append(chosen)
+                used += tokens
+            else:
+                selection.dropped.append(chosen)
+        return selection
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
