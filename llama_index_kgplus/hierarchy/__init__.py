@@ -25,18 +25,30 @@ from llama_index_kgplus.hierarchy._parents import (
     node_level,
 )
 from llama_index_kgplus.hierarchy._raptor import RaptorSummaryNodeBuilder
+from llama_index_kgplus.hierarchy._retriever import (
+    MANIFEST_FILE,
+    HierarchicalRetriever,
+    RetrievalMode,
+    read_manifest,
+    write_manifest,
+)
 from llama_index_kgplus.hierarchy._semantic import SemanticChunkingSummaryNodeBuilder, similarity_threshold
 
 __all__ = [
     "CHILD_COUNT_KEY",
     "DOC_IDS_KEY",
     "LEVEL_KEY",
+    "MANIFEST_FILE",
     "PARENT_IDS_KEY",
     "BaseSummaryNodeBuilder",
     "FailedCluster",
+    "HierarchicalRetriever",
     "RaptorSummaryNodeBuilder",
+    "RetrievalMode",
     "SemanticChunkingSummaryNodeBuilder",
     "node_doc_ids",
     "node_level",
+    "read_manifest",
     "similarity_threshold",
+    "write_manifest",
 ]

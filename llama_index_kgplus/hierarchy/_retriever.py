@@ -1,0 +1,293 @@
+"""Retrieval over a hierarchy of summary nodes: collapsed (all levels at once) or tree traversal (top-down)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.simple import SimpleVectorStore
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.hierarchy._parents import node_level
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_FILE = "hierarchy.json"
+RetrievalMode = Literal["collapsed", "tree"]
+
+
+class HierarchicalRetriever(BaseRetriever):
+    """Retrieve from chunks and their summary nodes, over any LlamaIndex vector store plus a docstore.
+
+    - ``mode="collapsed"``: one top-k search over every level at once (RAPTOR's collapsed tree).
+    - ``mode="tree"``: start at the roots (nodes without a parent), keep the ``beam_width`` most similar,
+      descend to their children, and so on down to the chunks; the ``similarity_top_k`` most similar of the
+      nodes kept on the way are returned.
+    - ``expand_children``: a summary hit is followed by its children (scored against the query).
+    - ``token_budget``: drop results, in rank order, once their text would exceed this many tokens.
+
+    The docstore must hold the nodes with their relationships (``build_index`` puts them there). Embeddings
+    for tree traversal come from the docstore, the vector store, or (last resort) the embedding model.
+
+    Example::
+
+        index = build_index(docs, "./index", extra_transformations=[builder])
+        retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+        retriever.retrieve("What does the text say about X overall?")
+    """
+
+    def __init__(
+        self,
+        vector_store: Any,
+        docstore: Any,
+        embed_model: BaseEmbedding,
+        *,
+        mode: RetrievalMode = "collapsed",
+        similarity_top_k: int = 5,
+        beam_width: int | None = None,
+        expand_children: bool = False,
+        token_budget: int | None = None,
+        root_ids: Sequence[str] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if mode not in ("collapsed", "tree"):
+            raise ValueError(f"mode must be 'collapsed' or 'tree', not {mode!r}")
+        if similarity_top_k < 1:
+            raise ValueError("similarity_top_k must be at least 1")
+        if beam_width is not None and beam_width < 1:
+            raise ValueError("beam_width must be at least 1")
+        if token_budget is not None and token_budget < 1:
+            raise ValueError("token_budget must be at least 1")
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self.vector_store = vector_store
+        self.docstore = docstore
+        self.embed_model = embed_model
+        self.mode = mode
+        self.similarity_top_k = similarity_top_k
+        self.beam_width = beam_width
+        self.expand_children = expand_children
+        self.token_budget = token_budget
+        self._root_ids = list(root_ids) if root_ids is not None else None
+        self._embeddings: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_index(cls, index: Any, **kwargs: Any) -> HierarchicalRetriever:
+        """From a ``VectorStoreIndex`` (its vector store, docstore and embedding model)."""
+        kwargs.setdefault("embed_model", index._embed_model)
+        return cls(index.vector_store, index.docstore, **kwargs)
+
+    @classmethod
+    def from_persist_dir(
+        cls, persist_dir: str | Path, embed_model: BaseEmbedding | None = None, **kwargs: Any
+    ) -> HierarchicalRetriever:
+        """From an index folder written by ``build_index`` (and :func:`write_manifest`, if it was called)."""
+        from llama_index.core import StorageContext
+
+        persist_dir = Path(persist_dir)
+        if not (persist_dir / "docstore.json").is_file():
+            raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
+        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
+        manifest = read_manifest(persist_dir)
+        if manifest and "root_ids" in manifest:
+            kwargs.setdefault("root_ids", manifest["root_ids"])
+        if embed_model is None:
+            from llama_index.core import Settings
+
+            embed_model = Settings.embed_model
+        return cls(storage.vector_store, storage.docstore, embed_model, **kwargs)
+
+    # ------------------------------------------------------------------ structure
+
+    def root_ids(self) -> list[str]:
+        """Ids of the nodes without a parent (the tree traversal starts there); scanned once if not given."""
+        if self._root_ids is None:
+            self._root_ids = [
+                node_id
+                for node_id, node in self.docstore.docs.items()
+                if NodeRelationship.PARENT not in node.relationships and node.get_content(MetadataMode.NONE).strip()
+            ]
+        return self._root_ids
+
+    def _node(self, node_id: str) -> BaseNode | None:
+        return self.docstore.get_node(node_id, raise_error=False)
+
+    @staticmethod
+    def _child_ids(node: BaseNode) -> list[str]:
+        children = node.relationships.get(NodeRelationship.CHILD) or []
+        return [c.node_id for c in children] if isinstance(children, list) else [children.node_id]
+
+    def _vectors(self, nodes: list[BaseNode]) -> np.ndarray:
+        """Unit embeddings of ``nodes``: cached, docstore, vector store, or embedded now (in that order)."""
+        todo = [n for n in nodes if n.node_id not in self._embeddings]
+        for node in todo:
+            if node.embedding is not None:
+                self._embeddings[node.node_id] = _unit(node.embedding)
+        todo = [n for n in todo if n.node_id not in self._embeddings]
+        if todo and isinstance(self.vector_store, SimpleVectorStore):
+            for node in todo:  # it keeps the embeddings by node id
+                try:
+                    self._embeddings[node.node_id] = _unit(self.vector_store.get(node.node_id))
+                except KeyError:
+                    pass
+            todo = [n for n in todo if n.node_id not in self._embeddings]
+        if todo:
+            try:
+                for stored in self.vector_store.get_nodes(node_ids=[n.node_id for n in todo]):
+                    if stored.embedding is not None:
+                        self._embeddings[stored.node_id] = _unit(stored.embedding)
+            except (NotImplementedError, TypeError, ValueError):
+                pass
+            todo = [n for n in todo if n.node_id not in self._embeddings]
+        if todo:
+            vectors = self.embed_model.get_text_embedding_batch([n.get_content(MetadataMode.EMBED) for n in todo])
+            for node, vector in zip(todo, vectors):
+                self._embeddings[node.node_id] = _unit(vector)
+        return np.asarray([self._embeddings[n.node_id] for n in nodes]) if nodes else np.zeros((0, 1))
+
+    def _score(self, nodes: list[BaseNode], query: np.ndarray) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        scores = self._vectors(nodes) @ query
+        ranked = sorted(zip(nodes, scores), key=lambda pair: -float(pair[1]))
+        return [NodeWithScore(node=n, score=float(s)) for n, s in ranked]
+
+    # ------------------------------------------------------------------ retrieval
+
+    def _query_embedding(self, query_bundle: QueryBundle) -> list[float]:
+        if query_bundle.embedding is None:
+            query_bundle.embedding = self.embed_model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
+        return query_bundle.embedding
+
+    async def _aquery_embedding(self, query_bundle: QueryBundle) -> list[float]:
+        if query_bundle.embedding is None:
+            query_bundle.embedding = await self.embed_model.aget_agg_embedding_from_queries(query_bundle.embedding_strs)
+        return query_bundle.embedding
+
+    def _collapsed_hits(self, result: VectorStoreQueryResult) -> list[NodeWithScore]:
+        ids = list(result.ids or [n.node_id for n in result.nodes or []])
+        returned = {n.node_id: n for n in result.nodes or []}
+        sims = list(result.similarities or [None] * len(ids))
+        hits = []
+        for node_id, score in zip(ids, sims):
+            node = self._node(node_id) or returned.get(node_id)
+            if node is None:
+                logger.warning("Node %s is in the vector store but not in the docstore; skipped.", node_id)
+                continue
+            hits.append(NodeWithScore(node=node, score=None if score is None else float(score)))
+        return hits
+
+    def _tree_hits(self, query: np.ndarray) -> list[NodeWithScore]:
+        beam = self.beam_width or self.similarity_top_k
+        kept: dict[str, NodeWithScore] = {}
+        frontier = [n for n in (self._node(i) for i in self.root_ids()) if n is not None]
+        while frontier:  # every node is scored at most once, so this ends after the deepest level
+            best = self._score(frontier, query)[:beam]
+            for hit in best:
+                kept[hit.node.node_id] = hit
+            child_ids = dict.fromkeys(c for hit in best for c in self._child_ids(hit.node) if c not in kept)
+            frontier = [n for n in (self._node(i) for i in child_ids) if n is not None]
+        return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: self.similarity_top_k]
+
+    def _finish(self, hits: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
+        if self.expand_children:
+            seen = {h.node.node_id for h in hits}
+            expanded: list[NodeWithScore] = []
+            for hit in hits:
+                expanded.append(hit)
+                if node_level(hit.node) > 0:
+                    children = [n for n in (self._node(i) for i in self._child_ids(hit.node)) if n is not None]
+                    for child in self._score([c for c in children if c.node_id not in seen], query):
+                        seen.add(child.node.node_id)
+                        expanded.append(child)
+            hits = expanded
+        if self.token_budget is not None:
+            hits = _within_budget(hits, self.token_budget)
+        return hits
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = self._query_embedding(query_bundle)
+        query = _unit(embedding)
+        if self.mode == "tree":
+            return self._finish(self._tree_hits(query), query)
+        result = self.vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k))
+        return self._finish(self._collapsed_hits(result), query)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        embedding = await self._aquery_embedding(query_bundle)
+        query = _unit(embedding)
+        if self.mode == "tree":
+            return self._finish(self._tree_hits(query), query)
+        result = await self.vector_store.aquery(
+            VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
+        )
+        return self._finish(self._collapsed_hits(result), query)
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float64)
+    norm = np.linalg.norm(array)
+    return array / norm if norm > 0 else array
+
+
+def _within_budget(hits: list[NodeWithScore], budget: int) -> list[NodeWithScore]:
+    from llama_index.core.utils import get_tokenizer
+
+    tokenizer = get_tokenizer()
+    kept, used = [], 0
+    for hit in hits:
+        cost = len(tokenizer(hit.node.get_content(MetadataMode.NONE)))
+        if used + cost <= budget:
+            kept.append(hit)
+            used += cost
+    return kept
+
+
+# ---------------------------------------------------------------------- the index folder's manifest
+
+
+def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: Any | None = None) -> dict[str, Any]:
+    """Write ``hierarchy.json`` beside a persisted index: root ids, nodes per level, the builder's settings
+    and the clusters it failed to summarise, so :meth:`HierarchicalRetriever.from_persist_dir` needs no scan."""
+    levels: dict[int, int] = {}
+    for node in nodes:
+        levels[node_level(node)] = levels.get(node_level(node), 0) + 1
+    manifest: dict[str, Any] = {
+        "builder": builder.to_dict() if builder is not None and hasattr(builder, "to_dict") else None,
+        "nodes_per_level": {str(k): v for k, v in sorted(levels.items())},
+        "root_ids": [
+            n.node_id
+            for n in nodes
+            if NodeRelationship.PARENT not in n.relationships and n.get_content(MetadataMode.NONE).strip()
+        ],
+    }
+    try:
+        failed = builder.failed_clusters_ if builder is not None else []
+    except AttributeError:  # the builder did not run (a pipeline cache hit)
+        failed = []
+    manifest["failed_clusters"] = [{"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed]
+    path = Path(persist_dir) / MANIFEST_FILE
+    path.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+    return manifest
+
+
+def read_manifest(persist_dir: str | Path) -> dict[str, Any] | None:
+    """``hierarchy.json`` of an index folder, or None if there is none."""
+    path = Path(persist_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputDataError(f"{path} is not valid JSON ({exc}); delete it or re-run `kgplus ingest`.") from exc
