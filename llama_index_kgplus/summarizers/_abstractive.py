@@ -72,7 +72,8 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     def format_prompt(self, texts: Sequence[str]) -> str:
         """The prompt sent for ``texts``."""
-        context = "\n\n".join(f"[{i}] {' '.join(t.split())}" for i, t in enumerate(texts, 1) if t.strip())
+        passages = [" ".join(t.split()) for t in texts if t.strip()]
+        context = "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
         if not context:
             raise SummarizationError("Nothing to summarize: every text is empty.")
         return self.prompt_template.format(context_str=context, max_words=self.max_words)

@@ -1,0 +1,180 @@
+"""Summarizers: extractive (real embedding model), abstractive and two-stage (real 0.5B LLM in the slow tests;
+a scripted LLM only where a test needs an exact answer, e.g. an empty one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+from llama_index.core.llms import CustomLLM
+
+from llama_index_kgplus.summarizers import (
+    AbstractiveSummarizer,
+    ExtractiveSummarizer,
+    SummarizationError,
+    Summarizer,
+    TwoStageSummarizer,
+    split_sentences,
+)
+
+CATS = [
+    "Cats are small domesticated carnivores that people keep as pets.",
+    "A kitten is a young cat that sleeps most of the day.",
+    "Many cats hunt mice and birds near farms.",
+]
+MARKETS = [
+    "The stock market fell sharply after the central bank raised interest rates.",
+    "Investors sold bank shares and bought government bonds.",
+    "Bond yields rose to their highest level in a decade.",
+]
+
+
+class ScriptedLLM(CustomLLM):
+    """A scripted LLM for exact-answer cases the real model cannot be made to produce (e.g. an empty reply).
+
+    It records every prompt and reports llama.cpp-style usage figures.
+    """
+
+    reply: str = ""
+    prompts: list[str] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted")
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.prompts.append(prompt)
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(self.reply.split())}
+        return CompletionResponse(text=self.reply, raw={"usage": usage})
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        raise NotImplementedError
+
+
+def test_split_sentences_uses_bundled_punkt_and_keeps_abbreviations():
+    text = "Dr. Smith lives in the U.S. now. He moved in 2020.\n\nA new paragraph without a full stop"
+    assert split_sentences(text) == [
+        "Dr. Smith lives in the U.S. now.",
+        "He moved in 2020.",
+        "A new paragraph without a full stop",
+    ]
+    assert split_sentences("   \n\n ") == []
+
+
+def test_extractive_keeps_one_sentence_per_topic_in_original_order(embed_model):
+    summarizer = ExtractiveSummarizer(embed_model=embed_model, max_sentences=2, ratio=0.3)
+    text = " ".join(CATS[:2] + MARKETS[:1] + CATS[2:] + MARKETS[1:])
+    summary = split_sentences(summarizer.summarize([text]))
+    assert len(summary) == 2
+    assert sum(s in CATS for s in summary) == 1 and sum(s in MARKETS for s in summary) == 1
+    order = split_sentences(text)
+    assert [order.index(s) for s in summary] == sorted(order.index(s) for s in summary)
+
+
+async def test_extractive_async_twin_matches_sync(embed_model):
+    summarizer = ExtractiveSummarizer(embed_model=embed_model, max_sentences=2)
+    texts = [" ".join(CATS), " ".join(MARKETS)]
+    assert await summarizer.asummarize(texts) == summarizer.summarize(texts)
+
+
+def test_extractive_is_deterministic_and_short_text_is_returned_whole(embed_model):
+    text = " ".join(CATS + MARKETS)
+    a = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3, random_state=7).summarize([text])
+    b = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3, random_state=7).summarize([text])
+    assert a == b
+    short = ExtractiveSummarizer(embed_model=embed_model, max_sentences=5)
+    assert short.summarize([CATS[0]]) == CATS[0]
+    assert short.summarize([]) == ""
+
+
+def test_extractive_identical_sentences_do_not_break_kmeans(embed_model):
+    summarizer = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3)
+    summary = summarizer.summarize(["The sky is blue. " * 6])
+    assert split_sentences(summary) == ["The sky is blue."]
+
+
+def test_extractive_uses_default_embed_model_from_builder(embed_model):
+    summarizer = ExtractiveSummarizer(max_sentences=1)
+    before = summarizer.to_dict()
+    summarizer.set_default_embed_model(embed_model)
+    assert summarizer.summarize([" ".join(CATS)]) in CATS
+    assert summarizer.to_dict() == before  # the cache key does not change with the bound model
+
+
+def test_extractive_counts_settings_in_cache_key(embed_model):
+    a = ExtractiveSummarizer(embed_model=embed_model, max_sentences=2).to_dict()
+    b = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3).to_dict()
+    assert a != b and a["embed_model"]["class_name"] == "HuggingFaceEmbedding"
+
+
+def test_abstractive_prompt_is_grounded_and_usage_is_counted():
+    llm = ScriptedLLM(reply="Summary: Cats are pets and markets fell.", prompts=[])
+    summarizer = AbstractiveSummarizer(llm=llm, max_words=40)
+    assert isinstance(summarizer, Summarizer)
+    assert summarizer.summarize([CATS[0], "", MARKETS[0]]) == "Cats are pets and markets fell."
+    prompt = llm.prompts[0]
+    assert "Use only the given text" in prompt and "at most 40 words" in prompt
+    assert f"[1] {CATS[0]}" in prompt and f"[2] {MARKETS[0]}" in prompt
+    assert summarizer.usage_ == {"calls": 1, "prompt_tokens": len(prompt.split()), "completion_tokens": len(llm.reply.split())}
+
+
+async def test_abstractive_empty_reply_raises():
+    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(reply="  <|im_end|> ", prompts=[]))
+    with pytest.raises(SummarizationError, match="empty summary"):
+        summarizer.summarize(CATS)
+    with pytest.raises(SummarizationError, match="empty summary"):
+        await summarizer.asummarize(CATS)
+    with pytest.raises(SummarizationError, match="Nothing to summarize"):
+        summarizer.summarize(["", "  "])
+
+
+def test_abstractive_without_llm_says_what_to_do(monkeypatch):
+    from llama_index.core import Settings
+
+    monkeypatch.setattr(Settings, "_llm", None)
+    import llama_index.core.settings as settings_module
+
+    def no_default(*args, **kwargs):
+        raise ImportError("no OpenAI here")
+
+    monkeypatch.setattr(settings_module, "resolve_llm", no_default)
+    with pytest.raises(Exception, match="needs an LLM"):
+        AbstractiveSummarizer().summarize(CATS)
+
+
+def test_two_stage_condenses_each_text_before_the_llm(embed_model):
+    llm = ScriptedLLM(reply="A summary.", prompts=[])
+    summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=1)
+    texts = [" ".join(CATS), " ".join(MARKETS)]
+    assert summarizer.summarize(texts) == "A summary."
+    prompt = llm.prompts[0]
+    kept = [s for s in CATS + MARKETS if s in prompt]
+    assert len(kept) == 2 and any(s in CATS for s in kept) and any(s in MARKETS for s in kept)
+    assert summarizer.usage_["calls"] == 1
+    assert summarizer.to_dict()["abstractive"]["llm"]["model_name"] == "scripted"
+
+
+def test_two_stage_rejects_a_stage_that_is_not_a_summarizer():
+    with pytest.raises(ValueError, match="not a Summarizer"):
+        TwoStageSummarizer(extractive=object(), abstractive=object())
+
+
+@pytest.mark.slow
+def test_two_stage_with_the_real_local_llm_writes_a_grounded_summary(small_llm, embed_model):
+    summarizer = TwoStageSummarizer.from_defaults(llm=small_llm, embed_model=embed_model, max_sentences=2, max_words=30)
+    summary = summarizer.summarize([" ".join(CATS), " ".join(CATS[::-1])])
+    assert summary.strip()
+    words = {w.strip(".,").lower() for w in summary.split()}
+    assert {"cat", "cats", "kitten", "kittens"} & words
+    assert summarizer.usage_["calls"] == 1 and summarizer.usage_["prompt_tokens"] > 50
+
+
+@pytest.mark.slow
+async def test_abstractive_async_with_the_real_local_llm(small_llm):
+    summarizer = AbstractiveSummarizer(llm=small_llm, max_words=25)
+    summary = await summarizer.asummarize(MARKETS)
+    assert summary.strip()
+    assert {"market", "bank", "bonds", "bond", "yields", "investors", "rates", "shares"} & {
+        w.strip(".,").lower() for w in summary.split()
+    }
