@@ -2,10 +2,11 @@
 
 ``--json`` output of ``query``::
 
-    {"answer", "original_query", "rewritten_query", "glossary_terms", "sources": [{"id", "score", "text", "level"}]}
+    {"answer", "original_query", "rewritten_query", "glossary_terms", "sources": [{"id", "score", "text", "level", "doc_ids"}]}
 
-``retrieve`` prints the same without ``answer``. ``id`` is the source document's corpus id; ``level`` is 0 for a
-chunk and 1 or more for a summary node. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
+``retrieve`` prints the same without ``answer``. ``id`` is the source document's corpus id (null for a summary
+that spans documents; ``doc_ids`` lists them all); ``level`` is 0 for a chunk and 1 or more for a summary node.
+Hierarchy options (``--hierarchy``, ``--retrieval``): see ``_hierarchy``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
 question gives one JSON line, and the models and index are loaded once.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.cli import _hierarchy
 from llama_index_kgplus.errors import InputDataError
 
 
@@ -52,6 +54,7 @@ def source_record(hit: Any) -> dict[str, Any]:
         "score": None if hit.score is None else round(float(hit.score), 6),
         "text": node.get_content(),
         "level": int(node.metadata.get("level", 0)),
+        "doc_ids": node.metadata.get("doc_ids") or [d for d in [node.metadata.get("doc_id") or node.ref_doc_id] if d],
     }
 
 
@@ -75,14 +78,18 @@ def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus.indexing import build_index
 
     docs = load_corpus(args.docs_path)
+    embed_model = defaults.default_embed_model()
+    builders = _hierarchy.make_builders(args, embed_model)
     index = build_index(
         docs,
         args.index,
-        embed_model=defaults.default_embed_model(),
+        embed_model=embed_model,
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
+        extra_transformations=builders,
     )
     print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
+    _hierarchy.after_ingest(args, index, builders)
     return 0
 
 
@@ -94,7 +101,7 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
 
     questions = _questions(args)
     index = load_index(args.index, embed_model=defaults.default_embed_model())
-    retriever = index.as_retriever(similarity_top_k=args.top_k)
+    retriever = _hierarchy.make_retriever(index, args)
     engine = RetrieverQueryEngine.from_args(retriever, llm=defaults.default_llm(args.llm)) if synthesize else None
     for question in questions:
         record: dict[str, Any] = {"original_query": question, "rewritten_query": None, "glossary_terms": []}
@@ -114,6 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ingest.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
     ingest.add_argument("--chunk-size", type=int, default=384, help="chunk size in tokens (default 384)")
     ingest.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
+    _hierarchy.add_ingest_options(ingest)
     ingest.set_defaults(func=_ingest)
 
     for name, synthesize, help_text in (
@@ -128,4 +136,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         cmd.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
         if synthesize:
             cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
+        _hierarchy.add_retrieval_options(cmd)
         cmd.set_defaults(func=lambda args, s=synthesize: _retrieve_or_query(args, s))

@@ -1,0 +1,93 @@
+"""The hierarchy options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
+
+``kgplus ingest DOCS --index DIR --hierarchy none|semantic|raptor`` adds summary nodes (and writes
+``hierarchy.json`` beside the index); ``kgplus retrieve|query ... --retrieval collapsed|tree`` retrieves over
+all levels at once or top-down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_ingest_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("hierarchical summaries")
+    group.add_argument(
+        "--hierarchy", choices=("none", "semantic", "raptor"), default="none",
+        help="add summary nodes: semantic (runs of similar consecutive chunks) or raptor (cluster tree); default none",
+    )
+    group.add_argument(
+        "--summarizer", choices=("two-stage", "extractive", "abstractive"), default="two-stage",
+        help="how summaries are written: extractive sentences then the LLM (default), sentences only (no LLM), LLM only",
+    )
+    group.add_argument("--llm", default=None, help="local model name or .gguf path for summaries; default $KGPLUS_LLM")
+    group.add_argument("--cluster-size", type=int, default=5, help="semantic: desired chunks per summary (default 5)")
+    group.add_argument("--max-levels", type=int, default=None, help="levels of summaries (default: semantic 1, raptor 3)")
+    group.add_argument("--seed", type=int, default=0, help="random seed of the clustering (default 0)")
+
+
+def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retrieval", choices=("collapsed", "tree"), default="collapsed",
+        help="collapsed: top-k over chunks and summaries at once (default); tree: top-down from the summaries",
+    )
+    parser.add_argument("--expand-children", action="store_true", help="follow each summary hit by its children")
+
+
+def make_builders(args: argparse.Namespace, embed_model: Any) -> list[Any]:
+    """The summary node builder that ``--hierarchy`` asks for (an empty list for ``none``)."""
+    if args.hierarchy == "none":
+        return []
+    from llama_index_kgplus import defaults
+    from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+
+    if args.summarizer == "extractive":
+        summarizer: Any = ExtractiveSummarizer(max_sentences=5, random_state=args.seed)
+    else:
+        llm = defaults.default_llm(args.llm, max_new_tokens=256)
+        summarizer = (
+            AbstractiveSummarizer(llm=llm)
+            if args.summarizer == "abstractive"
+            else TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, random_state=args.seed)
+        )
+    settings: dict[str, Any] = {"embed_model": embed_model, "summarizer": summarizer, "random_state": args.seed}
+    if args.max_levels is not None:
+        settings["max_levels"] = args.max_levels
+    if args.hierarchy == "semantic":
+        return [SemanticChunkingSummaryNodeBuilder(cluster_size=args.cluster_size, **settings)]
+    return [RaptorSummaryNodeBuilder(**settings)]
+
+
+def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> None:
+    """Write ``hierarchy.json`` and say how many summaries were made (and which clusters failed)."""
+    if not builders:
+        return
+    from llama_index_kgplus.hierarchy import write_manifest
+
+    manifest = write_manifest(args.index, list(index.docstore.docs.values()), builders[0])
+    levels = ", ".join(f"level {k}: {v}" for k, v in manifest["nodes_per_level"].items())
+    print(f"hierarchy ({args.hierarchy}): {levels}")
+    for failed in manifest["failed_clusters"]:
+        print(
+            f"kgplus: warning: a level-{failed['level']} summary of {len(failed['child_ids'])} nodes failed "
+            f"({failed['error']}); its children are indexed without it",
+            file=sys.stderr,
+        )
+
+
+def make_retriever(index: Any, args: argparse.Namespace) -> Any:
+    """A HierarchicalRetriever over the index folder (flat top-k when the index has no summaries)."""
+    from llama_index_kgplus.hierarchy import HierarchicalRetriever, read_manifest
+
+    manifest = read_manifest(Path(args.index)) or {}
+    return HierarchicalRetriever.from_index(
+        index,
+        mode=args.retrieval,
+        similarity_top_k=args.top_k,
+        expand_children=args.expand_children,
+        root_ids=manifest.get("root_ids"),
+    )
