@@ -10,16 +10,36 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.hierarchy import (
+    HierarchicalRetriever,
+    RaptorSummaryNodeBuilder,
+    SemanticChunkingSummaryNodeBuilder,
+)
 from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.structured import StructuredOutputError, agenerate_json, generate_json
+from llama_index_kgplus.summarizers import (
+    AbstractiveSummarizer,
+    ExtractiveSummarizer,
+    SummarizationError,
+    Summarizer,
+    TwoStageSummarizer,
+)
 
 __all__ = [
+    "AbstractiveSummarizer",
+    "ExtractiveSummarizer",
     "GraphStoreError",
     "GraphStoreURI",
+    "HierarchicalRetriever",
     "InputDataError",
     "KGPlusError",
     "KGPlusSetupError",
+    "RaptorSummaryNodeBuilder",
+    "SemanticChunkingSummaryNodeBuilder",
     "StructuredOutputError",
+    "SummarizationError",
+    "Summarizer",
+    "TwoStageSummarizer",
     "__version__",
     "agenerate_json",
     "build_index",
