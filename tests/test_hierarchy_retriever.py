@@ -1,0 +1,212 @@
+"""HierarchicalRetriever over a real persisted index (simple vector store + docstore, real embedding model;
+summaries written by the real extractive summarizer), and the `kgplus` hierarchy options."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from llama_index.core.schema import MetadataMode, NodeRelationship
+from llama_index.core.utils import get_tokenizer
+
+from llama_index_kgplus import build_index, load_corpus, sample
+from llama_index_kgplus.cli import main
+from llama_index_kgplus.hierarchy import (
+    HierarchicalRetriever,
+    RaptorSummaryNodeBuilder,
+    SemanticChunkingSummaryNodeBuilder,
+    node_level,
+    read_manifest,
+    write_manifest,
+)
+from llama_index_kgplus.summarizers import ExtractiveSummarizer
+
+QUESTION = "Which animals and plants live in the Amazon rainforest?"
+
+
+def corpus():
+    return load_corpus(sample.SAMPLE_DIR / "longdoc.jsonl") + load_corpus(sample.SAMPLE_DOCS)[:1]
+
+
+@pytest.fixture(scope="module")
+def semantic_index(embed_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("semantic-index")
+    builder = SemanticChunkingSummaryNodeBuilder(
+        embed_model=embed_model, summarizer=ExtractiveSummarizer(max_sentences=3), max_levels=2, show_progress=False
+    )
+    index = build_index(corpus(), folder, embed_model=embed_model, chunk_size=128, extra_transformations=[builder], show_progress=False)
+    write_manifest(folder, list(index.docstore.docs.values()), builder)
+    return index, folder
+
+
+@pytest.fixture(scope="module")
+def flat_index(embed_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flat-index")
+    return build_index(corpus(), folder, embed_model=embed_model, chunk_size=128, show_progress=False)
+
+
+def cosine(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_collapsed_searches_every_level(semantic_index, embed_model):
+    index, _ = semantic_index
+    retriever = HierarchicalRetriever.from_index(index, similarity_top_k=8)
+    hits = retriever.retrieve(QUESTION)
+    assert len(hits) == 8
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    query = embed_model.get_query_embedding(QUESTION)
+    stored = index.vector_store.get(hits[0].node.node_id)
+    assert hits[0].score == pytest.approx(cosine(query, stored), abs=1e-6)
+    # the hits are the best 8 of all nodes, summaries included
+    all_scores = sorted((cosine(query, index.vector_store.get(i)) for i in index.docstore.docs), reverse=True)
+    assert scores == pytest.approx(all_scores[:8], abs=1e-6)
+
+
+def test_tree_descends_from_the_roots(semantic_index):
+    index, _ = semantic_index
+    docs = index.docstore.docs
+    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=100, beam_width=2)
+    hits = retriever.retrieve(QUESTION)
+    ids = {h.node.node_id for h in hits}
+    roots = set(retriever.root_ids())
+    assert roots == {i for i, n in docs.items() if NodeRelationship.PARENT not in n.relationships}
+    assert max(node_level(docs[r]) for r in roots) == 2
+    for hit in hits:  # every hit is a root or the child of another hit
+        node = hit.node
+        if node.node_id not in roots:
+            assert set(node.metadata["parent_ids"]) & ids
+    assert sum(1 for h in hits if h.node.node_id in roots) == 2
+    assert any(node_level(h.node) == 0 for h in hits)
+
+
+def test_tree_and_collapsed_agree_on_a_flat_index(flat_index):
+    tree = HierarchicalRetriever.from_index(flat_index, mode="tree", similarity_top_k=4).retrieve(QUESTION)
+    collapsed = HierarchicalRetriever.from_index(flat_index, similarity_top_k=4).retrieve(QUESTION)
+    assert [h.node.node_id for h in tree] == [h.node.node_id for h in collapsed]
+    assert [h.score for h in tree] == pytest.approx([h.score for h in collapsed], abs=1e-6)
+
+
+def test_expand_children_follows_each_summary_hit(semantic_index):
+    index, _ = semantic_index
+    summary = next(n for n in index.docstore.docs.values() if node_level(n) == 1)
+    question = summary.get_content(MetadataMode.NONE)  # the summary itself is the best hit
+    hits = HierarchicalRetriever.from_index(index, similarity_top_k=1, expand_children=True).retrieve(question)
+    children = {c.node_id for c in summary.relationships[NodeRelationship.CHILD]}
+    assert hits[0].node.node_id == summary.node_id
+    assert {h.node.node_id for h in hits[1:]} == children and len(hits) == len(children) + 1
+    child_scores = [h.score for h in hits[1:]]
+    assert child_scores == sorted(child_scores, reverse=True)
+    plain = HierarchicalRetriever.from_index(index, similarity_top_k=1).retrieve(question)
+    assert [h.node.node_id for h in plain] == [summary.node_id]
+
+
+def test_token_budget(semantic_index):
+    index, _ = semantic_index
+    tokenizer = get_tokenizer()
+    full = HierarchicalRetriever.from_index(index, similarity_top_k=10).retrieve(QUESTION)
+    hits = HierarchicalRetriever.from_index(index, similarity_top_k=10, token_budget=300).retrieve(QUESTION)
+    used = sum(len(tokenizer(h.node.get_content(MetadataMode.NONE))) for h in hits)
+    assert 0 < used <= 300 and len(hits) < len(full)
+    order = [h.node.node_id for h in full]
+    assert [order.index(h.node.node_id) for h in hits] == sorted(order.index(h.node.node_id) for h in hits)
+
+
+async def test_async_matches_sync(semantic_index):
+    index, _ = semantic_index
+    for mode in ("collapsed", "tree"):
+        retriever = HierarchicalRetriever.from_index(index, mode=mode, similarity_top_k=5, expand_children=True)
+        sync = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(QUESTION)]
+        assert [(h.node.node_id, round(h.score, 6)) for h in await retriever.aretrieve(QUESTION)] == sync
+
+
+def test_from_persist_dir_with_and_without_manifest(semantic_index, embed_model, tmp_path):
+    index, folder = semantic_index
+    manifest = read_manifest(folder)
+    assert manifest["nodes_per_level"]["1"] > 0 and manifest["builder"]["class_name"] == "SemanticChunkingSummaryNodeBuilder"
+    loaded = HierarchicalRetriever.from_persist_dir(folder, embed_model=embed_model, mode="tree")
+    assert loaded.root_ids() == manifest["root_ids"]
+    scanned = HierarchicalRetriever.from_index(index, mode="tree")
+    assert sorted(scanned.root_ids()) == sorted(manifest["root_ids"])
+    assert [h.node.node_id for h in loaded.retrieve(QUESTION)] == [h.node.node_id for h in scanned.retrieve(QUESTION)]
+    with pytest.raises(Exception, match="holds no index"):
+        HierarchicalRetriever.from_persist_dir(tmp_path, embed_model=embed_model)
+
+
+def test_missing_vectors_are_embedded_on_demand(semantic_index):
+    index, _ = semantic_index
+    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+    expected = [h.node.node_id for h in retriever.retrieve(QUESTION)]
+    fresh = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+    root = fresh.root_ids()[0]
+    saved = index.vector_store.data.embedding_dict.pop(root)
+    try:
+        assert [h.node.node_id for h in fresh.retrieve(QUESTION)] == expected
+    finally:
+        index.vector_store.data.embedding_dict[root] = saved
+
+
+def test_bad_settings_are_rejected(flat_index):
+    for kwargs in ({"mode": "graph"}, {"similarity_top_k": 0}, {"beam_width": 0}, {"token_budget": 0}):
+        with pytest.raises(ValueError):
+            HierarchicalRetriever.from_index(flat_index, **kwargs)
+
+
+# ---------------------------------------------------------------------- kgplus ingest / retrieve
+
+
+def retrieve_json(capsys, index_dir, *options):
+    capsys.readouterr()
+    assert main(["retrieve", QUESTION, "--index", str(index_dir), "--json", *options]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("hierarchy", ["semantic", "raptor"])
+def test_cli_ingest_with_a_hierarchy_then_retrieve(tmp_path, capsys, hierarchy):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text((sample.SAMPLE_DIR / "longdoc.jsonl").read_text() + (sample.SAMPLE_DOCS.read_text().splitlines()[0] + "\n"))
+    index_dir = tmp_path / "index"
+    code = main(["ingest", str(docs), "--index", str(index_dir), "--hierarchy", hierarchy, "--summarizer", "extractive", "--chunk-size", "192"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"hierarchy ({hierarchy}): level 0:" in out and "level 1:" in out
+    manifest = read_manifest(index_dir)
+    assert manifest["builder"]["class_name"].lower().startswith(hierarchy[:4])
+    for mode in ("collapsed", "tree"):
+        record = retrieve_json(capsys, index_dir, "--retrieval", mode, "--top-k", "30")
+        sources = record["sources"]
+        assert sources and {"text", "level", "id", "doc_ids", "score"} <= set(sources[0])
+        assert any(s["level"] >= 1 for s in sources) and any(s["level"] == 0 for s in sources)
+        for s in sources:
+            assert s["text"].strip() and s["doc_ids"]
+            assert s["id"] == (s["doc_ids"][0] if len(s["doc_ids"]) == 1 else None)
+    capped = retrieve_json(capsys, index_dir, "--retrieval", "tree", "--top-k", "2")
+    assert len(capped["sources"]) == 2
+
+
+def test_cli_retrieve_tree_on_an_index_without_hierarchy(tmp_path, capsys):
+    index_dir = tmp_path / "index"
+    assert main(["ingest", str(sample.SAMPLE_DOCS), "--index", str(index_dir)]) == 0
+    record = retrieve_json(capsys, index_dir, "--retrieval", "tree", "--top-k", "3")
+    assert len(record["sources"]) == 3 and all(s["level"] == 0 for s in record["sources"])
+    assert read_manifest(index_dir) is None
+
+
+@pytest.mark.slow
+def test_cli_raptor_with_the_real_local_llm_then_query(tmp_path, capsys):
+    docs = tmp_path / "docs.jsonl"
+    record = json.loads((sample.SAMPLE_DIR / "longdoc.jsonl").read_text())
+    record["text"] = "\n\n".join(record["text"].split("\n\n")[:6])  # keep it small: a few chunks, few LLM calls
+    docs.write_text(json.dumps(record) + "\n")
+    index_dir = tmp_path / "index"
+    args = ["ingest", str(docs), "--index", str(index_dir), "--hierarchy", "raptor", "--llm", "qwen2.5-coder-0.5b", "--chunk-size", "160"]
+    assert main(args) == 0
+    manifest = read_manifest(index_dir)
+    assert manifest["failed_clusters"] == [] and int(manifest["nodes_per_level"]["1"]) >= 1
+    capsys.readouterr()
+    query = ["query", "What is the Amazon rainforest?", "--index", str(index_dir), "--retrieval", "tree", "--top-k", "3"]
+    assert main([*query, "--llm", "qwen2.5-coder-0.5b", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert answer["answer"].strip() and len(answer["sources"]) == 3
