@@ -1,0 +1,37 @@
+"""Knowledge-graph path retrieval.
+
+Import a graph from neo4j-admin CSV files (:func:`import_kg`), find the entities a question mentions with a
+dictionary matcher (:class:`EntityMatcher`), compute the bounded shortest paths between every pair of them in
+one query (:class:`KGPathFinder`, :class:`KGPathRetriever`) and answer with those paths next to the retrieved
+passages (:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default), FalkorDB and Neo4j.
+"""
+
+from llama_index_kgplus.kg._csv import KGData, read_kg_csv
+from llama_index_kgplus.kg._finder import KGPathFinder, KGPathResult
+from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph
+from llama_index_kgplus.kg._import import ImportReport, import_kg, neo4j_admin_import_command
+from llama_index_kgplus.kg._matcher import EntityMatcher, EntityMention
+from llama_index_kgplus.kg._paths import KGPath, PathNode, PathRelationship, render_path
+from llama_index_kgplus.kg._query_engine import KG_TEXT_QA_TEMPLATE, KGAugmentedQueryEngine
+from llama_index_kgplus.kg._retriever import KGPathRetriever
+
+__all__ = [
+    "KG_TEXT_QA_TEMPLATE",
+    "EntityMatcher",
+    "EntityMention",
+    "ImportReport",
+    "KGAugmentedQueryEngine",
+    "KGData",
+    "KGManifest",
+    "KGPath",
+    "KGPathFinder",
+    "KGPathResult",
+    "KGPathRetriever",
+    "KnowledgeGraph",
+    "PathNode",
+    "PathRelationship",
+    "import_kg",
+    "neo4j_admin_import_command",
+    "read_kg_csv",
+    "render_path",
+]

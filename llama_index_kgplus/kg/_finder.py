@@ -1,0 +1,168 @@
+"""Question -> entities -> every pair -> all shortest paths (bounded) -> deduplicated, ranked, capped paths.
+
+Ranking rule (documented, deterministic): shorter paths first; then the lower sum of the relationships'
+``rank`` property (rank 1 = most important; a missing or non-numeric rank counts as last; set
+``higher_rank_first`` for scores where more is better); then the order in which the question mentions the
+pair's entities; then the path text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
+from llama_index.core.schema import BaseComponent
+
+from llama_index_kgplus.graph_stores._dialects import MAX_HOPS_LIMIT, RawPath
+from llama_index_kgplus.kg._graph import KnowledgeGraph
+from llama_index_kgplus.kg._matcher import EntityMatcher, EntityMention
+from llama_index_kgplus.kg._paths import KGPath
+
+
+class KGPathResult(BaseModel):
+    """Entities found in a text and the paths between them."""
+
+    entities: list[EntityMention] = Field(default_factory=list, description="Mentions in text order.")
+    paths: list[KGPath] = Field(default_factory=list, description="Ranked paths (at most max_paths).")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly ``{"entities": [{"cid","name","start","end"}], "paths": [{"nodes","relationships","length","text"}]}``."""
+        return {"entities": [e.to_dict() for e in self.entities], "paths": [p.to_dict() for p in self.paths]}
+
+
+class KGPathFinder(BaseComponent):
+    """Finds the relationship paths between the entities a text mentions.
+
+    Example::
+
+        kg = KnowledgeGraph.open("ladybug:///tmp/kg.lbug")
+        finder = KGPathFinder.from_defaults(kg, max_hops=2, max_paths=20)
+        result = finder.find("Does aspirin help with a migraine headache?")
+        [p.text for p in result.paths]   # ['aspirin -[TREATS]-> headache <-[ISA]- migraine', ...]
+    """
+
+    max_hops: int = Field(2, ge=1, le=MAX_HOPS_LIMIT, description="Longest path, in relationships.")
+    max_paths: int = Field(20, ge=1, description="At most this many paths per text, after ranking.")
+    single_entity: Literal["neighbours", "none"] = Field(
+        "neighbours", description="With one entity only: its direct relationships ('neighbours') or nothing."
+    )
+    max_rows: int = Field(
+        10_000, ge=1, description="Safety bound on the rows one graph query may return (LIMIT)."
+    )
+    name_property: str | None = Field(
+        "relname", description="Relationship property shown as its type when set; else the :TYPE is shown."
+    )
+    rank_property: str | None = Field("rank", description="Numeric relationship property used for ranking.")
+    higher_rank_first: bool = Field(False, description="Rank descending (scores) instead of ascending (positions).")
+
+    _graph: KnowledgeGraph = PrivateAttr()
+    _matcher: EntityMatcher | None = PrivateAttr(default=None)
+
+    def __init__(self, graph: KnowledgeGraph, matcher: EntityMatcher | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._graph = graph
+        self._matcher = matcher
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KGPathFinder"
+
+    @classmethod
+    def from_defaults(
+        cls, graph: KnowledgeGraph | str | Any | None = None, matcher: EntityMatcher | None = None, **kwargs: Any
+    ) -> KGPathFinder:
+        """``graph``: a :class:`KnowledgeGraph`, a store URI, a LlamaIndex property graph store, or ``None``
+        for the default store. ``matcher`` defaults to the graph's cached dictionary."""
+        return cls(as_knowledge_graph(graph), matcher, **kwargs)
+
+    @property
+    def graph(self) -> KnowledgeGraph:
+        return self._graph
+
+    @property
+    def matcher(self) -> EntityMatcher:
+        if self._matcher is None:
+            self._matcher = self._graph.entity_matcher()
+        return self._matcher
+
+    def warm_up(self) -> None:
+        """Load the manifest and the entity dictionary now rather than on the first question."""
+        _ = self._graph.layout, self.matcher
+
+    # ------------------------------------------------------------------ search
+
+    def find(self, text: str) -> KGPathResult:
+        mentions = self.matcher.find(text)
+        pairs, single = self._plan(mentions)
+        if pairs:
+            raw = self._graph.shortest_paths(pairs, self.max_hops, self.max_rows)
+        elif single:
+            raw = self._graph.neighbours(single, self.max_rows)
+        else:
+            raw = []
+        return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
+
+    async def afind(self, text: str) -> KGPathResult:
+        mentions = self.matcher.find(text)
+        pairs, single = self._plan(mentions)
+        if pairs:
+            raw = await self._graph.ashortest_paths(pairs, self.max_hops, self.max_rows)
+        elif single:
+            raw = await self._graph.aneighbours(single, self.max_rows)
+        else:
+            raw = []
+        return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
+
+    def _plan(self, mentions: list[EntityMention]) -> tuple[list[tuple[str, str]], list[str]]:
+        """Every unordered pair of distinct entities, in mention order; alternatives for one span (an
+        ambiguous name) are not paired with each other. With one entity: it, for its neighbours."""
+        order: list[str] = []
+        spans: dict[str, set[tuple[int, int]]] = {}
+        for m in mentions:
+            if m.cid not in spans:
+                order.append(m.cid)
+                spans[m.cid] = set()
+            spans[m.cid].add((m.start, m.end))
+        pairs = [
+            (a, b)
+            for i, a in enumerate(order)
+            for b in order[i + 1 :]
+            if not (len(spans[a]) == 1 and spans[a] == spans[b])
+        ]
+        single = order if not pairs and len(order) == 1 and self.single_entity == "neighbours" else []
+        return pairs, single
+
+    def _rank(self, raw: list[RawPath], pairs: list[tuple[str, str]]) -> list[KGPath]:
+        pair_order = {frozenset(p): i for i, p in enumerate(pairs)}
+        seen, ranked = set(), []
+        for item in raw:
+            path = KGPath.from_raw(item, self.name_property)
+            key = path.identity()
+            if key in seen:
+                continue
+            seen.add(key)
+            ranked.append(((path.length, self._rank_sum(path), pair_order.get(frozenset(path.endpoints), 0), path.text), path))
+        ranked.sort(key=lambda kv: kv[0])
+        return [path for _, path in ranked[: self.max_paths]]
+
+    def _rank_sum(self, path: KGPath) -> float:
+        if not self.rank_property:
+            return 0.0
+        total = 0.0
+        for rel in path.relationships:
+            try:
+                value = float(rel.properties[self.rank_property])
+            except (KeyError, TypeError, ValueError):
+                return math.inf
+            total += -value if self.higher_rank_first else value
+        return total
+
+
+def as_knowledge_graph(graph: KnowledgeGraph | str | Any | None) -> KnowledgeGraph:
+    """A :class:`KnowledgeGraph` from itself, a URI, a property graph store, or ``None`` (default store)."""
+    if isinstance(graph, KnowledgeGraph):
+        return graph
+    if graph is None or isinstance(graph, str):
+        return KnowledgeGraph.open(graph)
+    return KnowledgeGraph(graph)

@@ -1,0 +1,216 @@
+"""A knowledge graph inside a graph store: the store, its dialect, the layout recorded at import, and the
+entity dictionary (rebuilt from the store once, then cached on disk keyed by the import).
+
+The import writes a small manifest into the store itself (a ``KGPlusMeta`` record, key ``kg:<label>``), so
+``KnowledgeGraph.open(uri)`` needs nothing but the store. The entity dictionary is cached next to an embedded
+store (``<path>.kgplus/``) or, for a server, under ``$KGPLUS_HOME/kg-cache/``; a cache is used only if it
+belongs to the current import.
+
+Example::
+
+    with KnowledgeGraph.open("ladybug:///tmp/kg.lbug") as kg:
+        matcher = kg.entity_matcher()
+        paths = kg.shortest_paths([("C1", "C2")], max_hops=2)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from llama_index_kgplus.errors import GraphStoreError
+from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.graph_stores._dialects import (
+    GraphDialect,
+    GraphLayout,
+    RawPath,
+    dialect_for_engine,
+    dialect_for_store,
+)
+from llama_index_kgplus.kg._matcher import EntityMatcher
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_VERSION = 1
+
+
+def manifest_key(node_label: str) -> str:
+    return f"kg:{node_label}"
+
+
+class KGManifest(BaseModel):
+    """What the import recorded about a knowledge graph (stored as JSON in the store)."""
+
+    version: int = Field(MANIFEST_VERSION, description="Manifest format version.")
+    import_id: str = Field(description="Unique id of the import that wrote the graph (keys the caches).")
+    created: str = Field(description="UTC time of the import, ISO 8601.")
+    node_label: str = Field(description="Label (Ladybug: node table) of every entity node.")
+    id_property: str = Field(description="Property holding the entity id (the nodes file's :ID column).")
+    name_property: str = Field(description="Property holding the entity name used by the dictionary.")
+    rel_types: list[str] = Field(description="Relationship types of the graph (:TYPE values).")
+    node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
+    rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
+    counts: dict[str, int] = Field(default_factory=dict, description="nodes, relationships, synonyms, skipped.")
+    sources: dict[str, str] = Field(default_factory=dict, description="The imported files.")
+
+    def layout(self) -> GraphLayout:
+        return GraphLayout(
+            node_label=self.node_label,
+            id_property=self.id_property,
+            name_property=self.name_property,
+            rel_types=tuple(self.rel_types) or ("RELATED_TO",),
+            rel_properties=tuple(self.rel_properties),
+        )
+
+
+class KnowledgeGraph:
+    """A handle on an imported knowledge graph: ``store`` (a LlamaIndex ``PropertyGraphStore``), ``dialect``,
+    ``manifest``/``layout`` and the cached :meth:`entity_matcher`.
+
+    Build it with :meth:`open` (from a URI; owns and closes the store) or from a store you opened yourself.
+    """
+
+    def __init__(
+        self, store: Any, *, node_label: str = "Ent", cache_dir: str | Path | None = None, owns_store: bool = False
+    ) -> None:
+        self.store = store
+        self.node_label = node_label
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.dialect: GraphDialect = dialect_for_store(store)
+        self._owns_store = owns_store
+        self._manifest: KGManifest | None = None
+        self._matcher: EntityMatcher | None = None
+
+    @classmethod
+    def open(cls, uri: str | None = None, *, node_label: str = "Ent", **store_kwargs: Any) -> KnowledgeGraph:
+        """Open the store named by ``uri`` (default: the embedded default store)."""
+        store, parsed = open_kg_store(uri, **store_kwargs)
+        return cls(store, node_label=node_label, cache_dir=default_cache_dir(parsed, node_label, store_kwargs),
+                   owns_store=True)
+
+    # ------------------------------------------------------------------ metadata
+
+    @property
+    def manifest(self) -> KGManifest:
+        if self._manifest is None:
+            raw = self.dialect.read_meta(self.store, manifest_key(self.node_label))
+            if raw is None:
+                raise GraphStoreError(
+                    f"No knowledge graph with label {self.node_label!r} in this {self.dialect.engine} store: "
+                    "import one with `kgplus kg import --nodes FILE --relationships FILE --store URI` "
+                    "(after a neo4j-admin import, add --metadata-only)."
+                )
+            self._manifest = KGManifest.model_validate_json(raw)
+        return self._manifest
+
+    @property
+    def layout(self) -> GraphLayout:
+        return self.manifest.layout()
+
+    def exists(self) -> bool:
+        return self.dialect.read_meta(self.store, manifest_key(self.node_label)) is not None
+
+    def refresh(self) -> None:
+        """Forget what was read from the store (after an import through another handle)."""
+        self._manifest = None
+        self._matcher = None
+
+    # ------------------------------------------------------------------ dictionary
+
+    def matcher_cache_path(self) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        return self.cache_dir / f"entity-matcher-{self.manifest.import_id}.pkl"
+
+    def entity_matcher(self) -> EntityMatcher:
+        """The dictionary of the graph's names and synonyms: from memory, the disk cache, or the store."""
+        if self._matcher is not None:
+            return self._matcher
+        path = self.matcher_cache_path()
+        if path is not None and path.is_file():
+            try:
+                self._matcher = EntityMatcher.load(path)
+                return self._matcher
+            except Exception as exc:  # noqa: BLE001 - a broken cache is rebuilt, never fatal
+                logger.warning("Rebuilding the entity dictionary: cannot load %s (%s).", path, exc)
+        self._matcher = EntityMatcher.from_graph(self)
+        self.save_matcher(self._matcher)
+        return self._matcher
+
+    def save_matcher(self, matcher: EntityMatcher) -> Path | None:
+        """Cache ``matcher`` for this import (best effort: an unwritable folder only costs a rebuild)."""
+        self._matcher = matcher
+        path = self.matcher_cache_path()
+        if path is None:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for old in path.parent.glob("entity-matcher-*.pkl"):
+                if old != path:
+                    old.unlink(missing_ok=True)
+            matcher.save(path)
+        except OSError as exc:
+            logger.warning("Cannot cache the entity dictionary in %s (%s); it is rebuilt next time.", path, exc)
+            return None
+        return path
+
+    # ------------------------------------------------------------------ paths
+
+    def shortest_paths(self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000) -> list[RawPath]:
+        return self.dialect.shortest_paths(self.store, self.layout, pairs, max_hops, limit)
+
+    async def ashortest_paths(
+        self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000
+    ) -> list[RawPath]:
+        return await self.dialect.ashortest_paths(self.store, self.layout, pairs, max_hops, limit)
+
+    def neighbours(self, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
+        return self.dialect.neighbours(self.store, self.layout, ids, limit)
+
+    async def aneighbours(self, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
+        return await self.dialect.aneighbours(self.store, self.layout, ids, limit)
+
+    # ------------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        """Close the store if this handle opened it."""
+        if self._owns_store:
+            self.dialect.close(self.store)
+            self._owns_store = False
+
+    def __enter__(self) -> KnowledgeGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_kg_store(uri: str | None = None, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
+    """Open a store for knowledge-graph use (the dialect's open options, e.g. no APOC schema refresh on Neo4j)."""
+    if uri is None:
+        from llama_index_kgplus.defaults import default_graph_store_uri
+
+        uri = default_graph_store_uri()
+    parsed = GraphStoreURI.parse(uri)
+    kwargs = {**dialect_for_engine(parsed.engine).open_kwargs, **store_kwargs}
+    return open_graph_store(uri, **kwargs), parsed
+
+
+def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict[str, Any]) -> Path:
+    """Next to an embedded store; under ``$KGPLUS_HOME/kg-cache/`` for a server (keyed by URI and graph)."""
+    if parsed.engine == "ladybug":
+        assert parsed.path is not None
+        return parsed.path.with_name(parsed.path.name + ".kgplus")
+    from llama_index_kgplus.defaults import kgplus_home
+
+    env = "FALKORDB_GRAPH" if parsed.engine == "falkordb" else "NEO4J_DATABASE"
+    database = store_kwargs.get("database") or os.environ.get(env) or ""
+    key = json.dumps([parsed.uri, database, node_label])
+    return kgplus_home() / "kg-cache" / hashlib.sha256(key.encode()).hexdigest()[:16]

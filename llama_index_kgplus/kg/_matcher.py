@@ -1,0 +1,167 @@
+"""Dictionary entity recognition: the graph's entity names and synonyms over the shared Aho-Corasick matcher.
+
+Case-insensitive, whole words only, leftmost-longest and non-overlapping (see
+:class:`llama_index_kgplus.text.PhraseMatcher`); no LLM call, microseconds per question.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.text import PhraseMatcher
+
+if TYPE_CHECKING:
+    from llama_index_kgplus.kg._graph import KnowledgeGraph
+
+_FORMAT = "kgplus-entity-matcher/1"
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity found in a text: ``text[start:end]`` matched a name or synonym of entity ``cid``."""
+
+    cid: str
+    name: str
+    start: int
+    end: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``kgplus kg paths --json`` form: ``{"cid", "name", "start", "end"}``."""
+        return {"cid": self.cid, "name": self.name, "start": self.start, "end": self.end}
+
+
+class EntityMatcher:
+    """Finds a knowledge graph's entities in text by their names and synonyms.
+
+    Parameters are only stored by the constructor; :meth:`fit` (or a ``from_*`` constructor) builds the
+    dictionary. Learned attributes: ``n_names_`` (dictionary keys), ``n_entities_``.
+
+    - ``min_length``: names shorter than this many characters are left out (1 keeps all).
+    - ``ambiguous``: a name shared by several entities gives one mention per entity (``"all"``) or none
+      (``"skip"``).
+
+    Example::
+
+        matcher = EntityMatcher.from_pairs([("C1", "aspirin"), ("C2", "headache")], synonyms=[("C1", "ASA")])
+        [(m.cid, m.start, m.end) for m in matcher.find("Does ASA help a headache?")]
+        # [('C1', 5, 8), ('C2', 16, 24)]
+    """
+
+    def __init__(self, *, min_length: int = 1, ambiguous: Literal["all", "skip"] = "all") -> None:
+        self.min_length = min_length
+        self.ambiguous = ambiguous
+
+    # ------------------------------------------------------------------ building
+
+    def fit(self, names: Iterable[tuple[str, str]], synonyms: Iterable[tuple[str, str]] = ()) -> EntityMatcher:
+        """Build from ``(cid, name)`` pairs and optional ``(cid, synonym)`` pairs."""
+        if self.ambiguous not in ("all", "skip"):
+            raise ValueError(f"ambiguous must be 'all' or 'skip', got {self.ambiguous!r}.")
+        if not isinstance(self.min_length, int) or self.min_length < 1:
+            raise ValueError(f"min_length must be a positive integer, got {self.min_length!r}.")
+        matcher = PhraseMatcher()
+        canonical: dict[str, str] = {}
+        for cid, name in names:
+            cid, name = str(cid), str(name)
+            canonical.setdefault(cid, name)
+            self._add(matcher, name, cid, name)
+        for cid, synonym in synonyms:
+            cid = str(cid)
+            self._add(matcher, str(synonym), cid, canonical.get(cid, cid))
+        self.phrase_matcher_ = matcher
+        self.n_names_ = len(matcher)
+        self.n_entities_ = len(canonical)
+        return self
+
+    def _add(self, matcher: PhraseMatcher, phrase: str, cid: str, name: str) -> None:
+        if len(phrase.strip()) >= self.min_length:
+            matcher.add(phrase, (cid, name))
+
+    @classmethod
+    def from_pairs(
+        cls, names: Iterable[tuple[str, str]], synonyms: Iterable[tuple[str, str]] = (), **params: Any
+    ) -> EntityMatcher:
+        """From ``(cid, name)`` pairs (any iterable, e.g. a generator over a database cursor)."""
+        return cls(**params).fit(names, synonyms)
+
+    @classmethod
+    def from_csv(
+        cls, nodes: str | Path, synonyms: str | Path | None = None, *, name_column: str | None = None, **params: Any
+    ) -> EntityMatcher:
+        """From a neo4j-admin nodes file (and a ``cid,synonym`` file)."""
+        from llama_index_kgplus.kg._csv import _read_synonyms, read_nodes
+
+        records, id_property, name_property, _, _ = read_nodes(nodes, name_column=name_column)
+        pairs = [(n.id, n.properties[name_property]) for n in records if n.properties.get(name_property)]
+        aliases: list[tuple[str, str]] = []
+        if synonyms is not None:
+            aliases, _ = _read_synonyms(Path(synonyms), {n.id for n in records}, id_property, "skip", ",")
+        return cls.from_pairs(pairs, aliases, **params)
+
+    @classmethod
+    def from_graph(cls, graph: KnowledgeGraph, **params: Any) -> EntityMatcher:
+        """From the names and synonyms stored in a knowledge graph (one read of the store)."""
+        names, synonyms = [], []
+        for cid, text, is_alias in graph.dialect.read_names(graph.store, graph.layout):
+            (synonyms if is_alias else names).append((cid, text))
+        return cls.from_pairs(names, synonyms, **params)
+
+    # ------------------------------------------------------------------ matching
+
+    def find(self, text: str) -> list[EntityMention]:
+        """Mentions in text order; a span shared by several entities gives one mention each (or none)."""
+        matcher = self._fitted()
+        out = []
+        for match in matcher.find(text):
+            if len(match.values) > 1 and self.ambiguous == "skip":
+                continue
+            for cid, name in match.values:  # type: ignore[misc]
+                out.append(EntityMention(cid, name, match.start, match.end, match.text))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._fitted())
+
+    def _fitted(self) -> PhraseMatcher:
+        matcher = getattr(self, "phrase_matcher_", None)
+        if matcher is None:
+            raise RuntimeError("This EntityMatcher is not built yet: call fit(...) or use a from_* constructor.")
+        return matcher
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | Path) -> None:
+        """Persist the built dictionary (a pickle; loading 10^6 names from it is far faster than rebuilding)."""
+        matcher = self._fitted()
+        matcher.find("")  # builds the automaton once, so the pickle holds the finished structure
+        payload = {
+            "format": _FORMAT,
+            "params": {"min_length": self.min_length, "ambiguous": self.ambiguous},
+            "n_entities": self.n_entities_,
+            "matcher": matcher,
+        }
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> EntityMatcher:
+        """Load a dictionary written by :meth:`save` (a pickle: only load files you made yourself)."""
+        try:
+            payload = pickle.loads(Path(path).read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+            raise InputDataError(f"Cannot load the entity dictionary {path}: {exc}") from exc
+        if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
+            raise InputDataError(f"{path} is not an entity dictionary saved by EntityMatcher.save().")
+        matcher = cls(**payload["params"])
+        matcher.phrase_matcher_ = payload["matcher"]
+        matcher.n_names_ = len(matcher.phrase_matcher_)
+        matcher.n_entities_ = payload["n_entities"]
+        return matcher

@@ -1,0 +1,134 @@
+"""KG-augmented answers: any vector retriever plus :class:`KGPathRetriever`, one synthesis prompt.
+
+The paths go to the synthesizer as ONE leading node, a clearly delimited "knowledge graph relationship paths"
+section, followed by the retrieved passages; the prompt tells the model how to read the arrows. Any standard
+LlamaIndex response synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's
+``metadata`` gains ``kg_entities`` (the mentions) and ``kg_paths`` (the structured paths used).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from llama_index.core import Settings
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import RESPONSE_TYPE
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms import LLM
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptMixinType
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from llama_index_kgplus.kg._finder import KGPathResult
+from llama_index_kgplus.kg._retriever import PATH_METADATA_KEYS, KGPathRetriever
+
+KG_SECTION_HEADER = "Knowledge graph relationship paths between entities of the query:"
+KG_SECTION_FOOTER = "(end of knowledge graph paths)"
+
+KG_TEXT_QA_TEMPLATE = PromptTemplate(
+    "Context information is below. It may start with relationship paths from a knowledge graph between "
+    "entities named in the query: read 'a -[R]-> b' as 'a R b' and 'a <-[R]- b' as 'b R a'. "
+    "Passages from documents follow.\n"
+    "---------------------\n"
+    "{context_str}\n"
+    "---------------------\n"
+    "Given the context information and not prior knowledge, answer the query.\n"
+    "Query: {query_str}\n"
+    "Answer: "
+)
+
+
+def kg_section_node(result: KGPathResult) -> NodeWithScore | None:
+    """The paths as one delimited context section (``None`` when there are no paths)."""
+    if not result.paths:
+        return None
+    lines = [KG_SECTION_HEADER, *(f"- {p.text}" for p in result.paths), KG_SECTION_FOOTER]
+    node = TextNode(
+        id_="kg-paths-section",
+        text="\n".join(lines),
+        metadata={"source": "knowledge_graph", "kg_path": [p.to_dict() for p in result.paths],
+                  "kg_entity_ids": sorted({e.cid for e in result.entities})},
+        excluded_embed_metadata_keys=list(PATH_METADATA_KEYS),
+        excluded_llm_metadata_keys=list(PATH_METADATA_KEYS),
+    )
+    return NodeWithScore(node=node, score=1.0)
+
+
+class KGAugmentedQueryEngine(CustomQueryEngine):
+    """Answers from retrieved passages plus the knowledge-graph paths between the question's entities.
+
+    Example::
+
+        engine = KGAugmentedQueryEngine.from_defaults(
+            retriever=index.as_retriever(similarity_top_k=3),
+            kg_retriever=KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_paths=10),
+            llm=llm,
+        )
+        response = engine.query("How does aspirin relate to migraine?")
+        response.metadata["kg_paths"]      # [{"nodes": ..., "relationships": ..., "length": 2, "text": ...}]
+    """
+
+    retriever: BaseRetriever | None = Field(description="Vector (or any) retriever for passages; None: KG only.")
+    kg_retriever: KGPathRetriever = Field(description="Finds the paths between the question's entities.")
+    response_synthesizer: BaseSynthesizer = Field(description="Any LlamaIndex response synthesizer.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KGAugmentedQueryEngine"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        kg_retriever: KGPathRetriever,
+        retriever: BaseRetriever | None = None,
+        *,
+        llm: LLM | None = None,
+        response_synthesizer: BaseSynthesizer | None = None,
+        response_mode: ResponseMode | str = ResponseMode.COMPACT,
+        text_qa_template: BasePromptTemplate | None = None,
+        **synthesizer_kwargs: Any,
+    ) -> KGAugmentedQueryEngine:
+        """Build the synthesizer (``response_mode``, ``KG_TEXT_QA_TEMPLATE``) unless one is given;
+        ``llm`` falls back to ``Settings.llm``."""
+        if response_synthesizer is None:
+            response_synthesizer = get_response_synthesizer(
+                llm=llm or Settings.llm,
+                response_mode=ResponseMode(response_mode),
+                text_qa_template=text_qa_template or KG_TEXT_QA_TEMPLATE,
+                **synthesizer_kwargs,
+            )
+        return cls(retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer)
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {"response_synthesizer": self.response_synthesizer}
+
+    def _nodes(self, passages: list[NodeWithScore], kg: KGPathResult) -> list[NodeWithScore]:
+        section = kg_section_node(kg)
+        return ([section] if section is not None else []) + list(passages)
+
+    @staticmethod
+    def _annotate(response: RESPONSE_TYPE, kg: KGPathResult) -> RESPONSE_TYPE:
+        metadata = dict(getattr(response, "metadata", None) or {})
+        metadata["kg_entities"] = [e.to_dict() for e in kg.entities]
+        metadata["kg_paths"] = [p.to_dict() for p in kg.paths]
+        response.metadata = metadata
+        return response
+
+    def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        kg = self.kg_retriever.retrieve_paths(query_str)
+        passages = self.retriever.retrieve(query_str) if self.retriever is not None else []
+        response = self.response_synthesizer.synthesize(query_str, nodes=self._nodes(passages, kg))
+        return self._annotate(response, kg)
+
+    async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        if self.retriever is not None:
+            kg, passages = await asyncio.gather(
+                self.kg_retriever.aretrieve_paths(query_str), self.retriever.aretrieve(query_str)
+            )
+        else:
+            kg, passages = await self.kg_retriever.aretrieve_paths(query_str), []
+        response = await self.response_synthesizer.asynthesize(query_str, nodes=self._nodes(passages, kg))
+        return self._annotate(response, kg)
