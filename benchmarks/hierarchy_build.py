@@ -1,0 +1,219 @@
+"""Build time, LLM calls and prompt tokens of hierarchical summaries: llama-index-packs-raptor 0.4.2
+(RaptorPack) against this pack's RAPTOR and semantic builders, on the same corpus and models.
+
+Corpus: the first 3 articles of longdocs-squad, SentenceSplitter(256, 20). Models: all-MiniLM-L6-v2 and
+Qwen2.5-Coder-0.5B (llama.cpp, greedy, the defaults of ``defaults.default_llm``). Calls and tokens come from
+llama.cpp's own usage figures through a wrapping LLM (``CountingLLM``). Each system runs in a fresh process
+(so each pays its own model loading and, where it uses UMAP, numba's first-call compilation); the build time
+is measured from the documents to the finished nodes (chunking, embedding, clustering, summaries).
+
+RaptorPack is installed only in a separate venv that sees the project's packages (it pins nothing we need,
+and it imports ``llama_index.core.llama_pack``, removed from llama-index-core 0.14; this script registers
+that 14-line module when it is missing)::
+
+    python -m venv /tmp/raptorpack-venv
+    .venv/bin/python -c "import site; print(f'import site; site.addsitedir({site.getsitepackages()[0]!r})')" \
+        > /tmp/raptorpack-venv/lib/python3.11/site-packages/kgplus_main.pth
+    /tmp/raptorpack-venv/bin/pip install --no-deps llama-index-packs-raptor==0.4.2
+    .venv/bin/python benchmarks/hierarchy_build.py --raptorpack-python /tmp/raptorpack-venv/bin/python
+
+``--system NAME`` runs one system in this process and prints its figures as JSON. The built nodes go to
+``benchmarks/results/hierarchy/<system>.jsonl`` for ``hierarchy_retrieval.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from hierarchy_common import (  # noqa: E402
+    CHUNK_OVERLAP,
+    CHUNK_SIZE,
+    OUT_DIR,
+    CountingLLM,
+    copy_ratio,
+    load_articles,
+    save_nodes,
+)
+
+SYSTEMS = ("raptorpack", "kgplus-raptor", "kgplus-raptor-pca", "kgplus-semantic")
+
+
+def _register_llama_pack() -> None:
+    """llama-index-core 0.14.21 removed ``llama_index.core.llama_pack``; RaptorPack still imports it."""
+    try:
+        import llama_index.core.llama_pack  # noqa: F401
+        return
+    except ImportError:
+        pass
+    from abc import abstractmethod
+    from typing import Any
+
+    class BaseLlamaPack:
+        @abstractmethod
+        def get_modules(self) -> dict[str, Any]: ...
+
+        @abstractmethod
+        def run(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    base = types.ModuleType("llama_index.core.llama_pack.base")
+    base.BaseLlamaPack = BaseLlamaPack
+    package = types.ModuleType("llama_index.core.llama_pack")
+    package.BaseLlamaPack = BaseLlamaPack
+    package.base = base
+    package.__path__ = []
+    sys.modules["llama_index.core.llama_pack"] = package
+    sys.modules["llama_index.core.llama_pack.base"] = base
+
+
+def run_system(name: str, smoke: bool = False) -> dict:
+    from llama_index.core.ingestion import IngestionPipeline
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.schema import NodeRelationship
+
+    from llama_index_kgplus import defaults
+
+    embed_model = defaults.default_embed_model()
+    llm = CountingLLM(defaults.default_llm(defaults.FAST_LLM))
+    embed_model.get_text_embedding("warm up")  # model loading is not part of the build
+    docs = load_articles()
+    if smoke:  # a quick check of the script itself: one short document
+        docs = docs[:1]
+        docs[0].set_content(docs[0].text[:3000])
+    out_dir = OUT_DIR.with_name("hierarchy-smoke") if smoke else OUT_DIR
+    splitter = SentenceSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP)
+
+    start = time.perf_counter()
+    if name == "raptorpack":
+        _register_llama_pack()
+        from llama_index.packs.raptor import RaptorPack
+
+        pack = RaptorPack(docs, llm=llm, embed_model=embed_model, transformations=[splitter], verbose=False)
+        build_s = time.perf_counter() - start
+        index = pack.retriever.index
+        nodes = list(index.docstore.docs.values())
+        for node in nodes:  # the docstore copies have no embedding; the vector store keeps them
+            node.embedding = index.vector_store.get(node.node_id)
+        summaries = [n for n in nodes if "level" in n.metadata]
+        chunks = [n for n in nodes if "level" not in n.metadata]
+        by_parent: dict[str, list] = {}
+        for node in nodes:
+            if "parent_id" in node.metadata:
+                by_parent.setdefault(node.metadata["parent_id"], []).append(node)
+        children = {s.node_id: by_parent.get(s.node_id, []) for s in summaries}
+        levels = sorted({int(s.metadata["level"]) + 1 for s in summaries})  # the pack counts from 0
+        for s in summaries:  # store them the way this pack does, for the retrieval benchmark
+            s.metadata["level"] = int(s.metadata["level"]) + 1
+        for c in chunks:
+            c.metadata["level"] = 0
+        extra = {"tree_depth": 3}
+    else:
+        from llama_index_kgplus import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+
+        if name == "kgplus-semantic":
+            builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model)
+        else:
+            reducer = "pca" if name.endswith("-pca") else "umap"
+            builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, reducer=reducer)
+        builder.show_progress = False
+        nodes = IngestionPipeline(transformations=[splitter, embed_model, builder]).run(documents=docs)
+        build_s = time.perf_counter() - start
+        by_id = {n.node_id: n for n in nodes}
+        summaries = [n for n in nodes if n.metadata.get("level", 0) > 0]
+        chunks = [n for n in nodes if n.metadata.get("level", 0) == 0]
+        children = {s.node_id: [by_id[c.node_id] for c in s.relationships[NodeRelationship.CHILD]] for s in summaries}
+        levels = sorted({int(s.metadata["level"]) for s in summaries})
+        extra = {"n_clusters": builder.n_clusters_, "failed_clusters": len(builder.failed_clusters_)}
+        if hasattr(builder, "reducers_"):
+            extra["reducers"] = builder.reducers_
+        extra["summarizer_usage"] = builder.usage_
+
+    ratios = [copy_ratio(s.get_content(), [c.get_content() for c in children[s.node_id]]) for s in summaries]
+    save_nodes(out_dir / f"{name}.jsonl", nodes)
+    stats = llm.stats
+    return {
+        "system": name,
+        "build_s": round(build_s, 1),
+        "llm_s": round(stats["seconds"], 1),
+        "other_s": round(build_s - stats["seconds"], 1),
+        "llm_calls": stats["calls"],
+        "prompt_tokens": stats["prompt_tokens"],
+        "completion_tokens": stats["completion_tokens"],
+        "chunks": len(chunks),
+        "summaries": len(summaries),
+        "levels": levels,
+        "single_child_summaries": sum(1 for s in summaries if len(children[s.node_id]) == 1),
+        "copies": sum(1 for r in ratios if r >= 0.8),
+        "max_copy_ratio": round(max(ratios, default=0.0), 2),
+        "example": max(summaries, key=lambda s: s.metadata["level"]).get_content()[:300] if summaries else "",
+        **extra,
+    }
+
+
+def table(results: list[dict]) -> str:
+    base = next((r for r in results if r["system"] == "raptorpack"), None)
+    head = (
+        f"{'system':<18} {'build s':>8} {'LLM s':>7} {'other s':>8} {'calls':>6} {'prompt tok':>10} {'compl tok':>9} "
+        f"{'chunks':>6} {'summaries':>9} {'levels':>7} {'1-child':>7} {'copies':>6} {'time/RP':>7} {'prompt/RP':>9}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        ratio_t = f"{r['build_s'] / base['build_s']:.2f}" if base else "-"
+        ratio_p = f"{r['prompt_tokens'] / base['prompt_tokens']:.2f}" if base and base["prompt_tokens"] else "-"
+        lines.append(
+            f"{r['system']:<18} {r['build_s']:>8.1f} {r['llm_s']:>7.1f} {r['other_s']:>8.1f} {r['llm_calls']:>6} "
+            f"{r['prompt_tokens']:>10} {r['completion_tokens']:>9} {r['chunks']:>6} {r['summaries']:>9} "
+            f"{max(r['levels'], default=0):>7} {r['single_child_summaries']:>7} {r['copies']:>6} {ratio_t:>7} {ratio_p:>9}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--system", choices=SYSTEMS, help="run one system here and print its figures as JSON")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems to run (driver mode)")
+    parser.add_argument("--raptorpack-python", default=os.environ.get("RAPTORPACK_PYTHON", "/tmp/raptorpack-venv/bin/python"))
+    parser.add_argument("--print-only", action="store_true", help="print the table of the last saved results")
+    parser.add_argument("--smoke", action="store_true", help="check the script on one short document (not a measurement)")
+    args = parser.parse_args()
+    out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else OUT_DIR
+    results_file = out_dir / "build.json"
+    if args.system:
+        print(json.dumps(run_system(args.system, args.smoke), ensure_ascii=False), flush=True)
+        return 0
+    if args.print_only:
+        print(table(json.loads(results_file.read_text())))
+        return 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in args.systems.split(","):
+        python = args.raptorpack_python if name == "raptorpack" else sys.executable
+        started = time.perf_counter()
+        command = [python, __file__, "--system", name, *(["--smoke"] if args.smoke else [])]
+        proc = subprocess.run(command, capture_output=True, text=True)
+        (out_dir / f"{name}.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            print(f"{name} failed (exit {proc.returncode}); see {out_dir / (name + '.log')}", file=sys.stderr)
+            continue
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result["process_s"] = round(time.perf_counter() - started, 1)
+        results.append(result)
+        print(json.dumps(result, ensure_ascii=False), flush=True)
+        results_file.write_text(json.dumps(results, indent=1, ensure_ascii=False))
+    print()
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
