@@ -167,8 +167,9 @@ class GraphDialect(ABC):
     def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
 
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Async twin of :meth:`run`: a worker thread by default (the Cypher engines' clients are
-        thread-safe); Ladybug and Neo4j use their async connections."""
+        """Async twin of :meth:`run`: a worker thread (the FalkorDB and Neo4j clients are thread-safe; the
+        Neo4j store's async driver is not used because it binds to the first event loop that uses it);
+        Ladybug uses its own async connection."""
         return await asyncio.to_thread(self.run, store, query, params)
 
     def _error(self, exc: Exception) -> GraphStoreError:
@@ -223,7 +224,8 @@ class GraphDialect(ABC):
     @abstractmethod
     def write_aliases(
         self, store: Any, layout: GraphLayout, aliases: Sequence[tuple[str, str]], batch_size: int = 10_000
-    ) -> int: ...
+    ) -> int:
+        """Replace the aliases of the layout's nodes with ``(id, alias)`` pairs."""
 
     # ------------------------------------------------------------------ reading a graph
 
@@ -232,10 +234,10 @@ class GraphDialect(ABC):
         """``(id, name_or_alias, is_alias)`` for every node name and alias."""
 
     @abstractmethod
-    def shortest_paths_query(self, layout: GraphLayout, max_hops: int) -> str: ...
-
-    @abstractmethod
-    def shortest_paths_params(self, pairs: Sequence[tuple[str, str]], limit: int) -> dict[str, Any]: ...
+    def shortest_paths_statement(
+        self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int
+    ) -> tuple[str, dict[str, Any]]:
+        """The query and parameters that return every pair's shortest paths in one round trip."""
 
     @abstractmethod
     def neighbours_query(self, layout: GraphLayout) -> str: ...
@@ -252,9 +254,8 @@ class GraphDialect(ABC):
         pairs = _unique_pairs(pairs)
         if not pairs:
             return []
-        query = self.shortest_paths_query(layout, _check_hops(max_hops))
-        rows = self.run(store, query, self.shortest_paths_params(pairs, _check_limit(limit)))
-        return self._paths_for_pairs(rows, layout, pairs)
+        query, params = self.shortest_paths_statement(layout, pairs, _check_hops(max_hops), _check_limit(limit))
+        return self._paths_for_pairs(self.run(store, query, params), layout, pairs)
 
     async def ashortest_paths(
         self, store: Any, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int = 2,
@@ -263,9 +264,8 @@ class GraphDialect(ABC):
         pairs = _unique_pairs(pairs)
         if not pairs:
             return []
-        query = self.shortest_paths_query(layout, _check_hops(max_hops))
-        rows = await self.arun(store, query, self.shortest_paths_params(pairs, _check_limit(limit)))
-        return self._paths_for_pairs(rows, layout, pairs)
+        query, params = self.shortest_paths_statement(layout, pairs, _check_hops(max_hops), _check_limit(limit))
+        return self._paths_for_pairs(await self.arun(store, query, params), layout, pairs)
 
     def neighbours(self, store: Any, layout: GraphLayout, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
         """The direct relationships of the given nodes as one-hop paths starting at them."""
@@ -446,6 +446,8 @@ class _CypherDialect(GraphDialect):
             by_id[node_id].append(alias)
         rows = [{"id": k, "a": v} for k, v in by_id.items()]
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
+        aliasp = quote_identifier(layout.alias_property)
+        self.run(store, f"MATCH (n:{label}) WHERE n.{aliasp} IS NOT NULL SET n.{aliasp} = null")  # replace, not add
         query = (
             f"UNWIND $rows AS r MATCH (n:{label} {{{idp}: r.id}}) "
             f"SET n.{quote_identifier(layout.alias_property)} = r.a"
@@ -463,20 +465,20 @@ class _CypherDialect(GraphDialect):
         for row in self.run(store, query):
             yield str(row["id"]), str(row["a"]), True
 
-    def shortest_paths_query(self, layout: GraphLayout, max_hops: int) -> str:
-        # FalkorDB accepts allShortestPaths only over two already-bound nodes; Neo4j 5 (and Cypher 25) accept
-        # the same form, so both engines share it.
+    def shortest_paths_statement(
+        self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int
+    ) -> tuple[str, dict[str, Any]]:
+        # All pairs in one statement (UNWIND). FalkorDB accepts allShortestPaths only over two already-bound
+        # nodes; Neo4j 5 (and Cypher 25) accept the same form, so both engines share it.
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
-        return (
+        query = (
             f"UNWIND $pairs AS pair "
             f"MATCH (a:{label} {{{idp}: pair[0]}}), (b:{label} {{{idp}: pair[1]}}) WITH a, b "
             f"MATCH p = allShortestPaths((a)-[:{self._rel_pattern_cypher(layout)}*..{_check_hops(max_hops)}]-(b)) "
             f"WHERE all(n IN nodes(p) WHERE n:{label}) "
             f"RETURN {self._path_columns_cypher(layout, self.rel_id_function)} LIMIT $limit"
         )
-
-    def shortest_paths_params(self, pairs: Sequence[tuple[str, str]], limit: int) -> dict[str, Any]:
-        return {"pairs": [list(p) for p in pairs], "limit": limit}
+        return query, {"pairs": [list(p) for p in pairs], "limit": limit}
 
     def neighbours_query(self, layout: GraphLayout) -> str:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
@@ -537,18 +539,6 @@ class Neo4jDialect(_CypherDialect):
         self.run(store, f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{label}) REQUIRE n.{idp} IS UNIQUE")
         self.run(store, f"CREATE CONSTRAINT kgplus_meta_key IF NOT EXISTS FOR (m:{META_LABEL}) REQUIRE m.key IS UNIQUE")
 
-    async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        driver = getattr(store, "_async_driver", None)
-        if driver is None:
-            return await super().arun(store, query, params)
-        try:
-            records, _, _ = await driver.execute_query(
-                query, parameters_=params or {}, database_=getattr(store, "_database", None)
-            )
-        except Exception as exc:
-            raise self._error(exc) from exc
-        return [r.data() for r in records]
-
 
 _LADYBUG_TYPES = {"string": "STRING", "int": "INT64", "float": "DOUBLE", "boolean": "BOOLEAN"}
 _UNSAFE_LIST_ITEM = re.compile(r"[,\[\]{}\"'\\\n\r]")
@@ -564,7 +554,8 @@ class LadybugDialect(GraphDialect):
 
     Shortest paths take every pair of the question's ids in one statement: the sources and targets are given
     as lists (``a.id IN $ids``), which lets the engine run one bounded search per source; pairs given one by
-    one through ``UNWIND`` defeat that optimisation here (seconds per pair instead of milliseconds).
+    one through ``UNWIND`` defeat that optimisation here (about a second per pair on the 135-node UMLS graph
+    instead of milliseconds). A single pair uses both primary keys directly.
     """
 
     engine = "ladybug"
@@ -633,9 +624,12 @@ class LadybugDialect(GraphDialect):
         rel_cols += [f"{quote_identifier(k)} {self._column_type(t)}" for k, t in rel_properties.items()]
         self.run(store, f"CREATE NODE TABLE {label}({', '.join(node_cols)})")
         self.run(store, f"CREATE REL TABLE {quote_identifier(layout.rel_table)}(FROM {label} TO {label}, {', '.join(rel_cols)})")
+        self._create_alias_table(store, layout)
+
+    def _create_alias_table(self, store: Any, layout: GraphLayout) -> None:
         self.run(
             store,
-            f"CREATE NODE TABLE {quote_identifier(layout.alias_table)}"
+            f"CREATE NODE TABLE IF NOT EXISTS {quote_identifier(layout.alias_table)}"
             f"(aid SERIAL PRIMARY KEY, node_id STRING, alias STRING)",
         )
 
@@ -683,6 +677,8 @@ class LadybugDialect(GraphDialect):
     def write_aliases(
         self, store: Any, layout: GraphLayout, aliases: Sequence[tuple[str, str]], batch_size: int = 10_000
     ) -> int:
+        self._create_alias_table(store, layout)
+        self.run(store, f"MATCH (s:{quote_identifier(layout.alias_table)}) DELETE s")  # replace, not add
         return self._copy(store, layout.alias_table, ("node_id", "alias"), ([a, b] for a, b in aliases),
                           len(aliases), None)
 
@@ -756,18 +752,26 @@ class LadybugDialect(GraphDialect):
         cols += [f"properties(rels(p), '{prop}') AS prop_{i}" for i, prop in enumerate(layout.rel_properties)]
         return ", ".join(cols)
 
-    def shortest_paths_query(self, layout: GraphLayout, max_hops: int) -> str:
-        # The relationship table holds only this graph's relationships, so no type filter is needed.
+    def shortest_paths_statement(
+        self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int
+    ) -> tuple[str, dict[str, Any]]:
+        # The relationship table holds only this graph's relationships, so no type filter is needed. One pair:
+        # both ends by primary key (fastest). More: every pair of the id set in one statement; the rows of
+        # pairs that were not asked for (alternatives of one ambiguous name) are dropped by the caller.
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
-        rel = quote_identifier(layout.rel_table)
-        return (
-            f"MATCH p = (a:{label})-[:{rel}* ALL SHORTEST 1..{_check_hops(max_hops)}]-(b:{label}) "
+        pattern = f"-[:{quote_identifier(layout.rel_table)}* ALL SHORTEST 1..{_check_hops(max_hops)}]-"
+        if len(pairs) == 1:
+            query = (
+                f"MATCH p = (a:{label} {{{idp}: $lhs}}){pattern}(b:{label} {{{idp}: $rhs}}) "
+                f"RETURN {self._path_columns(layout)} LIMIT $limit"
+            )
+            return query, {"lhs": pairs[0][0], "rhs": pairs[0][1], "limit": limit}
+        query = (
+            f"MATCH p = (a:{label}){pattern}(b:{label}) "
             f"WHERE a.{idp} IN $ids AND b.{idp} IN $ids AND a.{idp} < b.{idp} "
             f"RETURN {self._path_columns(layout)} LIMIT $limit"
         )
-
-    def shortest_paths_params(self, pairs: Sequence[tuple[str, str]], limit: int) -> dict[str, Any]:
-        return {"ids": sorted({x for pair in pairs for x in pair}), "limit": limit}
+        return query, {"ids": sorted({x for pair in pairs for x in pair}), "limit": limit}
 
     def neighbours_query(self, layout: GraphLayout) -> str:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)

@@ -203,7 +203,8 @@ def _missing_hint(columns: list[Column], wanted: str, candidates: tuple[str, ...
     close = [c.header for c in columns if c.name.lower().strip(":") in candidates or c.header.upper().strip(":") == wanted]
     text = f"no ':{wanted}' column (found: {', '.join(names)})."
     if close:
-        text += f" Did you mean '{close[0].split(':')[0] or ''}:{wanted}' for column {close[0]!r}?"
+        prefix = close[0].split(":")[0] if wanted == "ID" else ""  # the id column's name becomes its property
+        text += f" Did you mean '{prefix}:{wanted}' for column {close[0]!r}?"
     return text
 
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,11 @@ def manifest_key(node_label: str) -> str:
     return f"kg:{node_label}"
 
 
+def rel_table_for(node_label: str) -> str:
+    """Ladybug relationship table of a graph: ``Rel`` for the default label ``Ent``, else ``<label>Rel``."""
+    return "Rel" if node_label == "Ent" else f"{node_label}Rel"
+
+
 class KGManifest(BaseModel):
     """What the import recorded about a knowledge graph (stored as JSON in the store)."""
 
@@ -55,6 +61,7 @@ class KGManifest(BaseModel):
     id_property: str = Field(description="Property holding the entity id (the nodes file's :ID column).")
     name_property: str = Field(description="Property holding the entity name used by the dictionary.")
     rel_types: list[str] = Field(description="Relationship types of the graph (:TYPE values).")
+    rel_table: str = Field("Rel", description="Ladybug: the relationship table holding all of them.")
     node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
     rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
     counts: dict[str, int] = Field(default_factory=dict, description="nodes, relationships, synonyms, skipped.")
@@ -67,6 +74,7 @@ class KGManifest(BaseModel):
             name_property=self.name_property,
             rel_types=tuple(self.rel_types) or ("RELATED_TO",),
             rel_properties=tuple(self.rel_properties),
+            rel_table=self.rel_table,
         )
 
 
@@ -199,8 +207,23 @@ def open_kg_store(uri: str | None = None, **store_kwargs: Any) -> tuple[Any, Gra
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
+    if parsed.engine != "ladybug":
+        _check_reachable(parsed)
     kwargs = {**dialect_for_engine(parsed.engine).open_kwargs, **store_kwargs}
     return open_graph_store(uri, **kwargs), parsed
+
+
+def _check_reachable(parsed: GraphStoreURI, timeout: float = 5.0) -> None:
+    """Fail in seconds when nothing listens (the Neo4j driver would retry a refused connection for 30 s)."""
+    assert parsed.host is not None and parsed.port is not None
+    try:
+        socket.create_connection((parsed.host, parsed.port), timeout=timeout).close()
+    except OSError as exc:
+        name = "FalkorDB" if parsed.engine == "falkordb" else "Neo4j"
+        raise GraphStoreError(
+            f"Cannot reach {name} at {parsed.host}:{parsed.port} ({exc.strerror or exc}). Start the server, "
+            "or fix the URI."
+        ) from exc
 
 
 def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict[str, Any]) -> Path:

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, quote_identifier
 from llama_index_kgplus.kg._csv import read_kg_csv
-from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, manifest_key
+from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, manifest_key, rel_table_for
 from llama_index_kgplus.kg._matcher import EntityMatcher
 
 
@@ -97,6 +97,7 @@ def import_kg(
             name_property=data.name_property,
             rel_types=data.rel_types or (default_type or "RELATED_TO",),
             rel_properties=tuple(data.rel_properties),
+            rel_table=rel_table_for(node_label),
         )
         dialect, store = kg.dialect, kg.store
         existing = dialect.count_nodes(store, layout)
@@ -133,6 +134,7 @@ def import_kg(
             id_property=layout.id_property,
             name_property=layout.name_property,
             rel_types=list(layout.rel_types),
+            rel_table=layout.rel_table,
             node_properties=data.node_properties,
             rel_properties=data.rel_properties,
             counts={

