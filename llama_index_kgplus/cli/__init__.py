@@ -11,7 +11,7 @@ from llama_index_kgplus import __version__
 from llama_index_kgplus.errors import KGPlusError
 
 # Modules with a ``register(subparsers)`` function, in the order their commands appear in --help.
-_COMMAND_MODULES = ("_setup", "_index", "_eval", "_graphrag")
+_COMMAND_MODULES = ("_setup", "_index", "_eval", "_graphrag", "_kg")
 
 
 def build_parser() -> argparse.ArgumentParser:
