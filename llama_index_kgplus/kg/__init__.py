@@ -12,10 +12,11 @@ from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph
 from llama_index_kgplus.kg._import import ImportReport, import_kg, neo4j_admin_import_command
 from llama_index_kgplus.kg._matcher import EntityMatcher, EntityMention
 from llama_index_kgplus.kg._paths import KGPath, PathNode, PathRelationship, render_path
-from llama_index_kgplus.kg._query_engine import KG_TEXT_QA_TEMPLATE, KGAugmentedQueryEngine
+from llama_index_kgplus.kg._query_engine import KG_SUMMARY_TEMPLATE, KG_TEXT_QA_TEMPLATE, KGAugmentedQueryEngine
 from llama_index_kgplus.kg._retriever import KGPathRetriever
 
 __all__ = [
+    "KG_SUMMARY_TEMPLATE",
     "KG_TEXT_QA_TEMPLATE",
     "EntityMatcher",
     "EntityMention",

@@ -28,14 +28,24 @@ from llama_index_kgplus.kg._retriever import PATH_METADATA_KEYS, KGPathRetriever
 KG_SECTION_HEADER = "Knowledge graph relationship paths between entities of the query:"
 KG_SECTION_FOOTER = "(end of knowledge graph paths)"
 
+_HOW_TO_READ = (
+    "It may start with relationship paths from a knowledge graph between entities named in the query: read "
+    "'a -[R]-> b' as 'a R b' and 'a <-[R]- b' as 'b R a'. Passages from documents follow.\n"
+)
 KG_TEXT_QA_TEMPLATE = PromptTemplate(
-    "Context information is below. It may start with relationship paths from a knowledge graph between "
-    "entities named in the query: read 'a -[R]-> b' as 'a R b' and 'a <-[R]- b' as 'b R a'. "
-    "Passages from documents follow.\n"
-    "---------------------\n"
+    "Context information is below. " + _HOW_TO_READ + "---------------------\n"
     "{context_str}\n"
     "---------------------\n"
     "Given the context information and not prior knowledge, answer the query.\n"
+    "Query: {query_str}\n"
+    "Answer: "
+)
+#: The same for ``tree_summarize`` (its own template slot).
+KG_SUMMARY_TEMPLATE = PromptTemplate(
+    "Context information from multiple sources is below. " + _HOW_TO_READ + "---------------------\n"
+    "{context_str}\n"
+    "---------------------\n"
+    "Given the information from multiple sources and not prior knowledge, answer the query.\n"
     "Query: {query_str}\n"
     "Answer: "
 )
@@ -89,15 +99,17 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         response_synthesizer: BaseSynthesizer | None = None,
         response_mode: ResponseMode | str = ResponseMode.COMPACT,
         text_qa_template: BasePromptTemplate | None = None,
+        summary_template: BasePromptTemplate | None = None,
         **synthesizer_kwargs: Any,
     ) -> KGAugmentedQueryEngine:
-        """Build the synthesizer (``response_mode``, ``KG_TEXT_QA_TEMPLATE``) unless one is given;
-        ``llm`` falls back to ``Settings.llm``."""
+        """Build the synthesizer (``response_mode`` with ``KG_TEXT_QA_TEMPLATE`` / ``KG_SUMMARY_TEMPLATE``)
+        unless one is given; ``llm`` falls back to ``Settings.llm``."""
         if response_synthesizer is None:
             response_synthesizer = get_response_synthesizer(
                 llm=llm or Settings.llm,
                 response_mode=ResponseMode(response_mode),
                 text_qa_template=text_qa_template or KG_TEXT_QA_TEMPLATE,
+                summary_template=summary_template or KG_SUMMARY_TEMPLATE,
                 **synthesizer_kwargs,
             )
         return cls(retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer)
