@@ -16,6 +16,14 @@ from llama_index_kgplus.hierarchy import (
     SemanticChunkingSummaryNodeBuilder,
 )
 from llama_index_kgplus.indexing import build_index, load_index
+from llama_index_kgplus.kg import (
+    EntityMatcher,
+    KGAugmentedQueryEngine,
+    KGPathFinder,
+    KGPathRetriever,
+    KnowledgeGraph,
+    import_kg,
+)
 from llama_index_kgplus.structured import StructuredOutputError, agenerate_json, generate_json
 from llama_index_kgplus.summarizers import (
     AbstractiveSummarizer,
@@ -27,13 +35,18 @@ from llama_index_kgplus.summarizers import (
 
 __all__ = [
     "AbstractiveSummarizer",
+    "EntityMatcher",
     "ExtractiveSummarizer",
     "GraphStoreError",
     "GraphStoreURI",
     "HierarchicalRetriever",
     "InputDataError",
+    "KGAugmentedQueryEngine",
+    "KGPathFinder",
+    "KGPathRetriever",
     "KGPlusError",
     "KGPlusSetupError",
+    "KnowledgeGraph",
     "RaptorSummaryNodeBuilder",
     "SemanticChunkingSummaryNodeBuilder",
     "StructuredOutputError",
@@ -44,6 +57,7 @@ __all__ = [
     "agenerate_json",
     "build_index",
     "generate_json",
+    "import_kg",
     "load_corpus",
     "load_index",
     "open_graph_store",
