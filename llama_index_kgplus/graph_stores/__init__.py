@@ -1,6 +1,27 @@
-"""Graph stores named by URI, shared by the KG path retrieval and GraphRAG."""
+"""Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects."""
 
+from llama_index_kgplus.graph_stores._dialects import (
+    GraphDialect,
+    GraphLayout,
+    NodeRecord,
+    RawPath,
+    RelRecord,
+    dialect_for_engine,
+    dialect_for_store,
+    quote_identifier,
+)
 from llama_index_kgplus.graph_stores._open import open_graph_store
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
-__all__ = ["GraphStoreURI", "open_graph_store"]
+__all__ = [
+    "GraphDialect",
+    "GraphLayout",
+    "GraphStoreURI",
+    "NodeRecord",
+    "RawPath",
+    "RelRecord",
+    "dialect_for_engine",
+    "dialect_for_store",
+    "open_graph_store",
+    "quote_identifier",
+]
