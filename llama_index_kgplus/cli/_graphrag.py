@@ -14,6 +14,7 @@ chunks or reports failed (they are retried by the next ``update``), 2 on an erro
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import sys
@@ -21,28 +22,38 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 
-LLM_HELP = "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path; default $KGPLUS_LLM or the 1.5B model"
+LLM_HELP = (
+    "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), a .gguf path, or 'module:factory' (a function "
+    "returning any LlamaIndex LLM); default $KGPLUS_LLM or the 1.5B model"
+)
 
 
 def _err(*parts: Any) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def _make_llm(args: argparse.Namespace) -> Any:
+def build_llm(spec: str | None, context_window: int | None = None) -> Any:
+    """The LLM named by ``--llm``: a packaged model, a ``.gguf`` path, or ``module:factory`` (any LlamaIndex LLM,
+    e.g. ``mypkg.llms:bedrock``)."""
     from llama_index_kgplus import defaults
 
-    return defaults.default_llm(args.llm, context_window=args.context_window)
+    if spec and ":" in spec and not spec.endswith(".gguf") and not Path(spec).exists():
+        module, _, attr = spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise KGPlusSetupError(f"--llm {spec}: cannot import {attr!r} from {module!r} ({exc}).") from exc
+        return factory()
+    return defaults.default_llm(spec, context_window=context_window)
 
 
 def _executor(args: argparse.Namespace) -> Any:
     from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
 
     if args.executor == "ray":
-        from llama_index_kgplus import defaults
-
-        factory = partial(defaults.default_llm, args.llm, context_window=args.context_window)
+        factory = partial(build_llm, args.llm, args.context_window)
         return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
     return AsyncioExecutor(num_workers=args.workers)
 
@@ -108,7 +119,7 @@ def _index(args: argparse.Namespace) -> int:
         else:
             graph.unlink(missing_ok=True)
             Path(f"{graph}.wal").unlink(missing_ok=True)
-    llm, executor = _make_llm(args), _executor(args)
+    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
     settings = {
         "chunk_size": args.chunk_size,
         "chunk_overlap": args.chunk_overlap,
@@ -138,7 +149,7 @@ def _update(args: argparse.Namespace) -> int:
             f"{args.store} holds no GraphRAG index: run `kgplus graphrag index {args.docs_path} --store {args.store}` first."
         )
     docs = load_corpus(args.docs_path)
-    llm, executor = _make_llm(args), _executor(args)
+    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
     index = _open_index(args, llm, executor)
     try:
         stats = index.update(docs)
@@ -153,7 +164,7 @@ def _query(args: argparse.Namespace) -> int:
 
     if not (Path(args.store) / STATE_FILE).is_file():
         raise InputDataError(f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first.")
-    llm, executor = _make_llm(args), _executor(args)
+    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
     index = _open_index(args, llm, executor)
     try:
         if not index.exists():

@@ -63,7 +63,9 @@ class ExtractionResult(BaseModel):
 
 
 @lru_cache(maxsize=32)
-def _schema_model(max_entities: int, max_relationships: int, max_description_chars: int) -> type[ExtractionResult]:
+def _schema_model(
+    min_entities: int, max_entities: int, max_relationships: int, max_description_chars: int
+) -> type[ExtractionResult]:
     """A subclass of :class:`ExtractionResult` whose JSON schema carries this extractor's size limits."""
     description = bounded_text(max_description_chars, min_length=0)
     entity = create_model("Entity", __base__=ExtractedEntity, description=(description, Field(description="What the text says about the entity.")))
@@ -73,7 +75,7 @@ def _schema_model(max_entities: int, max_relationships: int, max_description_cha
     return create_model(
         "Extraction",
         __base__=ExtractionResult,
-        entities=(list[entity], Field(max_length=max_entities)),  # type: ignore[valid-type]
+        entities=(list[entity], Field(min_length=min_entities, max_length=max_entities)),  # type: ignore[valid-type]
         relationships=(list[relationship], Field(max_length=max_relationships)),  # type: ignore[valid-type]
     )
 
@@ -90,6 +92,11 @@ class GraphExtractor(TransformComponent):
 
     entity_types: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ENTITY_TYPES), description="Entity types named in the prompt."
+    )
+    min_entities: int = Field(
+        default=0, ge=0, le=5,
+        description="Fewest entities per chunk (enforced by the schema). Greedy small local models (0.5B) tend to "
+        "reply with empty lists; 1 makes them extract, at the price of one made-up entity for a text that names none.",
     )
     max_entities: int = Field(default=10, ge=1, le=50, description="Most entities per chunk (enforced by the schema).")
     max_relationships: int = Field(
@@ -143,7 +150,9 @@ class GraphExtractor(TransformComponent):
 
     async def aextract_text(self, text: str, *, llm: LLM | None = None) -> ExtractionResult:
         """The entities and relationships of ``text``; raises ``StructuredOutputError`` after all attempts."""
-        model = _schema_model(self.max_entities, self.max_relationships, self.max_description_chars)
+        model = _schema_model(
+            min(self.min_entities, self.max_entities), self.max_entities, self.max_relationships, self.max_description_chars
+        )
         result, _ = await ajson_call(
             self._get_llm(llm), self.prompt(text), model, max_attempts=self.max_attempts, max_tokens=self.max_tokens
         )

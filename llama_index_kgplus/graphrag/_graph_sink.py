@@ -177,7 +177,8 @@ class PropertyGraphStoreSink(GraphSink):
     """The graph in any LlamaIndex ``PropertyGraphStore``, through its generic upsert/delete API.
 
     The generic API cannot delete one relationship, so when a relationship goes away or changes its type, both
-    endpoints are deleted and written again with all their current relationships.
+    endpoints are deleted and written again with all their current relationships; after deleting, whatever of
+    the new graph the store no longer holds is written again.
 
     Example::
 
@@ -206,12 +207,18 @@ class PropertyGraphStoreSink(GraphSink):
         doomed = sorted(diff.delete_entities | diff.delete_chunks | diff.replaced_chunks | rewired)
         if doomed:
             self.store.delete(ids=doomed)
-        upsert_e = (set(diff.upsert_entities) | rewired) & set(entities)
-        upsert_r = {r.id for r in relationships.values() if r.source in rewired or r.target in rewired}
+        # Stores differ in what a delete takes along (SimplePropertyGraphStore drops the neighbours of a deleted
+        # triplet too): whatever of the new graph is missing now is written again.
+        wanted = sorted(set(entities) | set(chunks))
+        present = {n.id for n in self.store.get(ids=wanted)} if wanted else set()
+        missing = set(wanted) - present
+        upsert_c = (set(diff.upsert_chunks) | missing) & set(chunks)
+        upsert_e = (set(diff.upsert_entities) | rewired | missing) & set(entities)
+        upsert_e |= {e.id for e in entities.values() if upsert_c.intersection(e.chunk_ids)}
+        upsert_r = {r.id for r in relationships.values() if r.source in upsert_e or r.target in upsert_e}
         upsert_r |= set(diff.upsert_relationships) & set(relationships)
         nodes: list[Any] = [
-            ChunkNode(text=chunks[c].text, id_=c, properties={"doc_id": chunks[c].doc_id})
-            for c in sorted(diff.upsert_chunks) if c in chunks
+            ChunkNode(text=chunks[c].text, id_=c, properties={"doc_id": chunks[c].doc_id}) for c in sorted(upsert_c)
         ]
         nodes += [
             EntityNode(

@@ -38,17 +38,17 @@ from llama_index_kgplus.graphrag._schema import bounded_text
 class Finding(BaseModel):
     """One key insight of a report."""
 
-    summary: bounded_text(150) = Field(description="The insight in one line.")  # type: ignore[valid-type]
-    explanation: bounded_text(500) = Field(description="The insight explained from the data.")  # type: ignore[valid-type]
+    summary: bounded_text(120) = Field(description="The insight in one line.")  # type: ignore[valid-type]
+    explanation: bounded_text(300) = Field(description="The insight explained from the data.")  # type: ignore[valid-type]
 
 
 class CommunityReport(BaseModel):
     """The structured report of one community."""
 
     title: bounded_text(100) = Field(description="Short title naming the key entities.")  # type: ignore[valid-type]
-    summary: bounded_text(700) = Field(description="Executive summary of the community.")  # type: ignore[valid-type]
+    summary: bounded_text(500) = Field(description="Executive summary of the community.")  # type: ignore[valid-type]
     rating: float = Field(ge=0, le=10, description="Impact of the community, 0 to 10.")
-    rating_explanation: bounded_text(250) = Field(description="One sentence explaining the rating.")  # type: ignore[valid-type]
+    rating_explanation: bounded_text(200) = Field(description="One sentence explaining the rating.")  # type: ignore[valid-type]
     findings: list[Finding] = Field(min_length=1, max_length=10, description="Key insights.")
 
     def to_text(self) -> str:

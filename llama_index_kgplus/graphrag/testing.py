@@ -151,11 +151,11 @@ class RuleBasedGraphRAGLLM(CustomLLM):
                             descs[0] if descs else "No further data."))
         return {
             "title": _clip("Community of " + ", ".join(names[:3] or ["unnamed entities"]), 100),
-            "summary": _clip(" ".join(descs[:3]) or "No description.", 700),
+            "summary": _clip(" ".join(descs[:3]) or "No description.", 500),
             "rating": float(min(10, len(rels) + 1)),
             "rating_explanation": f"{len(names)} entities and {len(rels)} relationships.",
             "findings": [
-                {"summary": _clip(s, 150), "explanation": _clip(e, 500)} for s, e in sources[:hi]
+                {"summary": _clip(s, 120), "explanation": _clip(e, 300)} for s, e in sources[:hi]
             ],
         }
 
