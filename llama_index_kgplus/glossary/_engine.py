@@ -90,7 +90,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
     @classmethod
     def from_defaults(
         cls,
-        glossary: Glossary | str | Path,
+        glossary: Glossary | str | Path | None,
         *,
         retriever: BaseRetriever | None = None,
         index: Any | None = None,
@@ -106,6 +106,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         whole_glossary: bool = False,
         max_words: int = 100,
         min_similarity: float = 0.5,
+        rewriter: GlossaryQueryRewriter | None = None,
         **kwargs: Any,
     ) -> GlossaryQueryEngine:
         """Build the engine over a ``retriever`` or an ``index`` (``index.as_retriever(similarity_top_k=...)``).
@@ -113,10 +114,11 @@ class GlossaryQueryEngine(CustomQueryEngine):
         ``glossary`` is a :class:`Glossary` or a path to a JSON/CSV file. ``llm`` and ``embed_model`` fall back to
         the index's embedding model and to ``Settings``. ``whole_glossary=True`` shows every entry to the LLM
         (the original recipe, for comparison); ``min_similarity`` and ``max_words`` configure the drift guard.
+        A ready ``rewriter`` replaces all the rewrite settings (and then ``glossary`` may be None).
         """
         from llama_index.core import Settings
 
-        if not isinstance(glossary, Glossary):
+        if rewriter is None and not isinstance(glossary, Glossary):
             glossary = Glossary.load(glossary)
         if retriever is None:
             if index is None:
@@ -126,17 +128,18 @@ class GlossaryQueryEngine(CustomQueryEngine):
             raise ValueError(f"mode must be one of {RETRIEVAL_MODES}, got {mode!r}")
         llm = llm or Settings.llm
         embed_model = embed_model or getattr(index, "_embed_model", None) or Settings.embed_model
-        rewriter = GlossaryQueryRewriter.from_defaults(
-            glossary,
-            llm=llm,
-            embed_model=embed_model,
-            top_k=glossary_top_k,
-            max_tokens=glossary_max_tokens,
-            whole_glossary=whole_glossary,
-            max_words=max_words,
-            min_similarity=min_similarity,
-            review_hook=review_hook,
-        )
+        if rewriter is None:
+            rewriter = GlossaryQueryRewriter.from_defaults(
+                glossary,
+                llm=llm,
+                embed_model=embed_model,
+                top_k=glossary_top_k,
+                max_tokens=glossary_max_tokens,
+                whole_glossary=whole_glossary,
+                max_words=max_words,
+                min_similarity=min_similarity,
+                review_hook=review_hook,
+            )
         synthesizer = get_response_synthesizer(llm=llm, response_mode=response_mode, streaming=streaming)
         return cls(retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, mode=mode, **kwargs)
 

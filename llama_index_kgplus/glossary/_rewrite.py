@@ -136,15 +136,23 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         max_words: int = 100,
         min_similarity: float = 0.5,
         review_hook: ReviewHook | None = None,
+        selector: GlossaryTermSelector | None = None,
         **kwargs: Any,
     ) -> GlossaryQueryRewriter:
-        """Build selector and guard around ``glossary``; ``llm``/``embed_model`` fall back to ``Settings``."""
+        """Build selector and guard around ``glossary``; ``llm``/``embed_model`` fall back to ``Settings``.
+
+        Pass a ready ``selector`` to reuse its entry embeddings (then ``top_k``, ``max_tokens`` and
+        ``whole_glossary`` are its own).
+        """
         from llama_index.core import Settings
 
         embed_model = embed_model or Settings.embed_model
-        selector = GlossaryTermSelector.from_defaults(
-            glossary, embed_model=embed_model, top_k=top_k, max_tokens=max_tokens, whole_glossary=whole_glossary
-        )
+        if selector is None:
+            selector = GlossaryTermSelector.from_defaults(
+                glossary, embed_model=embed_model, top_k=top_k, max_tokens=max_tokens, whole_glossary=whole_glossary
+            )
+        elif selector.glossary is not glossary:
+            raise ValueError("The selector was built for another glossary.")
         guard = DriftGuard.from_defaults(embed_model=embed_model, max_words=max_words, min_similarity=min_similarity)
         return cls(
             llm=llm or Settings.llm, selector=selector, guard=guard, review_hook=review_hook, **kwargs
