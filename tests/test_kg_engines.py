@@ -36,7 +36,7 @@ import pytest
 
 from llama_index_kgplus import GraphStoreError
 from llama_index_kgplus.cli import main
-from llama_index_kgplus.kg import KGPathFinder, KGPathRetriever, KnowledgeGraph
+from llama_index_kgplus.kg import KGPath, KGPathFinder, KGPathRetriever, KnowledgeGraph
 from llama_index_kgplus.kg._graph import manifest_key
 
 BENCH = Path("/work/shared/bench-data")
@@ -491,6 +491,25 @@ async def test_async_path_search_matches_sync_on_a_bench_graph(backend, famplex)
     found = {tuple(p.to_flat()) for p in sync.paths}
     assert all(tuple(g) in found for p in chosen for g in p["gold_paths"])
     assert [p.to_dict() for p in asynchronous.paths] == [p.to_dict() for p in sync.paths]
+
+
+def test_one_batched_query_equals_one_query_per_pair_on_a_dense_graph(backend, umls):
+    """The UMLS graph is dense, with parallel relationships stored both ways: the batched statement must give
+    exactly the union of the per-pair answers."""
+    ids = ["pharmacologic_substance", "disease_or_syndrome", "bacterium", "virus", "organism_function", "age_group"]
+    pairs = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]]
+    with backend.open(umls) as kg:
+
+        def key(raw):
+            return raw.node_ids, raw.rel_types, raw.rel_forward, raw.rel_keys
+
+        raw = kg.shortest_paths(pairs)
+        batched = sorted(key(p) for p in raw)
+        one_by_one = sorted(key(p) for pair in pairs for p in kg.shortest_paths([pair]))
+    assert len(batched) > 100 and batched == one_by_one
+    got = {pair: sorted(KGPath.from_raw(p).to_flat() for p in raw if (p.node_ids[0], p.node_ids[-1]) == pair)
+           for pair in pairs}
+    assert got == {pair: _oracle_paths("kg-umls-semnet", *pair) for pair in pairs}
 
 
 def test_dictionary_is_rebuilt_from_the_store_alone(backend, famplex):

@@ -288,13 +288,18 @@ class GraphDialect(ABC):
         self, rows: list[dict[str, Any]], layout: GraphLayout, pairs: list[tuple[str, str]]
     ) -> list[RawPath]:
         wanted = {frozenset(p): p for p in pairs}
-        out = []
+        by_pair: dict[frozenset[str], list[RawPath]] = defaultdict(list)
         for row in rows:
             path = self.decode_path(row, layout)
-            pair = wanted.get(frozenset((path.node_ids[0], path.node_ids[-1])))
+            key = frozenset((path.node_ids[0], path.node_ids[-1]))
+            pair = wanted.get(key)
             if pair is None:
-                continue  # Ladybug computes every pair of the id set; keep the requested ones
-            out.append(path if path.node_ids[0] == pair[0] else reverse_path(path))
+                continue  # a statement over an id set also answers pairs nobody asked for
+            by_pair[key].append(path if path.node_ids[0] == pair[0] else reverse_path(path))
+        out = []
+        for paths in by_pair.values():  # keep each pair's shortest (statements may return longer walks too)
+            shortest = min(p.length for p in paths)
+            out += [p for p in paths if p.length == shortest]
         return out
 
     # ------------------------------------------------------------------ helpers for subclasses
@@ -357,7 +362,7 @@ def _decode_cypher_path(row: dict[str, Any], layout: GraphLayout) -> RawPath:
         node_names=tuple(row["node_names"]),
         rel_types=tuple(str(t) for t in row["rel_types"]),
         rel_forward=tuple(starts[j] == node_ids[j] for j in range(len(starts))),
-        rel_keys=tuple(str(k) for k in row["rel_keys"]),
+        rel_keys=tuple(_key(k) for k in row["rel_keys"]),
         rel_properties=props,
     )
 
@@ -756,9 +761,12 @@ class LadybugDialect(GraphDialect):
         self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int
     ) -> tuple[str, dict[str, Any]]:
         # The relationship table holds only this graph's relationships, so no type filter is needed. One pair:
-        # both ends by primary key (fastest). More: every pair of the id set in one statement; the rows of
-        # pairs that were not asked for (alternatives of one ambiguous name) are dropped by the caller.
+        # both ends by primary key (fastest). More: every pair of the id set in one statement; rows of pairs
+        # nobody asked for (alternatives of one ambiguous name) are dropped by the caller. (Fixed-length 1- and
+        # 2-hop join patterns were faster still, but ladybug 0.22 loses rows of such joins over parallel
+        # relationships, checked against networkx, so only ALL SHORTEST is used.)
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
+        ids = sorted({x for pair in pairs for x in pair})
         pattern = f"-[:{quote_identifier(layout.rel_table)}* ALL SHORTEST 1..{_check_hops(max_hops)}]-"
         if len(pairs) == 1:
             query = (
@@ -771,7 +779,7 @@ class LadybugDialect(GraphDialect):
             f"WHERE a.{idp} IN $ids AND b.{idp} IN $ids AND a.{idp} < b.{idp} "
             f"RETURN {self._path_columns(layout)} LIMIT $limit"
         )
-        return query, {"ids": sorted({x for pair in pairs for x in pair}), "limit": limit}
+        return query, {"ids": ids, "limit": limit}
 
     def neighbours_query(self, layout: GraphLayout) -> str:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
@@ -782,6 +790,8 @@ class LadybugDialect(GraphDialect):
         )
 
     def decode_path(self, row: dict[str, Any], layout: GraphLayout) -> RawPath:
+        if "node_keys" not in row:  # a fixed-length branch: relationship starts are ids already
+            return _decode_cypher_path(row, layout)
         node_ids = tuple(str(x) for x in row["node_ids"])
         keys = [_key(k) for k in row["node_keys"]]
         starts = [_key(s) for s in row["rel_starts"]]
