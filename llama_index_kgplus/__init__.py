@@ -10,6 +10,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.graphrag import GlobalSearchEngine, GraphRAGIndex, RayExecutor
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,
     RaptorSummaryNodeBuilder,
@@ -37,6 +38,8 @@ __all__ = [
     "AbstractiveSummarizer",
     "EntityMatcher",
     "ExtractiveSummarizer",
+    "GlobalSearchEngine",
+    "GraphRAGIndex",
     "GraphStoreError",
     "GraphStoreURI",
     "HierarchicalRetriever",
@@ -48,6 +51,7 @@ __all__ = [
     "KGPlusSetupError",
     "KnowledgeGraph",
     "RaptorSummaryNodeBuilder",
+    "RayExecutor",
     "SemanticChunkingSummaryNodeBuilder",
     "StructuredOutputError",
     "SummarizationError",
