@@ -270,3 +270,35 @@ def test_kgplus_eval_end_to_end_with_local_models(tmp_path, monkeypatch):
     scores = [json.loads(l) for l in (out / "cache" / "scores.jsonl").read_text().splitlines()]
     relevance = next(s for s in scores if s["metric"] == "answer_relevance")
     assert relevance["details"]["generated_questions"]  # intermediate outputs are kept
+
+
+# ------------------------------------------------------------------ named pipelines over one index
+
+
+def test_pipelines_share_the_chunks_of_a_hierarchical_index(tmp_path, embed_model):
+    from llama_index_kgplus import build_index, load_corpus
+    from llama_index_kgplus.evaluation import PipelineContext, build_pipelines
+    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder, write_manifest
+    from llama_index_kgplus.sample import SAMPLE_DOCS
+    from llama_index_kgplus.summarizers import ExtractiveSummarizer
+
+    docs = [d for d in load_corpus(SAMPLE_DOCS) if d.id_ in ("tutorial/venv", "tutorial/floatingpoint")]
+    builder = SemanticChunkingSummaryNodeBuilder(
+        embed_model=embed_model, summarizer=ExtractiveSummarizer(embed_model=embed_model), cluster_size=3
+    )
+    index = build_index(docs, tmp_path, embed_model=embed_model, extra_transformations=[builder], show_progress=False)
+    write_manifest(tmp_path, list(index.docstore.docs.values()), builder)
+    ctx = PipelineContext(index=index, llm=JudgeLLM(rules=[]), embed_model=embed_model, top_k=8, index_dir=tmp_path)
+    question = "How do I create and activate a virtual environment?"
+    flat = ctx.chunk_retriever().retrieve(question)
+    assert flat and all(hit.node.metadata["level"] == 0 for hit in flat)
+    engines = build_pipelines(["baseline", "hierarchy", "hierarchy-tree"], ctx)
+    collapsed = engines["hierarchy"].retriever.retrieve(question)
+    assert any(hit.node.metadata["level"] >= 1 for hit in collapsed)
+    with pytest.raises(InputDataError, match="needs --glossary"):
+        build_pipelines(["glossary"], ctx)
+    with pytest.raises(InputDataError, match="Unknown pipeline.*choose from baseline"):
+        build_pipelines(["magic"], ctx)
+    ctx.index_dir = None  # an index without summaries: no hierarchy pipeline
+    with pytest.raises(InputDataError, match="index with summary nodes"):
+        build_pipelines(["hierarchy"], ctx)

@@ -39,7 +39,7 @@ def _eval(args: argparse.Namespace) -> int:
         raise InputDataError(f"{index_dir} holds no index and no --corpus was given to build one.")
     ctx = PipelineContext(
         index=index, llm=llm, embed_model=embed_model, top_k=args.top_k,
-        glossary_path=args.glossary, kg_store_uri=args.kg_store,
+        glossary_path=args.glossary, kg_store_uri=args.kg_store, index_dir=index_dir,
     )  # fmt: skip
     runner = EvalRunner(samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=llm, embed_model=embed_model)
     records = runner.run()

@@ -1,7 +1,15 @@
 """Named pipelines: configurations of this pack's query engines over one shared index.
 
-A pipeline factory takes a :class:`PipelineContext` and returns a LlamaIndex query engine. Register your own
-with :func:`register_pipeline` to compare it in ``kgplus eval``.
+- ``baseline``: top-k vector retrieval over the chunks, LlamaIndex's default synthesis.
+- ``glossary``: :class:`GlossaryQueryEngine` (fused retrieval with the glossary-rewritten query; needs a glossary).
+- ``kg``: :class:`KGAugmentedQueryEngine`, the baseline's passages plus the KG paths between the question's
+  entities (needs a graph store with an imported KG).
+- ``hierarchy`` / ``hierarchy-tree``: :class:`HierarchicalRetriever` collapsed / tree traversal (needs an index
+  built with summary nodes, e.g. ``kgplus ingest --hierarchy semantic``).
+
+When the index holds summary nodes, ``baseline``, ``glossary`` and ``kg`` retrieve chunks only (``level`` 0), so
+every pipeline sees the same chunks. A factory takes a :class:`PipelineContext` and returns a LlamaIndex query
+engine; register your own with :func:`register_pipeline` to compare it in ``kgplus eval``.
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_kgplus.errors import InputDataError
 
@@ -27,17 +37,71 @@ class PipelineContext:
     top_k: int = 5
     glossary_path: Path | None = None
     kg_store_uri: str | None = None
+    index_dir: Path | None = None
+
+    @property
+    def hierarchical(self) -> bool:
+        from llama_index_kgplus.hierarchy import read_manifest
+
+        return self.index_dir is not None and bool(read_manifest(self.index_dir))
+
+    def chunk_retriever(self) -> BaseRetriever:
+        """Top-k over the chunks (level 0) of the index."""
+        if not self.hierarchical:
+            return self.index.as_retriever(similarity_top_k=self.top_k)
+        chunks_only = MetadataFilters(filters=[MetadataFilter(key="level", value=0)])
+        return self.index.as_retriever(similarity_top_k=self.top_k, filters=chunks_only)
 
 
 PipelineFactory = Callable[[PipelineContext], BaseQueryEngine]
 
 
 def _baseline(ctx: PipelineContext) -> BaseQueryEngine:
-    """Plain top-k vector retrieval and LlamaIndex's default synthesis."""
-    return RetrieverQueryEngine.from_args(ctx.index.as_retriever(similarity_top_k=ctx.top_k), llm=ctx.llm)
+    return RetrieverQueryEngine.from_args(ctx.chunk_retriever(), llm=ctx.llm)
 
 
-PIPELINES: dict[str, PipelineFactory] = {"baseline": _baseline}
+def _glossary(ctx: PipelineContext) -> BaseQueryEngine:
+    from llama_index_kgplus.glossary import GlossaryQueryEngine
+
+    if ctx.glossary_path is None:
+        raise InputDataError("The glossary pipeline needs --glossary FILE.")
+    return GlossaryQueryEngine.from_defaults(
+        ctx.glossary_path, retriever=ctx.chunk_retriever(), llm=ctx.llm, embed_model=ctx.embed_model
+    )
+
+
+def _kg(ctx: PipelineContext) -> BaseQueryEngine:
+    from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
+
+    kg_retriever = KGPathRetriever.from_defaults(ctx.kg_store_uri)
+    return KGAugmentedQueryEngine.from_defaults(kg_retriever, ctx.chunk_retriever(), llm=ctx.llm)
+
+
+def _hierarchy(mode: str) -> PipelineFactory:
+    def factory(ctx: PipelineContext) -> BaseQueryEngine:
+        from llama_index_kgplus.hierarchy import HierarchicalRetriever, read_manifest
+
+        if not ctx.hierarchical:
+            raise InputDataError(
+                "The hierarchy pipelines need an index with summary nodes: "
+                "`kgplus ingest DOCS --index DIR --hierarchy semantic|raptor`, then `kgplus eval --index DIR`."
+            )
+        manifest = read_manifest(ctx.index_dir)
+        retriever = HierarchicalRetriever.from_index(
+            ctx.index, mode=mode, similarity_top_k=ctx.top_k, root_ids=manifest.get("root_ids")
+        )
+        return RetrieverQueryEngine.from_args(retriever, llm=ctx.llm)
+
+    return factory
+
+
+PIPELINES: dict[str, PipelineFactory] = {
+    "baseline": _baseline,
+    "glossary": _glossary,
+    "kg": _kg,
+    "hierarchy": _hierarchy("collapsed"),
+    "hierarchy-tree": _hierarchy("tree"),
+}
 
 
 def register_pipeline(name: str, factory: PipelineFactory) -> None:
