@@ -283,7 +283,18 @@ def test_raptor_pca_reducer_never_imports_umap(embed_model, topic_nodes):
 def test_fewer_than_two_nodes_pass_through(embed_model, topic_nodes, kind, n):
     builder = BUILDERS[kind](embed_model)
     nodes = topic_nodes()[:n]
-    assert builder(nodes) == nodes and builder.n_summaries_ == 0
+    assert builder(nodes) == nodes and builder.n_summaries_ == 0 and builder.n_clusters_ == []
+    if kind == "semantic":
+        assert builder.threshold_ is None and builder.similarities_ == {}
+    else:
+        assert builder.bic_ == [] and builder.n_levels_ == 0
+
+
+def test_learned_attributes_need_a_run(embed_model):
+    with pytest.raises(AttributeError, match="set when the builder runs"):
+        semantic(embed_model).threshold_
+    with pytest.raises(AttributeError, match="cache hit does not run it"):
+        raptor(embed_model).bic_
 
 
 @pytest.mark.parametrize("kind", BUILDERS)
@@ -377,7 +388,7 @@ def test_mean_embedding_mode(embed_model, topic_nodes, kind):
 
 class ScriptedLLM(CustomLLM):
     """Scripted LLM for failure injection and concurrency measurement (the real model cannot be made to fail
-    on one chosen cluster). Replies with the first passage's first sentence, fails on prompts containing
+    on one chosen cluster). Replies with the first words of each passage, fails on prompts containing
     ``fail_on``, or replies ``empty``; ``acomplete`` yields to the event loop so concurrency is observable."""
 
     fail_on: str | None = None
@@ -395,8 +406,9 @@ class ScriptedLLM(CustomLLM):
         self._calls.append(prompt)
         if self.fail_on and self.fail_on in prompt:
             raise RuntimeError("scripted failure")
-        first = prompt.split("[1] ", 1)[1].split(". ")[0]
-        return CompletionResponse(text="" if self.empty else f"In short: {first}.")
+        passages = [p.split("\n")[0] for p in prompt.split("[")[1:] if "] " in p]
+        fused = " and ".join(" ".join(p.split("] ", 1)[1].split()[:4]) for p in passages)
+        return CompletionResponse(text="" if self.empty else f"In short: {fused}.")
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         return self._reply(prompt)

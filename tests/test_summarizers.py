@@ -37,6 +37,7 @@ class ScriptedLLM(CustomLLM):
     """
 
     reply: str = ""
+    replies: list[str] = []  # consumed first, one per call
     prompts: list[str] = []
 
     @property
@@ -45,8 +46,9 @@ class ScriptedLLM(CustomLLM):
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         self.prompts.append(prompt)
-        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(self.reply.split())}
-        return CompletionResponse(text=self.reply, raw={"usage": usage})
+        text = self.replies.pop(0) if self.replies else self.reply
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
+        return CompletionResponse(text=text, raw={"usage": usage})
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
         raise NotImplementedError
@@ -141,6 +143,26 @@ def test_abstractive_without_llm_says_what_to_do(monkeypatch):
     monkeypatch.setattr(settings_module, "resolve_llm", no_default)
     with pytest.raises(Exception, match="needs an LLM"):
         AbstractiveSummarizer().summarize(CATS)
+
+
+async def test_a_copied_passage_gets_one_more_call_then_fails():
+    copy = MARKETS[1]
+    llm = ScriptedLLM(replies=[copy, "Cats are pets, and investors sold bank shares."], prompts=[])
+    summarizer = AbstractiveSummarizer(llm=llm)
+    texts = [CATS[0], MARKETS[1]]
+    assert summarizer.copied_passage(copy, texts) == 2
+    assert summarizer.copied_passage("Cats are pets, and investors sold bank shares.", texts) is None
+    assert summarizer.summarize(texts) == "Cats are pets, and investors sold bank shares."
+    retry = llm.prompts[1]
+    assert "repeated passage [1] word for word" in retry  # passage 2 is number 1 once reversed
+    assert retry.index(MARKETS[1]) < retry.index(CATS[0])
+    assert summarizer.usage_["calls"] == 2
+    stubborn = AbstractiveSummarizer(llm=ScriptedLLM(reply=f"Summary: {copy}", prompts=[]))
+    with pytest.raises(SummarizationError, match="copied passage"):
+        await stubborn.asummarize(texts)
+    assert stubborn.usage_["calls"] == 2
+    lenient = AbstractiveSummarizer(llm=ScriptedLLM(reply=copy, prompts=[]), copy_threshold=None)
+    assert lenient.summarize(texts) == copy
 
 
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):

@@ -9,6 +9,7 @@ them; the models enter the key as stable fingerprints (class, model name, genera
 from __future__ import annotations
 
 import logging
+from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
         """Async twin of ``__call__``."""
         nodes = list(nodes)
         self._learned = {"n_summaries": 0, "n_clusters": [], "failed_clusters": [], "usage": {}}
+        self._learned.update(self._fresh_learned())
         leaves = self._leaves(nodes)
         if len(leaves) < 2:
             return nodes
@@ -153,10 +155,15 @@ class BaseSummaryNodeBuilder(TransformComponent):
         self._learned["n_summaries"] = len(summaries)
         return nodes + summaries
 
+    def _fresh_learned(self) -> dict[str, Any]:
+        """The builder-specific learned attributes before anything is learned."""
+        return {}
+
+    @abstractmethod
     async def _abuild(
         self, leaves: list[BaseNode], summarizer: Any, embed_model: BaseEmbedding | None, show_progress: bool
     ) -> list[TextNode]:
-        raise NotImplementedError
+        """Cluster ``leaves`` (two or more, all embedded) level by level; return the new summary nodes."""
 
     # ------------------------------------------------------------------ input
 

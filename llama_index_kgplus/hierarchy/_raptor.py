@@ -110,12 +110,13 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
             random_state=self.random_state,
         )
 
+    def _fresh_learned(self) -> dict[str, Any]:
+        keys = ("bic", "aic", "n_components", "labels", "level_node_ids", "reducers")
+        return {**{key: [] for key in keys}, "n_levels": 0}
+
     async def _abuild(
         self, leaves: list[BaseNode], summarizer: Any, embed_model: BaseEmbedding | None, show_progress: bool
     ) -> list[TextNode]:
-        for key in ("bic", "aic", "n_components", "labels", "level_node_ids", "reducers"):
-            self._learned[key] = []
-        self._learned["n_levels"] = 0
         settings = self._settings()
         current: list[BaseNode] = list(leaves)
         made: list[TextNode] = []

@@ -161,6 +161,9 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     # ------------------------------------------------------------------ building
 
+    def _fresh_learned(self) -> dict[str, Any]:
+        return {"thresholds": [], "similarities": {}, "breakpoints": {}}
+
     @staticmethod
     def _sequences(leaves: list[BaseNode]) -> dict[str | None, list[BaseNode]]:
         groups: dict[str | None, list[BaseNode]] = {}
@@ -178,7 +181,6 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
     ) -> list[TextNode]:
         max_size = self.max_cluster_size or 2 * self.cluster_size
         sequences = self._sequences(leaves)
-        self._learned.update(thresholds=[], similarities={}, breakpoints={})
         made: list[TextNode] = []
         for level in range(1, self.max_levels + 1):
             sims = {k: consecutive_similarities([n.embedding for n in seq]) for k, seq in sequences.items()}

@@ -21,6 +21,12 @@ DEFAULT_SUMMARY_PROMPT = (
     "Summary:"
 )
 
+NO_COPY_HINT = (
+    "Your previous answer repeated passage [{copied}] word for word. Do not repeat any passage: write new "
+    "sentences that combine what all the passages say.\n\n"
+)
+_SHINGLE = 8
+
 _PREFIX = re.compile(r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I)
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
 
@@ -29,7 +35,9 @@ class AbstractiveSummarizer(BaseSummarizer):
     """One LLM call per summary: the passages go into a prompt that says to use only the given text.
 
     The LLM's own usage figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer
-    raises :class:`SummarizationError`, so a builder can retry it.
+    raises :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
+    models do that) gets one more call with the passages reversed and an instruction not to copy; a second
+    copy raises :class:`SummarizationError` too.
 
     Example::
 
@@ -43,6 +51,14 @@ class AbstractiveSummarizer(BaseSummarizer):
         description="Prompt with {context_str} (the numbered passages) and {max_words}.",
     )
     max_words: int = Field(default=100, ge=5, description="Length the prompt asks for, in words.")
+    copy_threshold: float | None = Field(
+        default=0.8,
+        gt=0.0,
+        le=1.0,
+        description="A reply with at least this share of its 8-word sequences from one passage is a copy: the "
+        "summarizer asks once more (passages reversed, told not to copy), then raises SummarizationError. "
+        "None: accept copies.",
+    )
 
     _calls: int = PrivateAttr(default=0)
     _prompt_tokens: int = PrivateAttr(default=0)
@@ -89,13 +105,51 @@ class AbstractiveSummarizer(BaseSummarizer):
             raise SummarizationError(f"The LLM returned an empty summary ({response.text!r}).")
         return text
 
+    def copied_passage(self, summary: str, texts: Sequence[str]) -> int | None:
+        """The 1-based number of the passage that ``summary`` copies (see ``copy_threshold``), else None."""
+        if self.copy_threshold is None:
+            return None
+        passages = [t for t in texts if t.strip()]
+        own = _shingles(summary)
+        for number, passage in enumerate(passages, 1):
+            if own and len(own & _shingles(passage)) / len(own) >= self.copy_threshold:
+                return number
+        return None
+
+    def _retry_prompt(self, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
+        passages = [t for t in texts if t.strip()][::-1]
+        return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
+
     def summarize(self, texts: Sequence[str]) -> str:
-        prompt = self.format_prompt(texts)
-        return self._clean((self.llm or _settings_llm()).complete(prompt))
+        llm = self.llm or _settings_llm()
+        summary = self._clean(llm.complete(self.format_prompt(texts)))
+        copied = self.copied_passage(summary, texts)
+        if copied is None:
+            return summary
+        prompt, passages = self._retry_prompt(texts, copied)
+        return self._check_copy(self._clean(llm.complete(prompt)), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
-        prompt = self.format_prompt(texts)
-        return self._clean(await (self.llm or _settings_llm()).acomplete(prompt))
+        llm = self.llm or _settings_llm()
+        summary = self._clean(await llm.acomplete(self.format_prompt(texts)))
+        copied = self.copied_passage(summary, texts)
+        if copied is None:
+            return summary
+        prompt, passages = self._retry_prompt(texts, copied)
+        return self._check_copy(self._clean(await llm.acomplete(prompt)), passages)
+
+    def _check_copy(self, summary: str, passages: list[str]) -> str:
+        copied = self.copied_passage(summary, passages)
+        if copied is not None:
+            raise SummarizationError(f"The LLM copied passage [{copied}] instead of summarizing, twice.")
+        return summary
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    """Word sequences of length 8 (or the whole text if shorter), lower-cased, punctuation kept."""
+    words = text.lower().split()
+    n = min(_SHINGLE, len(words))
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)} if n else set()
 
 
 def _settings_llm() -> LLM:
