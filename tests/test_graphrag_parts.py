@@ -113,6 +113,16 @@ def test_merge_drops_relationships_to_unextracted_entities_and_self_loops():
     assert [(r.source, r.target) for r in relationships.values()] == [("a", "b")]
 
 
+def test_relationship_endpoint_named_in_the_text_becomes_a_bare_mention():
+    result = _extraction([("Marie Curie", "person", "A physicist.")],
+                         [("Marie Curie", "Warsaw", "Born there.", 5), ("Marie Curie", "Atlantis", "Invented.", 5)])
+    entities, relationships = merge_extractions([ChunkExtraction("d#0", "d", result, "Marie Curie was born in WARSAW.")])
+    assert sorted(entities) == ["marie curie", "warsaw"]
+    assert (entities["warsaw"].name, entities["warsaw"].type, entities["warsaw"].description) == ("Warsaw", "UNKNOWN", "")
+    assert entities["warsaw"].chunk_ids == ("d#0",)
+    assert [(r.source, r.target) for r in relationships.values()] == [("marie curie", "warsaw")]
+
+
 def test_merge_bounds_descriptions():
     chunks = [ChunkExtraction(f"d#{i}", "d", _extraction([("A", "x", f"fact {i}.")])) for i in range(6)]
     entities, _ = merge_extractions(chunks, max_descriptions=2)

@@ -360,7 +360,7 @@ class GraphRAGIndex(BaseModel):
     def _merge_and_write(self, state: GraphRAGState) -> tuple[dict[str, Entity], dict[str, Relationship]]:
         rows = state.extractions(self.extractor.config_hash())
         entities, relationships = merge_extractions(
-            (ChunkExtraction(c.chunk_id, c.doc_id, ExtractionResult.model_validate(r)) for c, r in rows),
+            (ChunkExtraction(c.chunk_id, c.doc_id, ExtractionResult.model_validate(r), c.text) for c, r in rows),
             max_descriptions=self.max_descriptions,
         )
         chunks = {c.chunk_id: c for c in state.chunks()}

@@ -50,6 +50,7 @@ class ChunkExtraction:
     chunk_id: str
     doc_id: str
     result: ExtractionResult
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,8 +108,10 @@ def merge_extractions(
 ) -> tuple[dict[str, Entity], dict[str, Relationship]]:
     """Merge chunk extractions (any order; they are sorted by chunk id) into entities and relationships.
 
-    A relationship is kept only when both endpoints (after normalisation) are entities extracted from the same
-    chunk, so a hallucinated endpoint never becomes a node; self-loops are dropped. ``max_descriptions`` bounds how many distinct descriptions an entity
+    A relationship is kept only when both endpoints are entities extracted from the same chunk or, for an endpoint
+    the LLM did not list as an entity, when its name occurs in the chunk's ``text`` (whole words, any case): it then
+    counts as a mention of that entity, without type or description. So an endpoint the text never names (a
+    hallucination) never becomes a node. Self-loops are dropped. ``max_descriptions`` bounds how many distinct descriptions an entity
     keeps (the first ones in chunk order), so a frequent entity's text stops changing once it is well described.
     """
     names: dict[str, list[str]] = defaultdict(list)
@@ -121,6 +124,9 @@ def merge_extractions(
     r_weight: dict[tuple[str, str], float] = defaultdict(float)
     r_chunks: dict[tuple[str, str], set[str]] = defaultdict(set)
     r_docs: dict[tuple[str, str], set[str]] = defaultdict(set)
+
+    def _in_text(name: str, text: str) -> bool:
+        return bool(text) and re.search(rf"(?<!\w){re.escape(name.strip())}(?!\w)", text, re.IGNORECASE) is not None
 
     for item in sorted(extractions, key=lambda x: x.chunk_id):
         local: set[str] = set()
@@ -136,8 +142,17 @@ def merge_extractions(
             e_docs[key].add(item.doc_id)
         for rel in item.result.relationships:
             source, target = normalize_name(rel.source), normalize_name(rel.target)
-            if not source or not target or source == target or source not in local or target not in local:
+            if not source or not target or source == target:
                 continue
+            ends = ((source, rel.source), (target, rel.target))
+            if not all(key in local or _in_text(name, item.text) for key, name in ends):
+                continue
+            for key, name in ends:
+                if key not in local:  # named in the text but not listed: a bare mention
+                    local.add(key)
+                    names[key].append(name.strip())
+                    e_chunks[key].add(item.chunk_id)
+                    e_docs[key].add(item.doc_id)
             pair = (source, target)
             r_types[pair].append(_type_label(rel.type))
             r_descs[pair].append(rel.description)
@@ -149,7 +164,7 @@ def merge_extractions(
         key: Entity(
             id=key,
             name=_most_common(names[key]),
-            type=_most_common(types[key]),
+            type=_most_common(types[key]) if types[key] else "UNKNOWN",
             description=_merged_description(descs[key], max_descriptions),
             chunk_ids=tuple(sorted(e_chunks[key])),
             doc_ids=tuple(sorted(e_docs[key])),
