@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms import CompletionResponse
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import BaseModel, Field, ValidationError
 
@@ -37,26 +37,7 @@ from llama_index_kgplus.graphrag import (
 from llama_index_kgplus.graphrag._llm_calls import ajson_call, json_call
 from llama_index_kgplus.graphrag._merge import ChunkExtraction
 from llama_index_kgplus.graphrag._state import ChunkRecord
-
-
-class ScriptedLLM(CustomLLM):
-    """Replies with scripted texts in order (a real LlamaIndex LLM)."""
-
-    replies: list[str]
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self.prompts.append(prompt)
-        return CompletionResponse(text=self.replies.pop(0))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        yield self.complete(prompt)
+from test_structured import ScriptedLLM  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
 
 
 def _extraction(entities, relationships=()) -> ExtractionResult:

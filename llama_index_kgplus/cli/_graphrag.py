@@ -18,6 +18,8 @@ import importlib
 import json
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -58,10 +60,18 @@ def _executor(args: argparse.Namespace) -> Any:
     return AsyncioExecutor(num_workers=args.workers)
 
 
-def _open_index(args: argparse.Namespace, llm: Any, executor: Any, **settings: Any) -> Any:
+@contextmanager
+def _opened_index(args: argparse.Namespace, **settings: Any) -> Iterator[Any]:
+    """The store's index with the LLM and executor of ``args``; closed (and Ray stopped) afterwards."""
     from llama_index_kgplus.graphrag import GraphRAGIndex
 
-    return GraphRAGIndex.from_defaults(args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings)
+    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
+    index = GraphRAGIndex.from_defaults(args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings)
+    try:
+        yield index
+    finally:
+        index.close()
+        executor.shutdown()
 
 
 def _usage_line(stats: dict[str, Any]) -> str:
@@ -119,14 +129,12 @@ def _index(args: argparse.Namespace) -> int:
         else:
             graph.unlink(missing_ok=True)
             Path(f"{graph}.wal").unlink(missing_ok=True)
-    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
     settings = {
         "chunk_size": args.chunk_size,
         "chunk_overlap": args.chunk_overlap,
         "detector": {"max_cluster_size": args.max_cluster_size, "random_state": args.seed},
     }
-    index = _open_index(args, llm, executor, **settings)
-    try:
+    with _opened_index(args, **settings) as index:
         if index.exists() and not index.state.interrupted_runs():
             n = index.state.count("documents")
             raise InputDataError(
@@ -134,9 +142,6 @@ def _index(args: argparse.Namespace) -> int:
                 f"{args.docs_path} --store {store}` to apply changes, or add --rebuild to start over."
             )
         stats = index.build(docs)
-    finally:
-        index.close()
-        executor.shutdown()
     return _report_stats(args, stats, "indexed")
 
 
@@ -149,13 +154,8 @@ def _update(args: argparse.Namespace) -> int:
             f"{args.store} holds no GraphRAG index: run `kgplus graphrag index {args.docs_path} --store {args.store}` first."
         )
     docs = load_corpus(args.docs_path)
-    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
-    index = _open_index(args, llm, executor)
-    try:
+    with _opened_index(args) as index:
         stats = index.update(docs)
-    finally:
-        index.close()
-        executor.shutdown()
     return _report_stats(args, stats, "updated")
 
 
@@ -164,9 +164,7 @@ def _query(args: argparse.Namespace) -> int:
 
     if not (Path(args.store) / STATE_FILE).is_file():
         raise InputDataError(f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first.")
-    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
-    index = _open_index(args, llm, executor)
-    try:
+    with _opened_index(args) as index:
         if not index.exists():
             raise InputDataError(f"The index in {args.store} is not finished: rerun `kgplus graphrag index` to resume it.")
         engine = index.as_query_engine(
@@ -174,9 +172,6 @@ def _query(args: argparse.Namespace) -> int:
             show_progress=not args.quiet,
         )
         response = engine.query(args.question)
-    finally:
-        index.close()
-        executor.shutdown()
     meta = response.metadata
     sources = [
         {

@@ -204,24 +204,21 @@ class GraphRAGState:
                  None if result is None else json.dumps(result, ensure_ascii=False), error, time.time()),
             )
 
+    def _extraction_rows(self, config: str, status: str) -> list[tuple]:
+        return self._rows(
+            "SELECT c.chunk_id, c.doc_id, c.position, c.text, c.text_hash, e.result, e.error FROM chunks c "
+            "JOIN extractions e ON e.text_hash = c.text_hash AND e.config = ? AND e.status = ? "
+            "ORDER BY c.doc_id, c.position",
+            (config, status),
+        )
+
     def extractions(self, config: str) -> list[tuple[ChunkRecord, dict]]:
         """Every current chunk with its successful extraction result."""
-        rows = self._rows(
-            "SELECT c.chunk_id, c.doc_id, c.position, c.text, c.text_hash, e.result FROM chunks c "
-            "JOIN extractions e ON e.text_hash = c.text_hash AND e.config = ? AND e.status = 'ok' "
-            "ORDER BY c.doc_id, c.position",
-            (config,),
-        )
-        return [(ChunkRecord(*r[:5]), json.loads(r[5])) for r in rows]
+        return [(ChunkRecord(*r[:5]), json.loads(r[5])) for r in self._extraction_rows(config, "ok")]
 
     def failed_extractions(self, config: str) -> list[tuple[ChunkRecord, str]]:
-        rows = self._rows(
-            "SELECT c.chunk_id, c.doc_id, c.position, c.text, c.text_hash, e.error FROM chunks c "
-            "JOIN extractions e ON e.text_hash = c.text_hash AND e.config = ? AND e.status = 'failed' "
-            "ORDER BY c.doc_id, c.position",
-            (config,),
-        )
-        return [(ChunkRecord(*r[:5]), r[5]) for r in rows]
+        """Every current chunk whose last extraction failed, with the error."""
+        return [(ChunkRecord(*r[:5]), r[6]) for r in self._extraction_rows(config, "failed")]
 
     def prune_extractions(self) -> int:
         """Drop cached extractions of text no chunk has any more."""
