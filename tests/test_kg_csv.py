@@ -6,6 +6,7 @@ half a graph behind; the store-side checks live in test_kg_engines.py).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,31 @@ def test_neo4j_admin_command(files):
     assert "--array-delimiter=';'" in command and command.endswith(" kg")
     with pytest.raises(InputDataError):
         neo4j_admin_import_command(files["nodes"], files["rels"], node_label="Ent`) DETACH")
+
+
+def test_cli_import_fails_or_skips_unknown_ids_and_writes_nothing_on_failure(files, tmp_path, capsys):
+    from llama_index_kgplus.cli import main
+
+    files["rels"] = write(files["rels"].parent, "rels.csv", ":START_ID,:END_ID,:TYPE\nC1,C2,R\nC1,C9,R\nC8,C3,R\n")
+    store = f"ladybug://{tmp_path / 'kg.lbug'}"
+    args = ["kg", "import", "--nodes", str(files["nodes"]), "--relationships", str(files["rels"]),
+            "--synonyms", str(files["syn"]), "--store", store, "--quiet"]
+    assert main(args) == 2
+    assert "2 relationships point at ids that are not in the nodes file" in capsys.readouterr().err
+    assert main(["kg", "paths", "aspirin", "--store", store]) == 2  # nothing was written
+    assert "No knowledge graph" in capsys.readouterr().err
+    assert main([*args, "--skip-unknown-ids", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["nodes"], report["relationships"], report["skipped_relationships"]) == (3, 1, 2)
+    assert main(["kg", "paths", "ASA for a headache", "--store", store, "--json"]) == 0
+    assert [p["text"] for p in json.loads(capsys.readouterr().out)["paths"]] == ["aspirin -[R]-> headache"]
+
+
+def test_cli_rejects_bad_arguments(capsys):
+    from llama_index_kgplus.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["kg", "paths", "x", "--max-hops", "9"])
+    assert "must be from 1 to 6" in capsys.readouterr().err
+    assert main(["kg", "paths"]) == 2
+    assert "Give either a TEXT or --questions" in capsys.readouterr().err
