@@ -234,7 +234,7 @@ def test_accepted_rewrite_and_prompt(selector, embed_model):
     assert result.similarity >= rewriter.guard.min_similarity
     prompt = llm.rewrite_prompts[0]
     assert f"Question: {QUESTION}\nRewritten query:" in prompt
-    assert "at most 100 words" in prompt and "question form" in prompt and "Output only the rewritten query" in prompt
+    assert "at most 100 words" in prompt and "question form" in prompt and "Output only the rewritten query." in prompt
     assert "- dictionary: " in prompt and "- hashable: " in prompt
     assert "- lambda: " not in prompt  # only the selected entries, never the whole glossary
 

@@ -6,7 +6,8 @@
 
 ``retrieve`` prints the same without ``answer``. ``id`` is the source document's corpus id (null for a summary
 that spans documents; ``doc_ids`` lists them all); ``level`` is 0 for a chunk and 1 or more for a summary node.
-Hierarchy options (``--hierarchy``, ``--retrieval``): see ``_hierarchy``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
+Hierarchy options (``--hierarchy``, ``--retrieval``): see ``_hierarchy``; glossary options (``--glossary``,
+``--mode``): see ``_glossary``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
 question gives one JSON line, and the models and index are loaded once.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.cli import _hierarchy
+from llama_index_kgplus.cli import _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
 
 
@@ -66,6 +67,8 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
         print(record["answer"].strip())
     if record.get("rewritten_query") and record["rewritten_query"] != record["original_query"]:
         print(f"\nrewritten query: {record['rewritten_query']}")
+    elif record.get("fallback_reason"):
+        print(f"\n(query not rewritten: {record['fallback_reason']})")
     print("\nsources:")
     for src in record["sources"]:
         snippet = " ".join(src["text"].split())[:120]
@@ -102,10 +105,15 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     questions = _questions(args)
     index = load_index(args.index, embed_model=defaults.default_embed_model())
     retriever = _hierarchy.make_retriever(index, args)
-    engine = RetrieverQueryEngine.from_args(retriever, llm=defaults.default_llm(args.llm)) if synthesize else None
+    glossary_engine = _glossary.make_engine(args, retriever, index, synthesize)
+    engine = None
+    if synthesize and glossary_engine is None:
+        engine = RetrieverQueryEngine.from_args(retriever, llm=defaults.default_llm(args.llm))
     for question in questions:
         record: dict[str, Any] = {"original_query": question, "rewritten_query": None, "glossary_terms": []}
-        if engine is not None:
+        if glossary_engine is not None:
+            record = _glossary.run(glossary_engine, question, synthesize, source_record)
+        elif engine is not None:
             response = engine.query(question)
             record = {"answer": str(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
         else:
@@ -137,4 +145,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         if synthesize:
             cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
         _hierarchy.add_retrieval_options(cmd)
+        _glossary.add_options(cmd)
         cmd.set_defaults(func=lambda args, s=synthesize: _retrieve_or_query(args, s))
