@@ -10,6 +10,14 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.glossary import (
+    DriftGuard,
+    Glossary,
+    GlossaryEntry,
+    GlossaryQueryEngine,
+    GlossaryQueryRewriter,
+    GlossaryTermSelector,
+)
 from llama_index_kgplus.graphrag import GlobalSearchEngine, GraphRAGIndex, RayExecutor
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,
@@ -36,9 +44,15 @@ from llama_index_kgplus.summarizers import (
 
 __all__ = [
     "AbstractiveSummarizer",
+    "DriftGuard",
     "EntityMatcher",
     "ExtractiveSummarizer",
     "GlobalSearchEngine",
+    "Glossary",
+    "GlossaryEntry",
+    "GlossaryQueryEngine",
+    "GlossaryQueryRewriter",
+    "GlossaryTermSelector",
     "GraphRAGIndex",
     "GraphStoreError",
     "GraphStoreURI",
