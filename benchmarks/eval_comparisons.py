@@ -1,0 +1,129 @@
+"""Pipeline comparisons with `kgplus eval` on the bench-data sets (issue: evaluation harness).
+
+Three comparisons, each a baseline against the pipeline the data set is made for:
+
+- ``kg``: questions "How are X and Y related?" from ``kg-umls-semnet/pairs.jsonl``; ground truth = the pair's gold
+  paths written as sentences (at most 3). The text corpus is the bundled Python tutorial, which says nothing about
+  the UMLS semantic network: the comparison measures what the KG paths alone add to a RAG pipeline whose corpus
+  lacks the relations (the motivating result had a relevant corpus too).
+- ``glossary``: the Python FAQ questions of ``glossary-pydocs`` with their gold pages, over the 488 doc pages.
+- ``hierarchy``: SQuAD questions (first annotator answer as ground truth) on the first 3 ``longdocs-squad``
+  articles, baseline (flat chunks) vs hierarchy (collapsed) vs hierarchy-tree over a semantic-builder index.
+
+Usage::
+
+    python benchmarks/eval_comparisons.py --which kg,hierarchy,glossary --limit 10 --llm qwen2.5-coder-0.5b
+
+Everything is cached under ``benchmarks/results/eval/<name>`` (rerun to resume); the tables are printed and
+written to ``summary.md`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "bench-data"
+OUT = Path(__file__).resolve().parent / "results" / "eval"
+KGPLUS = [sys.executable, "-m", "llama_index_kgplus.cli"]
+REL = re.compile(r"-\[(.+)\]->|<-\[(.+)\]-")
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _run(*args: str) -> None:
+    print("$ kgplus " + " ".join(args), flush=True)
+    subprocess.run([*KGPLUS, *args], check=True)
+
+
+def _path_sentence(path: list[str], names: dict[str, str]) -> str:
+    words = [names[path[0]]]
+    for i in range(1, len(path), 2):
+        m = REL.fullmatch(path[i])
+        words.append(f"{m.group(1)}" if m.group(1) else f"(is the target of {m.group(2)} from)")
+        words.append(names[path[i + 1]])
+    return " ".join(words).replace("_", " ")
+
+
+def kg(limit: int, llm: str) -> Path:
+    out = OUT / "kg"
+    data = BENCH / "kg-umls-semnet"
+    names = {}
+    for line in (data / "nodes.csv").read_text().splitlines()[1:]:
+        cid, name = line.split(",")[:2]
+        names[cid] = name
+    rows = []
+    for line in (data / "pairs.jsonl").read_text().splitlines():
+        pair = json.loads(line)
+        truth = "; ".join(_path_sentence(p, names) for p in pair["gold_paths"][:3]) + "."
+        rows.append({"id": f"{pair['lhs']}|{pair['rhs']}", "question": f"How are {pair['text']} related?",
+                     "ground_truth": truth})  # fmt: skip
+    # every 10th pair: a spread over the distance-1 and distance-2 buckets
+    dataset = _write_jsonl(out / "dataset.jsonl", rows[::10][:limit])
+    store = f"ladybug://{out / 'kg.lbug'}"
+    if not (out / "kg.lbug").exists():
+        _run("kg", "import", "--nodes", str(data / "nodes.csv"), "--relationships", str(data / "relationships.csv"),
+             "--store", store)  # fmt: skip
+    from llama_index_kgplus.sample import SAMPLE_DOCS
+
+    _run("eval", "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store, "--pipelines",
+         "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance", "--out", str(out),
+         "--llm", llm, "--top-k", "3")  # fmt: skip
+    return out
+
+
+def glossary(limit: int, llm: str) -> Path:
+    out = OUT / "glossary"
+    data = BENCH / "glossary-pydocs"
+    _run("eval", "--dataset", str(data / "questions.jsonl"), "--corpus", str(data / "corpus.jsonl"), "--glossary",
+         str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
+         "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--out", str(out), "--llm", llm,
+         "--limit", str(limit), "--top-k", "10")  # fmt: skip
+    return out
+
+
+def hierarchy(limit: int, llm: str) -> Path:
+    out = OUT / "hierarchy"
+    data = BENCH / "longdocs-squad"
+    docs = [json.loads(line) for line in (data / "docs.jsonl").read_text().splitlines()][:3]
+    corpus = _write_jsonl(out / "corpus.jsonl", docs)
+    keep = {d["id"] for d in docs}
+    questions = [json.loads(line) for line in (data / "questions.jsonl").read_text().splitlines()]
+    questions = [q for q in questions if q["doc_id"] in keep][::40][:limit]  # spread over the 3 articles
+    dataset = _write_jsonl(
+        out / "dataset.jsonl",
+        [{"id": q["id"], "question": q["question"], "ground_truth": q["answers"][0], "gold_ids": [q["doc_id"]]}
+         for q in questions],
+    )  # fmt: skip
+    index = out / "index"
+    if not (index / "docstore.json").is_file():
+        _run("ingest", str(corpus), "--index", str(index), "--hierarchy", "semantic", "--summarizer", "extractive",
+             "--chunk-size", "256")  # fmt: skip
+    _run("eval", "--dataset", str(dataset), "--index", str(index), "--pipelines",
+         "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--out", str(out),
+         "--llm", llm, "--top-k", "4")  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--which", default="kg,hierarchy,glossary")
+    parser.add_argument("--limit", type=int, default=10, help="questions per comparison")
+    parser.add_argument("--llm", default="qwen2.5-coder-0.5b", help="answers and judge")
+    args = parser.parse_args()
+    runs = {"kg": kg, "glossary": glossary, "hierarchy": hierarchy}
+    for name in args.which.split(","):
+        out = runs[name](args.limit, args.llm)
+        print(f"\n## {name}\n\n" + (out / "summary.md").read_text().split("\n\n", 2)[-1])
+
+
+if __name__ == "__main__":
+    main()
