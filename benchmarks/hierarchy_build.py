@@ -164,16 +164,18 @@ def table(results: list[dict]) -> str:
     base = next((r for r in results if r["system"] == "raptorpack"), None)
     head = (
         f"{'system':<18} {'build s':>8} {'LLM s':>7} {'other s':>8} {'calls':>6} {'prompt tok':>10} {'compl tok':>9} "
-        f"{'chunks':>6} {'summaries':>9} {'levels':>7} {'1-child':>7} {'copies':>6} {'time/RP':>7} {'prompt/RP':>9}"
+        f"{'chunks':>6} {'summaries':>9} {'levels':>7} {'1-child':>7} {'copies':>6} {'LLM tok/s':>9} {'time/RP':>7} "
+        f"{'prompt/RP':>9}"
     )
-    lines = [head, "-" * len(head)]
+    lines = [head, "-" * len(head)]  # LLM tok/s: (prompt + completion tokens) / LLM seconds, i.e. machine load
     for r in results:
         ratio_t = f"{r['build_s'] / base['build_s']:.2f}" if base else "-"
         ratio_p = f"{r['prompt_tokens'] / base['prompt_tokens']:.2f}" if base and base["prompt_tokens"] else "-"
         lines.append(
             f"{r['system']:<18} {r['build_s']:>8.1f} {r['llm_s']:>7.1f} {r['other_s']:>8.1f} {r['llm_calls']:>6} "
             f"{r['prompt_tokens']:>10} {r['completion_tokens']:>9} {r['chunks']:>6} {r['summaries']:>9} "
-            f"{max(r['levels'], default=0):>7} {r['single_child_summaries']:>7} {r['copies']:>6} {ratio_t:>7} {ratio_p:>9}"
+            f"{max(r['levels'], default=0):>7} {r['single_child_summaries']:>7} {r['copies']:>6} "
+            f"{(r['prompt_tokens'] + r['completion_tokens']) / max(r['llm_s'], 1e-9):>9.1f} {ratio_t:>7} {ratio_p:>9}"
         )
     return "\n".join(lines)
 
@@ -183,7 +185,8 @@ def main() -> int:
     parser.add_argument("--system", choices=SYSTEMS, help="run one system here and print its figures as JSON")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems to run (driver mode)")
     parser.add_argument("--raptorpack-python", default=os.environ.get("RAPTORPACK_PYTHON", "/tmp/raptorpack-venv/bin/python"))
-    parser.add_argument("--print-only", action="store_true", help="print the table of the last saved results")
+    parser.add_argument("--print-only", action="store_true", help="print the table of saved results (--results)")
+    parser.add_argument("--results", type=Path, help="with --print-only: a build.json file (default: the last run's)")
     parser.add_argument("--smoke", action="store_true", help="check the script on one short document (not a measurement)")
     args = parser.parse_args()
     out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else OUT_DIR
@@ -192,7 +195,7 @@ def main() -> int:
         print(json.dumps(run_system(args.system, args.smoke), ensure_ascii=False), flush=True)
         return 0
     if args.print_only:
-        print(table(json.loads(results_file.read_text())))
+        print(table(json.loads((args.results or results_file).read_text())))
         return 0
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []

@@ -107,7 +107,8 @@ class BaseSummaryNodeBuilder(TransformComponent):
     def _get(self, name: str) -> Any:
         if name not in self._learned:
             raise AttributeError(
-                f"{type(self).__name__}.{name}_ is set when the builder runs (a pipeline cache hit does not run it)."
+                f"{type(self).__name__}: learned attributes such as {name}_ are set when the builder runs "
+                "(a pipeline cache hit does not run it)."
             )
         return self._learned[name]
 
