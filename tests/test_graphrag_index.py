@@ -362,11 +362,13 @@ def test_killed_process_resumes_without_duplicates(tmp_path):
         done = 0
         while time.time() < deadline and proc.poll() is None:
             time.sleep(0.2)
-            if (store / "state.sqlite").is_file():
-                with sqlite3.connect(store / "state.sqlite") as db:
+            try:
+                with sqlite3.connect(f"file:{store / 'state.sqlite'}?mode=ro", uri=True) as db:
                     done = db.execute("SELECT count(*) FROM extractions").fetchone()[0]
-                if done >= 4:
-                    break
+            except sqlite3.OperationalError:  # not created yet
+                continue
+            if done >= 4:
+                break
         assert proc.poll() is None, "the build ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -387,9 +389,18 @@ def test_killed_process_resumes_without_duplicates(tmp_path):
 # --------------------------------------------------------------------------- Ray
 
 
+class Unpicklable(RuleBasedGraphRAGLLM):
+    """Stands for a local llama.cpp model, which cannot be sent to another process."""
+
+    def __reduce__(self):
+        raise TypeError("cannot pickle a llama.cpp context")
+
+
 @pytest.mark.slow
 def test_ray_executor_gives_the_same_index(tmp_path):
-    """Ray in a local instance (2 CPUs) on this machine; the rule-based LLM is pickled to its workers."""
+    """Ray in a local instance (2 CPUs) on this machine (Ray 2.60 has no local_mode any more); the rule-based
+    LLM is pickled to its workers, or built there by a factory."""
+    from llama_index_kgplus import KGPlusError
     from llama_index_kgplus.graphrag import RayExecutor
 
     with _index(tmp_path / "asyncio") as index:
@@ -400,12 +411,16 @@ def test_ray_executor_gives_the_same_index(tmp_path):
         with _index(tmp_path / "ray", executor=executor) as index:
             stats = index.build(_docs(*ALL))
             assert _snapshot(index) == expected
-            response = index.as_query_engine(level=0).query("Where did Marie Curie study physics?")
+            factory = RayExecutor.from_defaults(llm_factory=RuleBasedGraphRAGLLM, num_workers=2)
+            response = index.as_query_engine(level=0, executor=factory).query("Where did Marie Curie study physics?")
+        with _index(tmp_path / "bad", llm=Unpicklable(), executor=executor) as index:
+            with pytest.raises(KGPlusError, match="llm_factory"):
+                index.build(_docs("curie"))
     finally:
         executor.shutdown()
     assert stats.llm_calls == expected_stats.llm_calls  # counted in the workers, summed here
     assert stats.completion_tokens == expected_stats.completion_tokens
-    assert response.source_nodes and response.metadata["llm_calls"] > 1
+    assert response.source_nodes and response.metadata["llm_calls"] == response.metadata["reports_read"] + 1
 
 
 # --------------------------------------------------------------------------- CLI

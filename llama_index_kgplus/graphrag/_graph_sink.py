@@ -97,19 +97,19 @@ class LadybugGraphSink(GraphSink):
     )
 
     def __init__(self, path: str | Path) -> None:
-        from llama_index_kgplus.graph_stores import open_graph_store
+        from llama_index_kgplus.graph_stores import dialect_for_engine, open_graph_store
 
         self.path = Path(path).resolve()
-        self._store = open_graph_store(f"ladybug://{self.path}")
+        self._dialect = dialect_for_engine("ladybug")  # the shared Ladybug dialect: unsanitised rows, clean close
+        self._store = open_graph_store(f"ladybug://{self.path}", **self._dialect.open_kwargs)
         for ddl in self._DDL:
             self.query(ddl)
 
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run parameterised Cypher on the store."""
-        try:
-            return self._store.structured_query(cypher, params or {})
-        except RuntimeError as exc:
-            raise GraphStoreError(f"Ladybug query failed on {self.path}: {exc}") from exc
+        if self._store is None:
+            raise GraphStoreError(f"The graph store {self.path} is closed.")
+        return self._dialect.run(self._store, cypher, params or {})
 
     def write(
         self,
@@ -165,12 +165,8 @@ class LadybugGraphSink(GraphSink):
 
     def close(self) -> None:
         store, self._store = self._store, None
-        if store is None:
-            return
-        for conn in (getattr(store, "async_connection", None), getattr(store, "connection", None)):
-            if conn is not None and hasattr(conn, "close"):
-                conn.close()
-        store.db.close()
+        if store is not None:
+            self._dialect.close(store)
 
 
 class PropertyGraphStoreSink(GraphSink):

@@ -24,7 +24,7 @@ from typing import Any
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
 from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
-from pydantic import PrivateAttr
+from pydantic import BaseModel, PrivateAttr
 
 _METER_ATTR = "_kgplus_usage_meter"
 
@@ -148,14 +148,15 @@ class MeteredLLM(CustomLLM):
         if last is not None:
             self._record(prompt, last)
 
-    def __getstate__(self) -> dict[str, Any]:  # pickled for Ray: the meter (a lock) stays behind
-        state = super().__getstate__()
-        private = dict(state.get("__pydantic_private__") or {})
-        private["_meter"] = None
-        return {**state, "__pydantic_private__": private}
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled for Ray. LlamaIndex's BaseComponent would silently drop an unpicklable inner LLM and leave a
+        # wrapper that fails on every call; pydantic's own state keeps it, so pickling fails loudly instead.
+        # The meter (a lock) stays behind: the receiving process counts in its own.
+        state = BaseModel.__getstate__(self)
+        return {**state, "__pydantic_private__": {"_inner": self._inner, "_meter": None}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
+        BaseModel.__setstate__(self, state)
         if self._meter is None:
             self._meter = UsageMeter()
 
