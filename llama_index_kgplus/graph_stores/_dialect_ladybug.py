@@ -136,13 +136,14 @@ class LadybugDialect(GraphDialect):
         self, store: Any, layout: GraphLayout, nodes: Sequence[NodeRecord], node_properties: dict[str, str],
         batch_size: int = 10_000, progress: Any = None,
     ) -> int:
-        columns = [k for k in node_properties if k != layout.id_property]
+        columns = [(k, self._converter(t)) for k, t in node_properties.items() if k != layout.id_property]
+        labels_value = self._converter("string[]")
 
         def rows() -> Iterator[list[Any]]:
             for node in nodes:
-                labels = sorted({layout.node_label, *node.labels})
-                yield [node.id, *(self._csv_value(node.properties.get(c), node_properties[c]) for c in columns),
-                       self._csv_value(labels, "string[]")]
+                props = node.properties
+                yield [node.id, *(conv(props.get(c)) for c, conv in columns),
+                       labels_value(sorted({layout.node_label, *node.labels}))]
 
         return self._copy(store, layout.node_label, None, rows(), len(nodes), progress)
 
@@ -150,12 +151,12 @@ class LadybugDialect(GraphDialect):
         self, store: Any, layout: GraphLayout, rels: Sequence[RelRecord], rel_properties: dict[str, str],
         batch_size: int = 10_000, progress: Any = None,
     ) -> int:
-        columns = list(rel_properties)
+        columns = [(k, self._converter(t)) for k, t in rel_properties.items()]
 
         def rows() -> Iterator[list[Any]]:
             for rel in rels:
-                yield [rel.start, rel.end, rel.type,
-                       *(self._csv_value(rel.properties.get(c), rel_properties[c]) for c in columns)]
+                props = rel.properties
+                yield [rel.start, rel.end, rel.type, *(conv(props.get(c)) for c, conv in columns)]
 
         return self._copy(store, layout.rel_table, None, rows(), len(rels), progress)
 
@@ -168,26 +169,15 @@ class LadybugDialect(GraphDialect):
                           len(aliases), None)
 
     @staticmethod
-    def _csv_value(value: Any, value_type: str) -> Any:
-        if value is None:
-            return None
+    def _converter(value_type: str) -> Any:
+        """A function turning a property value of ``value_type`` into its CSV field for ``COPY FROM``."""
         if value_type.endswith("[]"):
-            items = []
-            for item in value:
-                text = str(item).lower() if isinstance(item, bool) else str(item)
-                if _UNSAFE_LIST_ITEM.search(text) or text != text.strip():
-                    raise InputDataError(
-                        f"Array value {item!r} holds a comma, bracket, quote, backslash, newline or edge "
-                        "whitespace, which the embedded store's CSV list format cannot carry; store it as a "
-                        "plain string column or use a FalkorDB/Neo4j store."
-                    )
-                items.append(text)
-            return "[" + ",".join(items) + "]"
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        return value
+            return _list_field
+        if value_type == "boolean":
+            return lambda v: None if v is None else ("true" if v else "false")
+        if value_type == "float":
+            return lambda v: v if v is None or math.isfinite(v) else str(v)
+        return lambda v: v
 
     def _copy(self, store: Any, table: str, columns: tuple[str, ...] | None, rows: Iterable[list[Any]],
               total: int, progress: Any) -> int:
@@ -196,13 +186,15 @@ class LadybugDialect(GraphDialect):
         tmpdir = Path(tempfile.mkdtemp(prefix="kgplus-copy-"))
         try:
             path = tmpdir / "rows.csv"
-            multiline = False
             with path.open("w", encoding="utf-8", newline="") as fh:
-                writer = csv.writer(fh, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-                for row in rows:
-                    if not multiline and any(isinstance(v, str) and ("\n" in v or "\r" in v) for v in row):
-                        multiline = True
-                    writer.writerow(["" if v is None else v for v in row])
+                csv.writer(fh, quoting=csv.QUOTE_MINIMAL, lineterminator="\n").writerows(rows)
+            # a quoted field spanning lines (more line breaks than rows) needs the engine's serial CSV reader
+            breaks, carriage = 0, False
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    breaks += block.count(b"\n")
+                    carriage = carriage or b"\r" in block
+            multiline = carriage or breaks != total
             literal = str(path)
             if "'" in literal or "\\" in literal:  # a temporary path we made; refuse anything unusual
                 raise GraphStoreError(f"Temporary folder {tmpdir} has a quote or backslash in its path; set TMPDIR.")
@@ -271,3 +263,20 @@ class LadybugDialect(GraphDialect):
 
     def decode_path(self, row: dict[str, Any], layout: GraphLayout) -> RawPath:
         return _decode_path(row, layout, refs_column="node_keys")
+
+
+def _list_field(value: Any) -> Any:
+    """A list in the engine's CSV list syntax ``[a,b]``; items that syntax cannot carry are refused."""
+    if value is None:
+        return None
+    items = []
+    for item in value:
+        text = str(item).lower() if isinstance(item, bool) else str(item)
+        if _UNSAFE_LIST_ITEM.search(text) or text != text.strip():
+            raise InputDataError(
+                f"Array value {item!r} holds a comma, bracket, quote, backslash, newline or edge whitespace, "
+                "which the embedded store's CSV list format cannot carry; store it as a plain string column or "
+                "use a FalkorDB/Neo4j store."
+            )
+        items.append(text)
+    return "[" + ",".join(items) + "]"

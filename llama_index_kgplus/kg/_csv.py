@@ -180,6 +180,9 @@ def _properties(columns: list[Column], fields: list[str], path: Path, line: int,
         raw = fields[col.index]
         if raw == "":
             continue
+        if col.value_type == "string":  # the common case, no conversion
+            props[col.name] = raw
+            continue
         try:
             props[col.name] = _convert(raw, col.value_type, array_delimiter)
         except ValueError as exc:
@@ -365,7 +368,7 @@ def _read_relationships(
         if col.name in RESERVED_REL_PROPERTIES:
             raise InputDataError(f"{path}:1: column {col.header!r}: {col.name!r} is reserved; rename the column.")
     rels, unknown, width = [], [], len(columns)
-    unknown_count = 0
+    unknown_count, checked_types = 0, set()
     for line, fields in rows:
         if len(fields) != width:
             raise InputDataError(f"{path}:{line}: {len(fields)} fields, the header has {width}.")
@@ -376,7 +379,8 @@ def _read_relationships(
         rel_type = rel_type or default_type or ""
         if not rel_type:
             raise InputDataError(f"{path}:{line}: empty :TYPE and no default relationship type.")
-        _check_identifier(rel_type, "relationship type", path, line)
+        if rel_type not in checked_types:
+            checked_types.add(_check_identifier(rel_type, "relationship type", path, line))
         missing = [x for x in (s, e) if x not in ids]
         if missing:
             unknown_count += 1
