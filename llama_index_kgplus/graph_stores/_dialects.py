@@ -3,14 +3,9 @@
 Shared by the KG path retrieval (``kg/``) and GraphRAG. A dialect is a small stateless object; every call takes
 the LlamaIndex ``PropertyGraphStore`` it runs on and goes through its ``structured_query``.
 
-Safety rules kept by every statement here:
-
-- every *value* travels as a query parameter;
-- the only things formatted into query text are identifiers (labels, relationship types, property names),
-  checked against :data:`IDENTIFIER_RE` and back-quoted; small validated integers that Cypher cannot take as
-  parameters (the upper bound of a variable-length path); and, for Ladybug's ``COPY FROM``, the path of a
-  temporary file this module created itself;
-- every variable-length pattern has an upper bound, and every path query a ``LIMIT``.
+The engines live in ``_dialect_ladybug`` and ``_dialect_cypher`` (FalkorDB, Neo4j) on the base in
+``_dialect_base``, which also states the safety rules every statement keeps (values are parameters, identifiers
+are checked and quoted, every path length is bounded, every path query has a LIMIT).
 
 Example::
 
