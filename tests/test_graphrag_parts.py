@@ -222,6 +222,49 @@ def test_update_keeps_untouched_communities_and_matches_ids():
     assert len(changed) <= sum(c.entity_ids not in {o[1] for o in old} for c in cold.communities_)
 
 
+def test_local_moves_leave_nodes_away_from_the_change_where_they_were():
+    from llama_index_kgplus.graphrag._communities import _touched
+
+    nodes, edges = _random_graph(150, 400, seed=11)  # one large component
+    before = CommunityDetector(max_cluster_size=1000, max_levels=1).fit(nodes, edges)
+    grown = dict(edges)
+    grown[(nodes[0], nodes[1])] = grown.get((nodes[0], nodes[1]), 0.0) + 25.0
+    grown[("new-node", nodes[0])] = 3.0
+    after = CommunityDetector(max_cluster_size=1000, max_levels=1).fit(
+        nodes + ["new-node"], grown, before.communities_, previous_edges=edges, next_id=before.next_id_
+    )
+    from llama_index_kgplus.graphrag._communities import _adjacency
+
+    touched = _touched(_adjacency(nodes + ["new-node"], grown), edges)
+    assert {nodes[0], nodes[1], "new-node"} <= touched and len(touched) < len(nodes) / 2
+    old_of = {n: c.id for c in before.communities_ for n in c.entity_ids}
+    new_of = {n: c.entity_ids for c in after.communities_ for n in c.entity_ids}
+    pinned = [n for n in nodes if n not in touched]
+    for a, b in zip(pinned, pinned[1:] + pinned[:1]):
+        if old_of[a] != old_of[b]:
+            assert b not in new_of[a]  # pinned nodes never merge ...
+    for c in before.communities_:
+        kept = [n for n in c.entity_ids if n not in touched]
+        assert len({new_of[n] for n in kept}) <= len(_connected_parts_of(kept, grown))  # ... nor split (but by connectivity)
+    free = CommunityDetector(max_cluster_size=1000, max_levels=1, local_moves=False).fit(
+        nodes + ["new-node"], grown, before.communities_, previous_edges=edges, next_id=before.next_id_
+    )
+    moved = lambda d: sum(  # noqa: E731
+        1 for c in d.communities_ for n in c.entity_ids if n in old_of and set(c.entity_ids) != set(_members(before, old_of[n]))
+    )
+    assert moved(after) <= moved(free)
+
+
+def _members(detector, cid):
+    return next(c.entity_ids for c in detector.communities_ if c.id == cid)
+
+
+def _connected_parts_of(members, edges):
+    from llama_index_kgplus.graphrag._communities import _adjacency, _connected_parts
+
+    return _connected_parts(sorted(members), _adjacency(members, edges)) if members else []
+
+
 # --------------------------------------------------------------------------- reports
 
 

@@ -95,7 +95,7 @@ def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
         f"{stats.chunks} chunks, {stats.entities} entities, {stats.relationships} relationships, "
         f"{stats.communities} communities",
         f"community reports: regenerated {stats.reports_regenerated} of {stats.reports_total} "
-        f"({stats.reports_reused} unchanged, reused)",
+        f"({stats.reports_new} for new communities; {stats.reports_reused} unchanged, reused)",
         _usage_line(data),
     ]
     if args.json:

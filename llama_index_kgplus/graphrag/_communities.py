@@ -7,9 +7,14 @@ graspologic's ``hierarchical_leiden``, which Microsoft GraphRAG uses).
 
 On an update, a component whose nodes and weighted edges did not change keeps its communities (the same input
 with the same seed gives the same output, so it is not run again); a changed component is partitioned again
-with the same seed, starting from the previous membership (``warm_start``), so Leiden only moves what the
-change makes worth moving. New communities then take the id of the previous community of the same level they
-overlap most (Jaccard >= ``match_threshold``), else a fresh id.
+with the same seed, starting from the previous membership (``warm_start``). With ``previous_edges`` given and
+``local_moves`` on, only the nodes the change touches (new nodes, nodes whose edges changed, and their
+neighbours) may change community; the others keep theirs (Leiden's ``is_membership_fixed``; the idea of
+delta-screening in dynamic community detection), so a small change moves a few nodes, not whole regions.
+Communities are always split into connected parts. New communities then take the id of the previous community
+of the same level they overlap most (Jaccard >= ``match_threshold``), else a fresh id. ``local_moves`` trades
+some modularity for stability; rebuild from scratch now and then (``kgplus graphrag index --rebuild``) to
+re-optimise globally.
 
 Example::
 
@@ -91,6 +96,23 @@ def _components(adj: Mapping[str, Mapping[str, float]]) -> list[tuple[str, ...]]
     return out
 
 
+def _touched(adj: Mapping[str, Mapping[str, float]], previous_edges: Mapping[tuple[str, str], float]) -> set[str]:
+    """Nodes whose edges differ from ``previous_edges`` (new nodes included), and their neighbours."""
+    before = _adjacency({n for pair in previous_edges for n in pair}, previous_edges)
+    changed = {n for n in adj if before.get(n) != adj[n]}
+    changed |= {n for n in before if n not in adj}  # gone: their old neighbours are touched
+    touched = set(changed)
+    for n in changed:
+        touched.update(adj.get(n, ()))
+        touched.update(before.get(n, ()))
+    return touched & set(adj)
+
+
+def _connected_parts(members: Sequence[str], adj: Mapping[str, Mapping[str, float]]) -> list[tuple[str, ...]]:
+    inside = set(members)
+    return _components({n: {m: w for m, w in adj[n].items() if m in inside} for n in members})
+
+
 class _Previous:
     """The previous communities, indexed for reuse, warm starts and id matching."""
 
@@ -99,6 +121,7 @@ class _Previous:
         self.by_id = {c.id: c for c in previous}
         self.by_key = {(c.level, c.structure_key): c for c in previous}
         self.components = {c.component_key for c in previous if c.level == 0}
+        self.movable: set[str] | None = None  # None: every node may move
         self.label_of: dict[int, dict[str, str]] = defaultdict(dict)
         for c in previous:
             for n in c.entity_ids:
@@ -125,6 +148,10 @@ class CommunityDetector(BaseModel):
     random_state: int = Field(default=42, description="Seed of Leiden; the same seed and graph give the same communities.")
     resolution: float = Field(default=1.0, gt=0, description="Resolution of the modularity (RB configuration) quality.")
     warm_start: bool = Field(default=True, description="Start Leiden on a changed component from the previous membership.")
+    local_moves: bool = Field(
+        default=True,
+        description="On an update (previous_edges given), only nodes the change touches may change community.",
+    )
     match_threshold: float = Field(
         default=0.5, ge=0, le=1, description="Least Jaccard overlap for a new community to keep a previous community's id."
     )
@@ -149,19 +176,23 @@ class CommunityDetector(BaseModel):
         edges: Mapping[tuple[str, str], float],
         previous: Sequence[Community] = (),
         *,
+        previous_edges: Mapping[tuple[str, str], float] | None = None,
         next_id: int = 0,
     ) -> CommunityDetector:
         """Partition the graph of ``entity_ids`` and weighted ``edges`` (summed over both directions),
-        reusing and matching ``previous`` communities; new ids count up from ``next_id``."""
+        reusing and matching ``previous`` communities (computed on ``previous_edges``); new ids count up from
+        ``next_id``."""
         adj = _adjacency(sorted(set(entity_ids)), edges)
         prev = _Previous(previous)
+        if previous and previous_edges is not None and self.local_moves and self.warm_start:
+            prev.movable = _touched(adj, previous_edges)
         roots: list[_Node] = []
         for comp in _components(adj):
             ckey = _structure_key(comp, adj)
             if ckey in prev.components:
                 roots.extend(prev.subtree(c) for c in prev.all if c.level == 0 and c.component_key == ckey)
                 continue
-            groups = [comp] if len(comp) == 1 else self._leiden(comp, adj, prev.label_of[0])
+            groups = [comp] if len(comp) == 1 else self._leiden(comp, adj, prev.label_of[0], prev.movable)
             for members in groups:
                 node = _Node(0, members, _structure_key(members, adj), ckey)
                 self._split(node, adj, prev)
@@ -176,7 +207,7 @@ class CommunityDetector(BaseModel):
         if old is not None and old.children:
             node.children = [prev.subtree(prev.by_id[c]) for c in old.children if c in prev.by_id]
             return
-        parts = self._leiden(node.members, adj, prev.label_of[node.level + 1])
+        parts = self._leiden(node.members, adj, prev.label_of[node.level + 1], prev.movable)
         if len(parts) < 2:
             return
         for members in parts:
@@ -185,8 +216,13 @@ class CommunityDetector(BaseModel):
             node.children.append(child)
 
     def _leiden(
-        self, members: Sequence[str], adj: Mapping[str, Mapping[str, float]], previous_labels: Mapping[str, str]
+        self,
+        members: Sequence[str],
+        adj: Mapping[str, Mapping[str, float]],
+        previous_labels: Mapping[str, str],
+        movable: set[str] | None = None,
     ) -> list[tuple[str, ...]]:
+        """Leiden on the subgraph of ``members``; returns connected groups, ordered by their first member."""
         import igraph as ig
         import leidenalg
 
@@ -201,19 +237,23 @@ class CommunityDetector(BaseModel):
         if self.warm_start and previous_labels:
             labels: dict[str, int] = {}  # previous community -> label; nodes new to them start alone
             initial = [labels.setdefault(previous_labels.get(n, "\0" + n), len(labels)) for n in members]
-        partition = leidenalg.find_partition(
+        partition = leidenalg.RBConfigurationVertexPartition(
             ig.Graph(n=len(members), edges=edges),
-            leidenalg.RBConfigurationVertexPartition,
             initial_membership=initial,
             weights=weights or None,
-            n_iterations=-1,
-            seed=self.random_state,
             resolution_parameter=self.resolution,
         )
+        optimiser = leidenalg.Optimiser()
+        optimiser.set_rng_seed(self.random_state)
+        fixed = None
+        if initial is not None and movable is not None:
+            fixed = [n not in movable and n in previous_labels for n in members]
+        optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=fixed)
         groups: dict[int, list[str]] = defaultdict(list)
         for node, label in zip(members, partition.membership):
             groups[label].append(node)
-        return sorted((tuple(sorted(g)) for g in groups.values()), key=lambda g: g[0])
+        parts = [part for group in groups.values() for part in _connected_parts(sorted(group), adj)]
+        return sorted(parts, key=lambda g: g[0])
 
     def _assign_ids(self, roots: list[_Node], prev: _Previous, next_id: int) -> None:
         flat: list[_Node] = []

@@ -76,6 +76,7 @@ class IndexStats:
     documents_deleted: int = 0
     chunks_extracted: int = 0
     chunks_failed: int = 0
+    reports_new: int = 0  # of the regenerated: reports of communities that did not exist before
     reports_reused: int = 0
     reports_failed: int = 0
     resumed: bool = False
@@ -281,11 +282,13 @@ class GraphRAGIndex(BaseModel):
         added, changed, deleted = self._sync_documents(docs)
         extracted, failed_chunks = await self._aextract(state)
         entities, relationships = self._merge_and_write(state)
-        communities, next_id = self._detect(state, entities, relationships)
-        fingerprints, contexts, regenerated, reused, failed_reports = await self._areport(
+        previous_ids = {c.id for c, _ in state.communities()}
+        communities, next_id, edges = self._detect(state, entities, relationships)
+        fingerprints, generated, reused, failed_reports = await self._areport(
             state, communities, entities, relationships, run_id
         )
-        state.replace_communities([(c, fingerprints.get(c.id)) for c in communities], next_id)
+        regenerated = len(generated)
+        state.replace_communities([(c, fingerprints.get(c.id)) for c in communities], next_id, edges)
         state.prune_reports()
         state.prune_extractions()
         state.set_meta("built", True)
@@ -308,6 +311,7 @@ class GraphRAGIndex(BaseModel):
             documents_deleted=deleted,
             chunks_extracted=extracted,
             chunks_failed=failed_chunks,
+            reports_new=sum(cid not in previous_ids for cid in generated),
             reports_reused=reused,
             reports_failed=failed_reports,
             resumed=bool(interrupted),
@@ -399,15 +403,17 @@ class GraphRAGIndex(BaseModel):
 
     def _detect(
         self, state: GraphRAGState, entities: dict[str, Entity], relationships: dict[str, Relationship]
-    ) -> tuple[list[Community], int]:
+    ) -> tuple[list[Community], int, dict[tuple[str, str], float]]:
         edges: dict[tuple[str, str], float] = {}
         for r in relationships.values():
-            edges[(r.source, r.target)] = edges.get((r.source, r.target), 0.0) + r.weight
+            pair = (min(r.source, r.target), max(r.source, r.target))
+            edges[pair] = edges.get(pair, 0.0) + r.weight
         previous = [c for c, _ in state.communities()]
         detector = self.detector.model_copy().fit(
-            entities, edges, previous, next_id=int(state.get_meta("next_community_id", 0))
+            entities, edges, previous, previous_edges=state.community_edges(),
+            next_id=int(state.get_meta("next_community_id", 0)),
         )
-        return list(detector.communities_ or []), int(detector.next_id_ or 0)
+        return list(detector.communities_ or []), int(detector.next_id_ or 0), edges
 
     async def _areport(
         self,
@@ -416,7 +422,9 @@ class GraphRAGIndex(BaseModel):
         entities: dict[str, Entity],
         relationships: dict[str, Relationship],
         run_id: int,
-    ) -> tuple[dict[str, str], dict[str, ReportContext], int, int, int]:
+    ) -> tuple[dict[str, str], list[str], int, int]:
+        """Reports for the communities that need one: ``(fingerprints by community id, ids of the communities
+        whose report was generated now, reports reused, reports failed)``."""
         rels = list(relationships.values())
         fingerprints: dict[str, str] = {}
         contexts: dict[str, ReportContext] = {}
@@ -447,7 +455,8 @@ class GraphRAGIndex(BaseModel):
         failed = [o for o in outcomes if not o.ok]
         for o in failed[:5]:
             logger.warning("Report failed for community %s: %s", contexts[o.key].community_id, o.error)
-        return fingerprints, contexts, len(outcomes) - len(failed), reused, len(failed)
+        generated = [contexts[o.key].community_id for o in outcomes if o.ok]
+        return fingerprints, generated, reused, len(failed)
 
     # ------------------------------------------------------------------ reading
 

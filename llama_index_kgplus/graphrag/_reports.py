@@ -4,7 +4,8 @@ A report has a ``title``, a ``summary``, a ``rating`` (0-10 impact), a ``rating_
 ``findings`` (each a ``summary`` and an ``explanation``), constrained by a JSON schema (a llama.cpp grammar
 for the local model). The report's input, the community context, is a token-bounded table of the members
 (most connected first) and their relationships; its :meth:`CommunityReportGenerator.fingerprint` hashes the
-members, that context and the generator's settings, so a report is regenerated exactly when its input changes.
+members and descriptions in that context and the generator's settings, so a report is regenerated exactly when
+its input changes.
 
 Example::
 
@@ -174,11 +175,17 @@ class CommunityReportGenerator(BaseModel):
         )
 
     def fingerprint(self, community: Community, context: ReportContext) -> str:
-        """Hash of the members, their descriptions as shown, and the generator's settings and prompt."""
+        """Hash of what the report is written from: the members and relationships shown (ids, names,
+        descriptions, weights), the generator's settings and its prompt.
+
+        The same fingerprint means the same prompt, so regenerating would only repeat the report. A member that
+        the token budget leaves out of a large community's context therefore does not trigger a new report.
+        """
         payload = {
-            "members": sorted(community.entity_ids),
-            "entities": context.entities_text,
-            "relationships": context.relationships_text,
+            "members": list(context.entity_ids),
+            "relationships": list(context.relationship_ids),
+            "entities_text": context.entities_text,
+            "relationships_text": context.relationships_text,
             "settings": self.model_dump(exclude={"max_attempts"}),
             "prompt": REPORT_PROMPT.get_template(),
         }

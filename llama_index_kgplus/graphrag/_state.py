@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -266,7 +266,14 @@ class GraphRAGState:
             for r in rows
         ]
 
-    def replace_communities(self, communities: Sequence[tuple[Community, str | None]], next_id: int) -> None:
+    def replace_communities(
+        self,
+        communities: Sequence[tuple[Community, str | None]],
+        next_id: int,
+        edges: Mapping[tuple[str, str], float] | None = None,
+    ) -> None:
+        """Store the communities (with their report fingerprints), the id counter and the weighted edges they
+        were computed on (the next update compares against them), in one transaction."""
         with self._tx() as db:
             db.execute("DELETE FROM communities")
             db.executemany(
@@ -279,6 +286,16 @@ class GraphRAGState:
                 ],
             )
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_community_id', ?)", (json.dumps(next_id),))
+            if edges is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('community_edges', ?)",
+                    (json.dumps([[a, b, w] for (a, b), w in sorted(edges.items())], ensure_ascii=False),),
+                )
+
+    def community_edges(self) -> dict[tuple[str, str], float] | None:
+        """The weighted edges the stored communities were computed on (None before the first build)."""
+        rows = self.get_meta("community_edges")
+        return None if rows is None else {(a, b): float(w) for a, b, w in rows}
 
     def report(self, fingerprint: str) -> ReportRecord | None:
         rows = self._rows(
