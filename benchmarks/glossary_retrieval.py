@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         ranked = {
             "original": by_original,
             "rewritten": by_rewrite,
-            "fused": engine._fuse(by_original, by_rewrite) if rewrite.changed else by_original,
+            "fused": engine.fuse(by_original, by_rewrite) if rewrite.changed else by_original,
             "proposed": by_proposed,
             "terms": retriever.retrieve(QueryBundle(terms_query)),
         }

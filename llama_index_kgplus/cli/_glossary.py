@@ -25,7 +25,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--mode",
         choices=RETRIEVAL_MODES,
         default=DEFAULT_MODE,
-        help=f"with --glossary: retrieve with the rewritten, the original or both fused queries (default {DEFAULT_MODE})",
+        help=f"with --glossary: retrieve with the rewritten, the original or both fused queries "
+        f"(default {DEFAULT_MODE})",
     )
     if "--llm" not in parser._option_string_actions:  # retrieve needs the LLM too, for the rewrite
         group.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")

@@ -160,7 +160,8 @@ class GlossaryQueryEngine(CustomQueryEngine):
     def _query_str(self, query: QueryType) -> str:
         return query.query_str if isinstance(query, QueryBundle) else str(query)
 
-    def _fuse(self, original: list[NodeWithScore], rewritten: list[NodeWithScore]) -> list[NodeWithScore]:
+    def fuse(self, original: list[NodeWithScore], rewritten: list[NodeWithScore]) -> list[NodeWithScore]:
+        """Reciprocal rank fusion of the two rankings, cut to ``fused_top_n`` (default: the longer list's length)."""
         top_n = self.fused_top_n or max(len(original), len(rewritten))
         return reciprocal_rank_fusion([original, rewritten], k=self.rrf_k, top_n=top_n)
 
@@ -179,7 +180,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         elif self.mode == "rewritten":
             nodes = self.retriever.retrieve(QueryBundle(rewrite.rewritten_query))
         else:
-            nodes = self._fuse(self.retriever.retrieve(original), self.retriever.retrieve(rewrite.rewritten_query))
+            nodes = self.fuse(self.retriever.retrieve(original), self.retriever.retrieve(rewrite.rewritten_query))
         return GlossaryRetrieval(rewrite, self.mode, nodes)
 
     async def aretrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
@@ -192,7 +193,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
             both = await asyncio.gather(
                 self.retriever.aretrieve(original), self.retriever.aretrieve(QueryBundle(rewrite.rewritten_query))
             )
-            nodes = self._fuse(*both)
+            nodes = self.fuse(*both)
         return GlossaryRetrieval(rewrite, self.mode, nodes)
 
     def rewrite_and_retrieve(self, query: QueryType) -> GlossaryRetrieval:

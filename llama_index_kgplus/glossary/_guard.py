@@ -72,7 +72,7 @@ class DriftGuard(BaseModel):
             self._embed_model = Settings.embed_model
         return self._embed_model
 
-    def _static_reason(self, original: str, rewritten: str) -> tuple[str | None, int]:
+    def _static_reason(self, rewritten: str) -> tuple[str | None, int]:
         words = len(rewritten.split())
         if not rewritten.strip():
             return "empty rewrite", 0
@@ -90,7 +90,7 @@ class DriftGuard(BaseModel):
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
         """Judge ``rewritten`` against ``original`` (``original_embedding`` saves one embedding call)."""
-        reason, words = self._static_reason(original, rewritten)
+        reason, words = self._static_reason(rewritten)
         if reason:
             return GuardVerdict(reason, None, words)
         if original_embedding is None:
@@ -100,7 +100,7 @@ class DriftGuard(BaseModel):
     async def acheck(
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
-        reason, words = self._static_reason(original, rewritten)
+        reason, words = self._static_reason(rewritten)
         if reason:
             return GuardVerdict(reason, None, words)
         if original_embedding is None:

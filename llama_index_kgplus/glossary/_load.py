@@ -183,7 +183,8 @@ def read_csv_glossary(path: str | Path) -> Glossary:
             f"{path}:1: the header {header} lacks column(s) {', '.join(missing)}; "
             "the first row must name the columns: term,explanation[,aliases][,see_also]."
         )
-    unknown = [h for h in header if h not in ("term", "explanation", "aliases", "see_also") and not h.startswith("metadata.")]
+    columns = ("term", "explanation", "aliases", "see_also")
+    unknown = [h for h in header if h not in columns and not h.startswith("metadata.")]
     if unknown:
         raise InputDataError(
             f"{path}:1: unknown column(s) {unknown}; allowed: term, explanation, aliases, see_also, metadata.KEY."
@@ -202,7 +203,8 @@ def read_csv_glossary(path: str | Path) -> Glossary:
             if len(row) != len(header):
                 raise InputDataError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}.")
             cells = dict(zip(header, row))
-            label = f"{path}:{line}: row {len(entries) + 1}" + (f" ({cells['term'].strip()!r})" if cells["term"].strip() else "")
+            term = cells["term"].strip()
+            label = f"{path}:{line}: row {len(entries) + 1}" + (f" ({term!r})" if term else "")
             record: dict[str, Any] = {"term": cells["term"], "explanation": cells["explanation"]}
             for key in ("aliases", "see_also"):
                 if cells.get(key, "").strip():

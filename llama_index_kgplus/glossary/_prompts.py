@@ -51,6 +51,7 @@ def clean_rewrite(text: str) -> str:
                 text = paragraphs[1]
             break
     text = " ".join(text.split())
-    if len(text) >= 2 and (text[0], text[-1]) in (('"', '"'), ("“", "”")) and text.count(text[-1]) == 1 + (text[0] == text[-1]):
+    quoted = len(text) >= 2 and (text[0], text[-1]) in (('"', '"'), ("“", "”"))
+    if quoted and text.count(text[-1]) == 1 + (text[0] == text[-1]):  # no inner quote of the same kind
         text = text[1:-1].strip()
     return text

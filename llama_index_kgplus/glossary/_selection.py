@@ -81,7 +81,8 @@ class GlossaryTermSelector(BaseModel):
     glossary: Glossary = Field(description="The glossary to select from.")
     top_k: int = Field(default=3, ge=0, description="How many entries to add by embedding similarity.")
     min_similarity: float = Field(
-        default=0.35, description="Cosine similarity an entry needs to be added by embedding (matched terms always are)."
+        default=0.35,
+        description="Cosine similarity an entry needs to be added by embedding (matched terms always are).",
     )
     max_tokens: int = Field(default=600, gt=0, description="Token budget of all selected entries' prompt lines.")
     max_explanation_tokens: int | None = Field(
@@ -246,11 +247,12 @@ class GlossaryTermSelector(BaseModel):
         candidates: list[tuple[int, SelectionReason, float | None, str | None]] = []
         seen: set[int] = set()
         for m in self.glossary.find(query):
-            for i in m.values:
-                if int(i) not in seen:  # type: ignore[call-overload]
-                    seen.add(int(i))  # type: ignore[call-overload]
-                    score = None if similarities is None else float(similarities[int(i)])  # type: ignore[call-overload]
-                    candidates.append((int(i), "matched", score, m.text))  # type: ignore[call-overload]
+            for value in m.values:
+                i = int(value)  # type: ignore[call-overload]  # payloads are entry positions
+                if i not in seen:
+                    seen.add(i)
+                    score = None if similarities is None else float(similarities[i])
+                    candidates.append((i, "matched", score, m.text))
         if similarities is not None:
             added = 0
             for i in np.argsort(-similarities, kind="stable"):
