@@ -179,6 +179,8 @@ async def test_async_selection_equals_sync(selector):
         ("What is a decorator?\n\nThis rewrite adds the term decorator.", "What is a decorator?"),
         ("Rewritten query:\n\nWhat is a decorator?", "What is a decorator?"),
         ('Is "a" the same as "b"?', 'Is "a" the same as "b"?'),
+        ("Question: What is a class?\nRewritten query: What is a class object?", "What is a class object?"),
+        ("Is a rewritten query: a query?", "Is a rewritten query: a query?"),
         ("", ""),
     ],
 )

@@ -6,6 +6,8 @@ Both are LlamaIndex ``PromptTemplate`` objects, replaceable through ``update_pro
 
 from __future__ import annotations
 
+import re
+
 from llama_index.core.prompts import PromptTemplate
 
 DEFAULT_REWRITE_PROMPT_TMPL = (
@@ -35,12 +37,16 @@ DEFAULT_GLOSSARY_CONTEXT_TMPL = (
 )
 DEFAULT_GLOSSARY_CONTEXT_PROMPT = PromptTemplate(DEFAULT_GLOSSARY_CONTEXT_TMPL)
 
+_REWRITE_LABEL = re.compile(r"^[ \t]*(?:rewritten|improved|new) (?:query|question)[ \t]*:", re.IGNORECASE | re.MULTILINE)
 _LABELS = ("rewritten query", "rewritten question", "new query", "improved query", "query", "question", "answer")
 
 
 def clean_rewrite(text: str) -> str:
     """The first paragraph of an LLM rewrite, without code fences, a leading label or surrounding quotes."""
     text = text.strip().strip("`").strip()
+    labelled = list(_REWRITE_LABEL.finditer(text))
+    if labelled and text[labelled[-1].end() :].strip():  # "Question: ...\nRewritten query: X" -> X
+        text = text[labelled[-1].end() :].strip()
     paragraphs = [p for p in (p.strip() for p in text.split("\n\n")) if p]
     text = paragraphs[0] if paragraphs else ""
     lowered = text.lower()
