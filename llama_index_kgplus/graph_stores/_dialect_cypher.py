@@ -66,13 +66,19 @@ class _CypherDialect(GraphDialect):
         for extra, rows in groups.items():
             labels = "".join(":" + quote_identifier(lb, "label") for lb in (layout.node_label, *extra))
             query = f"UNWIND $rows AS r CREATE (n{labels}) SET n += r"
-            for i in range(0, len(rows), batch_size):
-                batch = rows[i : i + batch_size]
-                self.run(store, query, {"rows": batch})
-                written += len(batch)
-                if progress is not None:
-                    progress.update(len(batch))
+            written += self._run_batches(store, query, rows, batch_size, progress)
         return written
+
+    def _run_batches(
+        self, store: Any, query: str, rows: list[dict[str, Any]], batch_size: int, progress: Any = None
+    ) -> int:
+        """``query`` (which reads ``$rows``) once per batch of rows; returns how many rows went in."""
+        for i in range(0, len(rows), batch_size):
+            batch = rows[i : i + batch_size]
+            self.run(store, query, {"rows": batch})
+            if progress is not None:
+                progress.update(len(batch))
+        return len(rows)
 
     def write_relationships(
         self, store: Any, layout: GraphLayout, rels: Sequence[RelRecord], rel_properties: dict[str, str],
@@ -89,12 +95,7 @@ class _CypherDialect(GraphDialect):
                 f"UNWIND $rows AS r MATCH (a:{label} {{{idp}: r.s}}) MATCH (b:{label} {{{idp}: r.e}}) "
                 f"CREATE (a)-[x:{quote_identifier(rel_type, 'relationship type')}]->(b) SET x += r.p"
             )
-            for i in range(0, len(rows), batch_size):
-                batch = rows[i : i + batch_size]
-                self.run(store, query, {"rows": batch})
-                written += len(batch)
-                if progress is not None:
-                    progress.update(len(batch))
+            written += self._run_batches(store, query, rows, batch_size, progress)
         return written
 
     def write_aliases(
@@ -111,8 +112,7 @@ class _CypherDialect(GraphDialect):
             f"UNWIND $rows AS r MATCH (n:{label} {{{idp}: r.id}}) "
             f"SET n.{quote_identifier(layout.alias_property)} = r.a"
         )
-        for i in range(0, len(rows), batch_size):
-            self.run(store, query, {"rows": rows[i : i + batch_size]})
+        self._run_batches(store, query, rows, batch_size)
         return len(aliases)
 
     def read_names(self, store: Any, layout: GraphLayout) -> Iterator[tuple[str, str, bool]]:
