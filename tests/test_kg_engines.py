@@ -386,6 +386,13 @@ def test_ranking_shorter_first_then_rank_then_mention_order_and_cap(toy_kg):
     assert reversed_mention[0] == "beta -[LINKS]-> mu two <-[LINKS]- alpha"
 
 
+def test_the_row_limit_bounds_the_query_and_says_so(toy_kg, caplog):
+    with caplog.at_level("WARNING"):
+        result = KGPathFinder.from_defaults(toy_kg, max_rows=1).find("alpha and beta")
+    assert len(result.paths) == 1
+    assert "returned its row limit (1)" in caplog.text
+
+
 def test_one_entity_gives_its_direct_relationships_unless_disabled(toy_kg):
     result = KGPathFinder.from_defaults(toy_kg).find("Tell me about ALP.")  # a synonym of alpha
     assert [(e.cid, e.name, e.text) for e in result.entities] == [("A", "alpha", "ALP")]

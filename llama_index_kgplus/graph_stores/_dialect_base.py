@@ -13,6 +13,7 @@ Safety rules kept by every statement of every dialect:
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
+
+logger = logging.getLogger(__name__)
 
 #: Labels, relationship types and property names: letters, digits and ``_``, not starting with a digit.
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -240,7 +243,7 @@ class GraphDialect(ABC):
         if not pairs:
             return []
         query, params = self.shortest_paths_statement(layout, pairs, _check_hops(max_hops), _check_limit(limit))
-        return self._paths_for_pairs(self.run(store, query, params), layout, pairs)
+        return self._paths_for_pairs(_bounded(self.run(store, query, params), limit), layout, pairs)
 
     async def ashortest_paths(
         self, store: Any, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int = 2,
@@ -250,14 +253,14 @@ class GraphDialect(ABC):
         if not pairs:
             return []
         query, params = self.shortest_paths_statement(layout, pairs, _check_hops(max_hops), _check_limit(limit))
-        return self._paths_for_pairs(await self.arun(store, query, params), layout, pairs)
+        return self._paths_for_pairs(_bounded(await self.arun(store, query, params), limit), layout, pairs)
 
     def neighbours(self, store: Any, layout: GraphLayout, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
         """The direct relationships of the given nodes as one-hop paths starting at them."""
         if not ids:
             return []
         rows = self.run(store, self.neighbours_query(layout), {"ids": list(ids), "limit": _check_limit(limit)})
-        return [_starting_at(self.decode_path(row, layout), set(ids)) for row in rows]
+        return [_starting_at(self.decode_path(row, layout), set(ids)) for row in _bounded(rows, limit)]
 
     async def aneighbours(
         self, store: Any, layout: GraphLayout, ids: Sequence[str], limit: int = 10_000
@@ -267,7 +270,7 @@ class GraphDialect(ABC):
         rows = await self.arun(
             store, self.neighbours_query(layout), {"ids": list(ids), "limit": _check_limit(limit)}
         )
-        return [_starting_at(self.decode_path(row, layout), set(ids)) for row in rows]
+        return [_starting_at(self.decode_path(row, layout), set(ids)) for row in _bounded(rows, limit)]
 
     def _paths_for_pairs(
         self, rows: list[dict[str, Any]], layout: GraphLayout, pairs: list[tuple[str, str]]
@@ -308,6 +311,12 @@ class GraphDialect(ABC):
     @staticmethod
     def _rel_pattern_cypher(layout: GraphLayout) -> str:
         return "|".join(quote_identifier(t, "relationship type") for t in layout.rel_types)
+
+
+def _bounded(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    if len(rows) >= limit:
+        logger.warning("A path query returned its row limit (%d): the paths may be incomplete; raise max_rows.", limit)
+    return rows
 
 
 def _unique_pairs(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
