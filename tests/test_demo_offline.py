@@ -11,19 +11,26 @@ from llama_index_kgplus.demo import run_demo
 
 
 @pytest.mark.slow
-def test_demo_answers_from_the_sample_with_sources(small_llm, embed_model, no_network):
+def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_model, no_network):
     out = io.StringIO()
-    (response,) = run_demo(
-        llm=small_llm,
-        embed_model=embed_model,
-        questions=("How do I create a virtual environment with the venv module?",),
-        out=out,
-    )
-    sources = [hit.node.metadata["doc_id"] for hit in response.source_nodes]
-    assert "tutorial/venv" in sources
-    assert "venv" in str(response).lower()
+    responses = run_demo(llm=small_llm, embed_model=embed_model, out=out)
     printed = out.getvalue()
-    assert "A: " in printed and "[tutorial/venv]" in printed
+
+    hierarchy = responses["hierarchy"]
+    assert "tutorial/venv" in {hit.node.metadata.get("doc_id") for hit in hierarchy.source_nodes}
+    assert "venv" in str(hierarchy).lower()
+    assert "level 1:" in printed  # the index was built with summary nodes
+
+    glossary = responses["glossary"].metadata
+    assert glossary["original_query"].startswith("How can a function clean up")
+    assert "glossary terms:" in printed
+    assert "tutorial/errors" in {hit.node.metadata.get("doc_id") for hit in responses["glossary"].source_nodes}
+
+    kg = responses["kg"].metadata
+    assert {e["cid"] for e in kg["kg_entities"]} == {"virus", "disease_or_syndrome"}
+    assert "virus -[causes]-> disease or syndrome" in [p["text"] for p in kg["kg_paths"]]
+    assert "path: virus -[causes]-> disease or syndrome" in printed
+    assert all(str(r).strip() for r in responses.values())
     assert no_network == []
 
 
