@@ -152,6 +152,7 @@ async def test_a_copied_passage_gets_one_more_call_then_fails():
     texts = [CATS[0], MARKETS[1]]
     assert summarizer.copied_passage(copy, texts) == 2
     assert summarizer.copied_passage("Cats are pets, and investors sold bank shares.", texts) is None
+    assert summarizer.copied_passage(copy, [copy, " " + copy]) is None  # duplicates say nothing else
     assert summarizer.summarize(texts) == "Cats are pets, and investors sold bank shares."
     retry = llm.prompts[1]
     assert "repeated passage [1] word for word" in retry  # passage 2 is number 1 once reversed
@@ -185,11 +186,14 @@ def test_two_stage_rejects_a_stage_that_is_not_a_summarizer():
 @pytest.mark.slow
 def test_two_stage_with_the_real_local_llm_writes_a_grounded_summary(small_llm, embed_model):
     summarizer = TwoStageSummarizer.from_defaults(llm=small_llm, embed_model=embed_model, max_sentences=2, max_words=30)
-    summary = summarizer.summarize([" ".join(CATS), " ".join(CATS[::-1])])
+    texts = [" ".join(CATS), "Lions and tigers are large wild cats that hunt antelope. A cheetah is the fastest cat."]
+    summary = summarizer.summarize(texts)
     assert summary.strip()
     words = {w.strip(".,").lower() for w in summary.split()}
-    assert {"cat", "cats", "kitten", "kittens"} & words
-    assert summarizer.usage_["calls"] == 1 and summarizer.usage_["prompt_tokens"] > 50
+    assert {"cat", "cats", "kitten", "kittens", "lions", "tigers", "cheetah"} & words
+    assert summarizer.abstractive.copied_passage(summary, summarizer.condense(texts)) is None  # not a copy
+    assert summarizer.usage_["calls"] in (1, 2)  # 2 only when the first reply copied a passage
+    assert summarizer.usage_["prompt_tokens"] > 50
 
 
 @pytest.mark.slow

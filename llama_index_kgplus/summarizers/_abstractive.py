@@ -106,15 +106,18 @@ class AbstractiveSummarizer(BaseSummarizer):
         return text
 
     def copied_passage(self, summary: str, texts: Sequence[str]) -> int | None:
-        """The 1-based number of the passage that ``summary`` copies (see ``copy_threshold``), else None."""
-        if self.copy_threshold is None:
+        """The 1-based number of the passage that ``summary`` copies (see ``copy_threshold``), else None.
+
+        Passages that all say the same (duplicates) cannot be summarised otherwise: that is not a copy.
+        """
+        own = _shingles(summary)
+        if self.copy_threshold is None or not own:
             return None
         passages = [t for t in texts if t.strip()]
-        own = _shingles(summary)
-        for number, passage in enumerate(passages, 1):
-            if own and len(own & _shingles(passage)) / len(own) >= self.copy_threshold:
-                return number
-        return None
+        copied = [len(own & _shingles(p)) / len(own) >= self.copy_threshold for p in passages]
+        if not any(copied) or all(copied):
+            return None
+        return copied.index(True) + 1
 
     def _retry_prompt(self, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
         passages = [t for t in texts if t.strip()][::-1]
