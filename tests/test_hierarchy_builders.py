@@ -28,7 +28,7 @@ from llama_index_kgplus.hierarchy import (
     SemanticChunkingSummaryNodeBuilder,
     node_level,
 )
-from llama_index_kgplus.hierarchy._semantic import consecutive_similarities, segment, similarity_threshold
+from llama_index_kgplus.hierarchy._semantic import segment, similarity_threshold
 from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 
 VOLCANO = [

@@ -14,7 +14,6 @@ from llama_index_kgplus import build_index, load_corpus, sample
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,
-    RaptorSummaryNodeBuilder,
     SemanticChunkingSummaryNodeBuilder,
     node_level,
     read_manifest,
