@@ -11,13 +11,13 @@ Example::
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from llama_index.core import Document
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.jsonl import iter_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -39,22 +39,12 @@ def load_corpus(path: str | Path) -> list[Document]:
 
 def _read_jsonl(path: Path) -> list[Document]:
     docs, seen = [], set()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputDataError(f"{path} is not UTF-8 text (byte {exc.start}): re-encode it as UTF-8.") from exc
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno}).") from exc
-        if not isinstance(record, dict) or "id" not in record or "text" not in record:
-            raise InputDataError(f'{path}:{lineno}: a record needs at least "id" and "text" fields.')
+    for where, record in iter_jsonl(path, "Corpus"):
+        if "id" not in record or "text" not in record:
+            raise InputDataError(f'{where}: a record needs at least "id" and "text" fields.')
         doc_id = str(record["id"])
         if doc_id in seen:
-            raise InputDataError(f"{path}:{lineno}: duplicate document id {doc_id!r}.")
+            raise InputDataError(f"{where}: duplicate document id {doc_id!r}.")
         seen.add(doc_id)
         title = str(record.get("title") or doc_id)
         docs.append(_document(doc_id, title, str(record["text"] or "")))

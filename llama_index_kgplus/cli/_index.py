@@ -22,22 +22,13 @@ from typing import Any
 
 from llama_index_kgplus.cli import _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.jsonl import iter_jsonl
 
 
 def _read_questions(path: Path, field: str = "question") -> Iterator[str]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputDataError(f"Cannot read {path}: {exc}") from exc
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"{path}:{lineno}: invalid JSON ({exc.msg}).") from exc
-        if not isinstance(record, dict) or not str(record.get(field) or "").strip():
-            raise InputDataError(f'{path}:{lineno}: each line needs a non-empty "{field}" field.')
+    for where, record in iter_jsonl(path, "Questions file"):
+        if not str(record.get(field) or "").strip():
+            raise InputDataError(f'{where}: each line needs a non-empty "{field}" field.')
         yield str(record[field])
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.jsonl import iter_jsonl
 
 
 @dataclass(frozen=True)
@@ -20,23 +20,9 @@ class EvalSample:
 
 def load_dataset(path: str | Path) -> list[EvalSample]:
     """Read and validate a dataset; every problem names its line."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InputDataError(f"Dataset {path} does not exist.") from exc
-    except UnicodeDecodeError as exc:
-        raise InputDataError(f"Dataset {path} is not UTF-8 text (byte {exc.start}).") from exc
     samples, seen = [], set()
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputDataError(f"{where}: invalid JSON ({exc.msg}).") from exc
-        if not isinstance(record, dict) or not str(record.get("question") or "").strip():
+    for where, record in iter_jsonl(path, "Dataset"):
+        if not str(record.get("question") or "").strip():
             raise InputDataError(f'{where}: a line needs a non-empty "question".')
         truth = record.get("ground_truth")
         gold = record.get("gold_ids") or []
