@@ -27,7 +27,7 @@ from graphrag_incremental import DATA, paragraphs  # noqa: E402
 from llama_index.core import Document  # noqa: E402
 
 from llama_index_kgplus import defaults  # noqa: E402
-from llama_index_kgplus.graphrag import GraphExtractor, GraphRAGIndex  # noqa: E402
+from llama_index_kgplus.graphrag import CommunityReportGenerator, GraphExtractor, GraphRAGIndex  # noqa: E402
 
 
 def main() -> int:
@@ -37,6 +37,10 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=6)
     parser.add_argument("--chars", type=int, default=500)
     parser.add_argument("--min-entities", type=int, default=1, help="GraphExtractor.min_entities (1 for the 0.5B model)")
+    parser.add_argument("--max-findings", type=int, default=5, help="CommunityReportGenerator.max_findings (5 to 10)")
+    parser.add_argument("--max-chars", type=int, default=150, help="CommunityReportGenerator.max_chars (40 to 300)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="llama.cpp threads (1: on a shared machine two spin-waiting threads are far slower)")
     parser.add_argument("--question", default="What are the main themes of these documents?")
     parser.add_argument("--store", type=Path, default=None, help="keep the store here (default: a temporary folder)")
     parser.add_argument("--json", type=Path, default=None)
@@ -49,8 +53,11 @@ def main() -> int:
     base, added = docs[: args.docs], docs[args.docs]
     store = args.store or Path(tempfile.mkdtemp(prefix="graphrag-real-"))
     load_before = os.getloadavg()
-    llm = defaults.default_llm(args.llm, context_window=4096)
-    index = GraphRAGIndex.from_defaults(store, llm=llm, extractor=GraphExtractor(min_entities=args.min_entities))
+    llm = defaults.default_llm(args.llm, context_window=4096, n_threads=args.threads)
+    index = GraphRAGIndex.from_defaults(
+        store, llm=llm, extractor=GraphExtractor(min_entities=args.min_entities),
+        reporter=CommunityReportGenerator(min_findings=5, max_findings=args.max_findings, max_chars=args.max_chars),
+    )
     rows = {}
     with index:
         rows["full index"] = index.build(base).as_dict()
@@ -67,8 +74,10 @@ def main() -> int:
     rebuild_calls = up["chunks"] + up["reports_total"]
     load_after = os.getloadavg()
 
-    print(f"\nmodel {args.llm}; {args.docs} documents of <= {args.chars} characters + 1 added; store {store}")
-    print(f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} (2 cores, shared)\n")
+    print(f"\nmodel {args.llm}; {args.docs} documents of <= {args.chars} characters + 1 added; reports of 5-"
+          f"{args.max_findings} findings, explanations <= {args.max_chars} characters; store {store}")
+    print(f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} (2 cores, shared); "
+          f"llama.cpp threads: {args.threads}\n")
     print(f"{'step':<22} {'docs':>5} {'LLM calls':>10} {'prompt tok':>11} {'compl. tok':>11} {'seconds':>8} {'reports':>14}")
     for name, r in rows.items():
         reports = f"{r['reports_regenerated']} of {r['reports_total']}" if name != "global query" else f"{r['reports_total']} read"

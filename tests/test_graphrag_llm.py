@@ -19,19 +19,29 @@ TEXTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def one_thread_llm():
+    """The 0.5B model like the shared ``small_llm`` fixture, but on one llama.cpp thread: on this shared 2-core
+    machine, with other jobs running, two spin-waiting threads generated 1.6-2.1 tokens/s against 13.5-14.5 for
+    one (measured back to back)."""
+    from llama_index_kgplus import defaults
+
+    return defaults.default_llm(defaults.FAST_LLM, max_new_tokens=256, context_window=4096, n_threads=1)
+
+
 def _docs(*names: str) -> list[Document]:
     return [Document(id_=n, text=TEXTS[n], metadata={"doc_id": n, "title": n.title()}) for n in names]
 
 
 @pytest.mark.slow
-def test_index_update_query_with_the_local_llm(small_llm, tmp_path):
+def test_index_update_query_with_the_local_llm(one_thread_llm, tmp_path):
     index = GraphRAGIndex.from_defaults(
         tmp_path / "store",
-        llm=small_llm,
+        llm=one_thread_llm,
         chunk_size=128,
         min_community_size=1,  # one-sentence documents may yield no relationship; report every entity then
         extractor=GraphExtractor(min_entities=1, max_entities=3, max_relationships=3, max_description_chars=100, max_tokens=400),
-        reporter=CommunityReportGenerator(min_findings=5, max_findings=5, max_tokens=900),
+        reporter=CommunityReportGenerator(min_findings=5, max_findings=5, max_chars=120, max_tokens=700),
         show_progress=False,
     )
     with index:

@@ -117,7 +117,8 @@ def test_merge_bounds_descriptions():
 def test_truncated_json_keeps_complete_items():
     candidates = truncated_json_candidates('{"entities": [{"name": "A"}, {"name": "B"}, {"name": "C", "ty')
     assert {"entities": [{"name": "A"}, {"name": "B"}]} in candidates
-    assert truncated_json_candidates('{"a": 1}') == []  # not truncated
+    assert truncated_json_candidates('{"a": 1}') == [{"a": 1}]  # complete: parsed as it is
+    assert truncated_json_candidates('{"a": "line\nbreak"}') == [{"a": "line\nbreak"}]  # raw control character
     assert truncated_json_candidates("no json") == []
 
 

@@ -3,8 +3,8 @@
 JSON goes through :func:`llama_index_kgplus.structured.agenerate_json` one attempt at a time, because a greedy
 local model asked the same prompt twice answers the same broken text twice: after a failed attempt the
 output is first repaired (wrapping prose and code fences by ``structured``; a reply cut off at the token
-limit by :func:`truncated_json_candidates`, which keeps the complete items), and only then asked again with the
-problem spelled out in the prompt. After the last attempt a ``StructuredOutputError`` carries the raw text.
+limit, or with raw control characters in its strings, by :func:`truncated_json_candidates`, which keeps the
+complete items), and only then asked again with the problem spelled out in the prompt. After the last attempt a ``StructuredOutputError`` carries the raw text.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ _CLOSERS = {"{": "}", "[": "]"}
 
 
 def truncated_json_candidates(text: str) -> list[Any]:
-    """Parses of JSON that was cut off: unfinished trailing items dropped, open brackets closed.
+    """Parses of JSON that was cut off: unfinished trailing items dropped, open brackets closed (raw control
+    characters inside strings, which strict JSON rejects, are accepted).
 
     ``'{"a": [{"x": 1}, {"x": 2}, {"x": '`` gives ``{"a": [{"x": 1}, {"x": 2}]}``. Candidates come
     innermost cut first (keeping the most); an empty list when nothing parseable is left.
@@ -54,8 +55,11 @@ def truncated_json_candidates(text: str) -> list[Any]:
             if not stack:
                 return []
             stack.pop()
-            if not stack:
-                return []  # complete JSON: nothing was cut off
+            if not stack:  # complete: only raw control characters inside strings can be wrong with it
+                try:
+                    return [json.loads(text[: i + 1], strict=False)]
+                except json.JSONDecodeError:
+                    return []
             stack[-1][1] = i + 1
         elif ch == "," and stack:
             stack[-1][1] = i
@@ -64,7 +68,7 @@ def truncated_json_candidates(text: str) -> list[Any]:
         cut = text[: stack[depth][1]].rstrip().rstrip(",")
         closers = "".join(_CLOSERS[open_ch] for open_ch, _ in reversed(stack[: depth + 1]))
         try:
-            candidates.append(json.loads(cut + closers))
+            candidates.append(json.loads(cut + closers, strict=False))
         except json.JSONDecodeError:
             continue
     return candidates

@@ -61,11 +61,20 @@ class CommunityReport(BaseModel):
 
 
 @lru_cache(maxsize=16)
-def _schema_model(min_findings: int, max_findings: int) -> type[CommunityReport]:
+def _schema_model(min_findings: int, max_findings: int, max_chars: int) -> type[CommunityReport]:
+    """The report schema with this generator's limits; ``max_chars`` bounds the summary and each explanation
+    (the finding summary gets a quarter of it), which bounds the reply's length for a small model."""
+    finding = create_model(
+        "ReportFinding",
+        __base__=Finding,
+        summary=(bounded_text(min(120, max(20, max_chars // 4))), Field(description="The insight in one line.")),
+        explanation=(bounded_text(min(300, max_chars)), Field(description="The insight explained from the data.")),
+    )
     return create_model(
         "Report",
         __base__=CommunityReport,
-        findings=(list[Finding], Field(min_length=min_findings, max_length=max_findings, description="Key insights.")),
+        summary=(bounded_text(min(500, max_chars * 2)), Field(description="Executive summary of the community.")),
+        findings=(list[finding], Field(min_length=min_findings, max_length=max_findings, description="Key insights.")),  # type: ignore[valid-type]
     )
 
 
@@ -100,6 +109,11 @@ class CommunityReportGenerator(BaseModel):
     max_tokens: int = Field(default=1200, ge=128, description="Token limit of one report reply.")
     min_findings: int = Field(default=5, ge=1, le=10, description="Fewest findings a report must have.")
     max_findings: int = Field(default=10, ge=1, le=10, description="Most findings a report may have.")
+    max_chars: int = Field(
+        default=300, ge=40, le=300,
+        description="Longest finding explanation in characters (the summary may be twice as long, a finding's "
+        "one-line summary a quarter); lower it to make a small local model faster.",
+    )
     max_attempts: int = Field(default=2, ge=1, description="Attempts per report (each failure is repaired, then retried with feedback).")
 
     _llm: LLM | None = PrivateAttr(default=None)
@@ -203,7 +217,7 @@ class CommunityReportGenerator(BaseModel):
         """The report of ``context``; raises ``StructuredOutputError`` after all attempts."""
         from llama_index.core import Settings
 
-        model = _schema_model(self.min_findings, max(self.min_findings, self.max_findings))
+        model = _schema_model(self.min_findings, max(self.min_findings, self.max_findings), self.max_chars)
         report, _ = await ajson_call(
             llm or self._llm or Settings.llm, self.prompt(context), model,
             max_attempts=self.max_attempts, max_tokens=self.max_tokens,
