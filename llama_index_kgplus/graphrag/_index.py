@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -267,9 +268,9 @@ class GraphRAGIndex(BaseModel):
                 "The corpus is empty: there is nothing to index. (An update never treats an empty corpus as "
                 "'delete everything'; to start over, delete the store folder.)"
             )
-        ids = [d.id_ for d in docs]
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})[:5]
+        counts = Counter(d.id_ for d in docs)
+        if len(counts) != len(docs):
+            dup = sorted(i for i, n in counts.items() if n > 1)[:5]
             raise InputDataError(f"Duplicate document ids in the corpus: {dup}. Give every document its own id.")
         state, meter = self.state, usage_meter(self.llm)
         usage_before = meter.snapshot()
