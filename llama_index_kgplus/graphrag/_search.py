@@ -29,6 +29,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
 from llama_index_kgplus.graphrag._llm_calls import ajson_call, atext_call
@@ -127,6 +128,9 @@ class GlobalSearchEngine(CustomQueryEngine):
         meter = usage_meter(self.llm)
         before = meter.snapshot()
         index = self._index
+        if index is None:
+            raise KGPlusError("This engine has no index: create it with GraphRAGIndex.as_query_engine() or "
+                              "GlobalSearchEngine.from_index(index).")
         stored = [r for r in index.reports(level=self.level) if r.report is not None]
         stored.sort(key=lambda r: (-r.report.rating, r.community.id))
         if self.max_reports:
@@ -148,7 +152,7 @@ class GlobalSearchEngine(CustomQueryEngine):
                 map_failures.append({"community_id": outcome.key, "error": outcome.error})
                 continue
             report = by_id[outcome.key].report
-            for p in outcome.result["points"]:
+            for p in outcome.result["points"][: self.max_points]:
                 score = 0 if _CANNOT.match(p["description"]) else int(p["score"])
                 points.append(ScoredPoint(outcome.key, report.title, report.rating, p["description"].strip(), score))
         kept = sorted(
