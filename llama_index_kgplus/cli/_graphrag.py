@@ -36,7 +36,7 @@ def _err(*parts: Any) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def build_llm(spec: str | None, context_window: int | None = None) -> Any:
+def build_llm(spec: str | None, context_window: int | None = None, threads: int | None = None) -> Any:
     """The LLM named by ``--llm``: a packaged model, a ``.gguf`` path, or ``module:factory`` (any LlamaIndex LLM,
     e.g. ``mypkg.llms:bedrock``)."""
     from llama_index_kgplus import defaults
@@ -48,14 +48,14 @@ def build_llm(spec: str | None, context_window: int | None = None) -> Any:
         except (ImportError, AttributeError) as exc:
             raise KGPlusSetupError(f"--llm {spec}: cannot import {attr!r} from {module!r} ({exc}).") from exc
         return factory()
-    return defaults.default_llm(spec, context_window=context_window)
+    return defaults.default_llm(spec, context_window=context_window, n_threads=threads)
 
 
 def _executor(args: argparse.Namespace) -> Any:
     from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
 
     if args.executor == "ray":
-        factory = partial(build_llm, args.llm, args.context_window)
+        factory = partial(build_llm, args.llm, args.context_window, args.threads)
         return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
     return AsyncioExecutor(num_workers=args.workers)
 
@@ -65,7 +65,7 @@ def _opened_index(args: argparse.Namespace, **settings: Any) -> Iterator[Any]:
     """The store's index with the LLM and executor of ``args``; closed (and Ray stopped) afterwards."""
     from llama_index_kgplus.graphrag import GraphRAGIndex
 
-    llm, executor = build_llm(args.llm, args.context_window), _executor(args)
+    llm, executor = build_llm(args.llm, args.context_window, args.threads), _executor(args)
     index = GraphRAGIndex.from_defaults(args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings)
     try:
         yield index
@@ -218,6 +218,8 @@ def _common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)")
     cmd.add_argument("--llm", default=None, help=LLM_HELP)
     cmd.add_argument("--context-window", type=int, default=None, help="LLM context window in tokens (default: the model's)")
+    cmd.add_argument("--threads", type=int, default=None,
+                     help="llama.cpp threads (default: all cores; 1 is much faster when other jobs share the cores)")
     cmd.add_argument("--workers", type=int, default=4, help="LLM tasks in flight at once (default 4)")
     cmd.add_argument("--executor", choices=("asyncio", "ray"), default="asyncio", help="run LLM batches in this process (asyncio, default) or on Ray")
     cmd.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
