@@ -133,6 +133,7 @@ def _index(args: argparse.Namespace) -> int:
         "chunk_size": args.chunk_size,
         "chunk_overlap": args.chunk_overlap,
         "detector": {"max_cluster_size": args.max_cluster_size, "random_state": args.seed},
+        "extractor": {"min_entities": args.min_entities},
     }
     with _opened_index(args, **settings) as index:
         if index.exists() and not index.state.interrupted_runs():
@@ -239,6 +240,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     index.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
     index.add_argument("--max-cluster-size", type=int, default=10, help="communities larger than this are split (default 10)")
     index.add_argument("--seed", type=int, default=42, help="Leiden seed (default 42)")
+    index.add_argument("--min-entities", type=int, default=0,
+                       help="fewest entities per chunk (default 0; 1 stops a 0.5B model from replying with empty lists)")
     index.set_defaults(func=_index)
 
     update = gsub.add_parser("update", help="apply added, changed and deleted documents; regenerate changed reports only")
