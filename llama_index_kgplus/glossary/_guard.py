@@ -72,15 +72,17 @@ class DriftGuard(BaseModel):
             self._embed_model = Settings.embed_model
         return self._embed_model
 
-    def _static_reason(self, rewritten: str) -> tuple[str | None, int]:
+    def _static_verdict(self, rewritten: str) -> GuardVerdict | None:
+        """The verdict when no embedding is needed (empty or overlong), else None."""
         words = len(rewritten.split())
-        if not rewritten.strip():
-            return "empty rewrite", 0
+        if not words:
+            return GuardVerdict("empty rewrite", None, 0)
         if words > self.max_words:
-            return f"overlong rewrite: {words} words > {self.max_words}", words
-        return None, words
+            return GuardVerdict(f"overlong rewrite: {words} words > {self.max_words}", None, words)
+        return None
 
-    def _verdict(self, similarity: float, words: int) -> GuardVerdict:
+    def _verdict(self, similarity: float, rewritten: str) -> GuardVerdict:
+        words = len(rewritten.split())
         if similarity < self.min_similarity:
             reason = f"off-topic rewrite: similarity {similarity:.2f} < {self.min_similarity:.2f} to the original"
             return GuardVerdict(reason, similarity, words)
@@ -90,23 +92,21 @@ class DriftGuard(BaseModel):
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
         """Judge ``rewritten`` against ``original`` (``original_embedding`` saves one embedding call)."""
-        reason, words = self._static_reason(rewritten)
-        if reason:
-            return GuardVerdict(reason, None, words)
+        if verdict := self._static_verdict(rewritten):
+            return verdict
         if original_embedding is None:
             original_embedding = self.embed_model.get_query_embedding(original)
-        return self._verdict(_cosine(original_embedding, self.embed_model.get_query_embedding(rewritten)), words)
+        return self._verdict(_cosine(original_embedding, self.embed_model.get_query_embedding(rewritten)), rewritten)
 
     async def acheck(
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
-        reason, words = self._static_reason(rewritten)
-        if reason:
-            return GuardVerdict(reason, None, words)
+        if verdict := self._static_verdict(rewritten):
+            return verdict
         if original_embedding is None:
             original_embedding = await self.embed_model.aget_query_embedding(original)
         rewritten_embedding = await self.embed_model.aget_query_embedding(rewritten)
-        return self._verdict(_cosine(original_embedding, rewritten_embedding), words)
+        return self._verdict(_cosine(original_embedding, rewritten_embedding), rewritten)
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
