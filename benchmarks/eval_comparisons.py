@@ -83,7 +83,12 @@ def kg(limit: int, llm: str) -> Path:
 def glossary(limit: int, llm: str) -> Path:
     out = OUT / "glossary"
     data = BENCH / "glossary-pydocs"
-    _run("eval", "--dataset", str(data / "questions.jsonl"), "--corpus", str(data / "corpus.jsonl"), "--glossary",
+    # the index glossary_retrieval.py builds (same chunking) saves re-ingesting 488 pages
+    from llama_index_kgplus import defaults
+
+    index = defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
+    source = ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
+    _run("eval", "--dataset", str(data / "questions.jsonl"), *source, "--glossary",
          str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
          "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--out", str(out), "--llm", llm,
          "--limit", str(limit), "--top-k", "10")  # fmt: skip

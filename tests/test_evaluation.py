@@ -30,6 +30,7 @@ from llama_index_kgplus.evaluation import (
     load_dataset,
     mean_ci,
     mrr,
+    paired_differences,
     recall_at_k,
     write_report,
 )
@@ -85,6 +86,7 @@ def test_f1_average_precision_and_ci_by_hand():
     mean, low, high = mean_ci([0.0, 1.0])
     # t(0.975, df=1) = 12.706; sd = 0.7071; half width = 12.706 * 0.7071 / sqrt(2) = 6.353
     assert (mean, round(low, 3), round(high, 3)) == (0.5, -5.853, 6.853)
+    assert mean_ci([0.0, 1.0], bounds=(0.0, 1.0)) == (0.5, 0.0, 1.0)
 
 
 # ------------------------------------------------------------------ LLM metrics with a scripted judge
@@ -240,6 +242,10 @@ def test_report_tables_and_plots(tmp_path):
     paths = write_report(records, ["baseline", "kg"], tmp_path)
     table = paths["summary_md"].read_text()
     assert "| answer_similarity | 0.400 [" in table and "0.700 [" in table and "1 invalid" in table
+    # kg is 0.3 above baseline on each of the 3 questions both scored (q9 has no valid pair)
+    assert "| answer_similarity | kg | 3 | +0.300 [+0.300, +0.300] |" in table
+    [diff] = paired_differences(records, ["baseline", "kg"])
+    assert (diff["versus"], diff["n"], round(diff["mean_diff"], 6)) == ("baseline", 3, 0.3)
     assert paths["diff_answer_similarity_kg_vs_baseline"].read_bytes()[:4] == b"\x89PNG"
     assert paths["hist_answer_similarity"].stat().st_size > 1000
     rows = paths["per_question"].read_text().splitlines()

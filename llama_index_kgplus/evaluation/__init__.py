@@ -14,7 +14,7 @@ from llama_index_kgplus.evaluation._metrics import (
     f1_from_counts,
 )
 from llama_index_kgplus.evaluation._pipelines import PIPELINES, PipelineContext, build_pipelines, register_pipeline
-from llama_index_kgplus.evaluation._report import markdown_table, summarize, write_report
+from llama_index_kgplus.evaluation._report import markdown_table, paired_differences, summarize, write_report
 from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
 from llama_index_kgplus.evaluation._runner import DEFAULT_METRICS, RETRIEVAL_METRICS, EvalRunner, ScoreRecord
 from llama_index_kgplus.evaluation._stats import mean_ci
@@ -43,6 +43,7 @@ __all__ = [
     "markdown_table",
     "mean_ci",
     "mrr",
+    "paired_differences",
     "recall_at_k",
     "register_pipeline",
     "summarize",

@@ -19,12 +19,40 @@ def summarize(records: Sequence[ScoreRecord]) -> list[dict]:
     rows = []
     for (pipeline, metric), group in grouped.items():
         scores = [r.score for r in group if r.score is not None]
-        mean, low, high = mean_ci(scores) if scores else (None, None, None)
+        mean, low, high = mean_ci(scores, bounds=(0.0, 1.0)) if scores else (None, None, None)
         rows.append(
             {"pipeline": pipeline, "metric": metric, "n": len(scores), "mean": mean,
              "ci_low": low, "ci_high": high, "invalid": len(group) - len(scores)}
         )  # fmt: skip
     return rows
+
+
+def paired_differences(records: Sequence[ScoreRecord], pipelines: Sequence[str]) -> list[dict]:
+    """Per metric, each pipeline minus the first one on the questions both scored: mean difference and 95% CI.
+
+    Pairing removes the question-to-question spread that makes the per-pipeline intervals overlap.
+    """
+    scores = _scores_by_metric(records)
+    base, rows = pipelines[0], []
+    for metric, per_pipeline in scores.items():
+        for other in pipelines[1:]:
+            common = sorted(set(per_pipeline.get(base, {})) & set(per_pipeline.get(other, {})))
+            if not common:
+                continue
+            diffs = [per_pipeline[other][q] - per_pipeline[base][q] for q in common]
+            mean, low, high = mean_ci(diffs, bounds=(-1.0, 1.0))
+            rows.append({"metric": metric, "pipeline": other, "versus": base, "n": len(common),
+                         "mean_diff": mean, "ci_low": low, "ci_high": high})  # fmt: skip
+    return rows
+
+
+def _scores_by_metric(records: Sequence[ScoreRecord]) -> dict[str, dict[str, dict[str, float]]]:
+    """``{metric: {pipeline: {sample_id: score}}}`` of the valid scores."""
+    scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        if r.score is not None:
+            scores[r.metric][r.pipeline][r.sample_id] = r.score
+    return scores
 
 
 def _fmt(row: dict | None) -> str:
@@ -50,12 +78,23 @@ def write_report(records: Sequence[ScoreRecord], pipelines: Sequence[str], out_d
     out.mkdir(parents=True, exist_ok=True)
     rows = summarize(records)
     paths = {"summary_md": out / "summary.md", "summary_csv": out / "summary.csv", "per_question": out / "per_question.csv"}
-    paths["summary_md"].write_text(
-        "# Evaluation\n\nMean score per metric and pipeline, with the 95% confidence interval (t distribution).\n\n"
-        + markdown_table(rows, pipelines)
-        + "\n",
-        encoding="utf-8",
+    text = (
+        "# Evaluation\n\nMean score per metric and pipeline, with the 95% confidence interval (t distribution, "
+        "clipped to [0, 1]).\n\n" + markdown_table(rows, pipelines) + "\n"
     )
+    diffs = paired_differences(records, pipelines)
+    if diffs:
+        text += (
+            f"\n## Paired differences vs {pipelines[0]}\n\nMean per-question difference on the questions both "
+            "pipelines scored, with its 95% confidence interval; an interval excluding 0 is a difference these "
+            "questions support.\n\n| metric | pipeline | n | difference [95% CI] |\n|---|---|---|---|\n"
+            + "".join(
+                f"| {d['metric']} | {d['pipeline']} | {d['n']} | "
+                f"{d['mean_diff']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |\n"
+                for d in diffs
+            )
+        )
+    paths["summary_md"].write_text(text, encoding="utf-8")
     _write_csv(paths["summary_csv"], rows, ["pipeline", "metric", "n", "mean", "ci_low", "ci_high", "invalid"])
     _write_csv(
         paths["per_question"],
@@ -80,10 +119,7 @@ def _plots(records: Sequence[ScoreRecord], pipelines: Sequence[str], out: Path) 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scores: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in records:
-        if r.score is not None:
-            scores[r.metric][r.pipeline][r.sample_id] = r.score
+    scores = _scores_by_metric(records)
     paths = {}
     for metric, per_pipeline in scores.items():
         safe = metric.replace("@", "_at_")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from llama_index.core.graph_stores.types import PropertyGraphStore
@@ -24,8 +25,23 @@ def open_graph_store(uri: str | None = None, **kwargs: Any) -> PropertyGraphStor
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
+    if parsed.engine != "ladybug":
+        _check_reachable(parsed)
     opener = {"ladybug": _open_ladybug, "falkordb": _open_falkordb, "neo4j": _open_neo4j}[parsed.engine]
     return opener(parsed, **kwargs)
+
+
+def _check_reachable(parsed: GraphStoreURI, timeout: float = 5.0) -> None:
+    """Fail in seconds when nothing listens (the Neo4j driver would retry a refused connection for 30 s)."""
+    assert parsed.host is not None and parsed.port is not None
+    try:
+        socket.create_connection((parsed.host, parsed.port), timeout=timeout).close()
+    except OSError as exc:
+        name = "FalkorDB" if parsed.engine == "falkordb" else "Neo4j"
+        raise GraphStoreError(
+            f"Cannot reach {name} at {parsed.host}:{parsed.port} ({exc.strerror or exc}). Start the server, "
+            "or fix the URI."
+        ) from exc
 
 
 def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:

@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import os
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -207,23 +206,8 @@ def open_kg_store(uri: str | None = None, **store_kwargs: Any) -> tuple[Any, Gra
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
-    if parsed.engine != "ladybug":
-        _check_reachable(parsed)
     kwargs = {**dialect_for_engine(parsed.engine).open_kwargs, **store_kwargs}
     return open_graph_store(uri, **kwargs), parsed
-
-
-def _check_reachable(parsed: GraphStoreURI, timeout: float = 5.0) -> None:
-    """Fail in seconds when nothing listens (the Neo4j driver would retry a refused connection for 30 s)."""
-    assert parsed.host is not None and parsed.port is not None
-    try:
-        socket.create_connection((parsed.host, parsed.port), timeout=timeout).close()
-    except OSError as exc:
-        name = "FalkorDB" if parsed.engine == "falkordb" else "Neo4j"
-        raise GraphStoreError(
-            f"Cannot reach {name} at {parsed.host}:{parsed.port} ({exc.strerror or exc}). Start the server, "
-            "or fix the URI."
-        ) from exc
 
 
 def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict[str, Any]) -> Path:
