@@ -14,8 +14,8 @@ Usage::
 
     python benchmarks/eval_comparisons.py --which kg,hierarchy,glossary --limit 10 --llm qwen2.5-coder-0.5b
 
-Everything is cached under ``benchmarks/results/eval/<name>`` (rerun to resume); the tables are printed and
-written to ``summary.md`` there.
+Data sets, stores and indexes are kept under ``benchmarks/results/eval/<name>``, answers, scores and tables under
+``benchmarks/results/eval/<name>/<llm>`` (rerun to resume); the tables are printed and written to ``summary.md``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def kg(limit: int, llm: str) -> Path:
     from llama_index_kgplus.sample import SAMPLE_DOCS
 
     _run("eval", "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store, "--pipelines",
-         "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance", "--out", str(out),
+         "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance", "--out", str(out / llm),
          "--llm", llm, "--top-k", "3")  # fmt: skip
     return out
 
@@ -90,7 +90,7 @@ def glossary(limit: int, llm: str) -> Path:
     source = ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
     _run("eval", "--dataset", str(data / "questions.jsonl"), *source, "--glossary",
          str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
-         "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--out", str(out), "--llm", llm,
+         "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--out", str(out / llm), "--llm", llm,
          "--limit", str(limit), "--top-k", "10")  # fmt: skip
     return out
 
@@ -113,7 +113,7 @@ def hierarchy(limit: int, llm: str) -> Path:
         _run("ingest", str(corpus), "--index", str(index), "--hierarchy", "semantic", "--summarizer", "extractive",
              "--chunk-size", "256")  # fmt: skip
     _run("eval", "--dataset", str(dataset), "--index", str(index), "--pipelines",
-         "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--out", str(out),
+         "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--out", str(out / llm),
          "--llm", llm, "--top-k", "4")  # fmt: skip
     return out
 
@@ -127,7 +127,7 @@ def main() -> None:
     runs = {"kg": kg, "glossary": glossary, "hierarchy": hierarchy}
     for name in args.which.split(","):
         out = runs[name](args.limit, args.llm)
-        print(f"\n## {name}\n\n" + (out / "summary.md").read_text().split("\n\n", 2)[-1])
+        print(f"\n## {name}\n\n" + (out / args.llm / "summary.md").read_text().split("\n\n", 2)[-1])
 
 
 if __name__ == "__main__":

@@ -228,6 +228,20 @@ def test_runner_caches_and_resumes(tmp_path):
     assert again.answered == []
 
 
+def test_cache_made_with_other_settings_is_refused(tmp_path):
+    samples = [EvalSample(question="about a", id="q1", gold_ids=("doc-b",))]
+
+    def run(**settings):
+        return EvalRunner(samples, {"p": ListingEngine()}, tmp_path, metrics=["mrr"], settings=settings,
+                          show_progress=False).run()  # fmt: skip
+
+    run(llm="small.gguf", top_k=5, glossary=None)
+    run(llm="small.gguf", top_k=5, glossary="g.json")  # a setting left unset before may be set now
+    with pytest.raises(InputDataError, match=r"other settings \(llm: 'small.gguf' -> 'big.gguf'\)"):
+        run(llm="big.gguf", top_k=5, glossary="g.json")
+    assert len((tmp_path / "cache" / "answers.jsonl").read_text().splitlines()) == 1  # nothing lost or redone
+
+
 def test_unknown_metric_is_rejected(tmp_path):
     with pytest.raises(InputDataError, match="Unknown metric"):
         EvalRunner([], {}, tmp_path, metrics=["bleu"])

@@ -41,7 +41,18 @@ def _eval(args: argparse.Namespace) -> int:
         index=index, llm=llm, embed_model=embed_model, top_k=args.top_k,
         glossary_path=args.glossary, kg_store_uri=args.kg_store, index_dir=index_dir,
     )  # fmt: skip
-    runner = EvalRunner(samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=llm, embed_model=embed_model)
+    settings = {
+        "llm": Path(getattr(llm, "model_path", "") or llm.metadata.model_name).name,
+        "embed_model": embed_model.model_name,
+        "top_k": args.top_k,
+        "index": str(index_dir.resolve()),
+        "glossary": str(args.glossary.resolve()) if args.glossary else None,
+        "kg_store": args.kg_store,
+    }
+    runner = EvalRunner(
+        samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=llm, embed_model=embed_model,
+        settings=settings,
+    )  # fmt: skip
     records = runner.run()
     paths = write_report(records, names, args.out)
     print(markdown_table(summarize(records), names))

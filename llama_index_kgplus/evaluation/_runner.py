@@ -1,7 +1,8 @@
 """Run named query-engine pipelines over a dataset, score them, and cache every (pipeline, question, metric).
 
 The cache is two append-only JSONL files under ``<out>/cache``: an interrupted run resumes where it stopped
-(a half-written last line is ignored and recomputed).
+(a half-written last line is ignored and recomputed). ``settings.json`` there records what the cached answers
+depend on (model, top-k, index, ...): a run with different settings is refused instead of mixing results.
 
 Example::
 
@@ -80,6 +81,7 @@ class EvalRunner:
         metrics: Sequence[str] = DEFAULT_METRICS,
         llm: LLM | None = None,
         embed_model: BaseEmbedding | None = None,
+        settings: Mapping[str, Any] | None = None,
         show_progress: bool = True,
     ) -> None:
         unknown = [m for m in metrics if m not in METRICS and m not in RETRIEVAL_METRICS]
@@ -93,7 +95,26 @@ class EvalRunner:
         self.out_dir = Path(out_dir)
         self.llm = llm
         self.embed_model = embed_model
+        self.settings = dict(settings or {})
         self.show_progress = show_progress
+
+    def _check_settings(self) -> None:
+        """Refuse a cache made with other settings; settings one run left unset (None) may be set by the next."""
+        path = self._cache_dir / "settings.json"
+        cached = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        changed = {
+            key: (cached[key], value)
+            for key, value in self.settings.items()
+            if cached.get(key) is not None and value is not None and cached[key] != value
+        }
+        if changed:
+            diff = "; ".join(f"{key}: {old!r} -> {new!r}" for key, (old, new) in changed.items())
+            raise InputDataError(
+                f"{self.out_dir} holds results made with other settings ({diff}). Use another output folder, "
+                f"or delete {self._cache_dir} to start over."
+            )
+        merged = {**cached, **{k: v for k, v in self.settings.items() if v is not None}}
+        path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     @property
     def _cache_dir(self) -> Path:
@@ -144,6 +165,7 @@ class EvalRunner:
 
     async def arun(self) -> list[ScoreRecord]:
         """Answer and score everything not yet cached; return all score records."""
+        self._check_settings()
         answers = await self._answers()
         path = self._cache_dir / "scores.jsonl"
         done = {(r["pipeline"], r["sample_id"], r["metric"]): ScoreRecord(**r) for r in _read_jsonl(path)}
