@@ -2,7 +2,8 @@
 
 With the local llama.cpp model the schema becomes a grammar, so the model cannot emit anything else; other
 LLMs get the schema in the prompt. Either way the text is parsed, repaired if it is wrapped in prose or code
-fences, validated, and retried; after the last try a :class:`StructuredOutputError` carries the raw text.
+fences, validated, and retried with the problem appended to the prompt (at temperature 0 the same prompt would
+only bring the same reply back); after the last try a :class:`StructuredOutputError` carries the raw text.
 
 Example::
 
@@ -95,6 +96,12 @@ def _validated(raw: str, output_cls: type[M]) -> tuple[M | None, str]:
         return None, str(exc).splitlines()[0]
 
 
+def _with_feedback(prompt: str, problem: str) -> str:
+    if not problem:
+        return prompt
+    return f"{prompt}\n\nYour previous reply was not valid ({problem}). Reply again, shorter, with valid JSON only."
+
+
 def _give_up(output_cls: type[BaseModel], tries: int, problem: str, raw: str) -> StructuredOutputError:
     return StructuredOutputError(
         f"The LLM returned no valid {output_cls.__name__} JSON after {tries} tries ({problem}).", raw
@@ -106,7 +113,7 @@ def generate_json(llm: LLM, prompt: str, output_cls: type[M], *, max_retries: in
     schema = output_cls.model_json_schema()
     raw, problem = "", ""
     for _ in range(max_retries + 1):
-        raw = _complete_once(llm, prompt, schema, max_tokens)
+        raw = _complete_once(llm, _with_feedback(prompt, problem), schema, max_tokens)
         result, problem = _validated(raw, output_cls)
         if result is not None:
             return result
@@ -124,7 +131,7 @@ async def agenerate_json(
     hint = _schema_hint(output_cls.model_json_schema())
     raw, problem = "", ""
     for _ in range(max_retries + 1):
-        raw = (await llm.acomplete(prompt + hint)).text
+        raw = (await llm.acomplete(_with_feedback(prompt, problem) + hint)).text
         result, problem = _validated(raw, output_cls)
         if result is not None:
             return result

@@ -60,8 +60,8 @@ class JudgeLLM(CustomLLM):
         yield self.complete(prompt)
 
 
-def verdicts(*flags: bool) -> str:
-    return json.dumps({"verdicts": [{"reason": "r", "verdict": "yes" if f else "no"} for f in flags]})
+def verdict(flag: bool) -> str:
+    return json.dumps({"reason": "r", "verdict": "yes" if flag else "no"})
 
 
 # ------------------------------------------------------------------ pure formulas
@@ -97,8 +97,12 @@ async def test_answer_correctness_combines_f1_and_similarity(embed_model):
         rules=[
             (r"Answer: Paris is the capital", json.dumps({"statements": ["Paris is the capital.", "Paris is big."]})),
             (r"Answer: The capital of France", json.dumps({"statements": ["The capital is Paris.", "It has 2M people.", "It is on the Seine."]})),
-            (r"Ground truth:", verdicts(True, False)),  # answer statements vs ground truth: TP=1, FP=1
-            (r"Answer:\n", verdicts(True, False, False)),  # ground-truth statements vs answer: FN=2
+            # answer statements vs ground truth: TP=1, FP=1
+            (r"Ground truth:.*Statement: Paris is the capital", verdict(True)),
+            (r"Ground truth:.*Statement: Paris is big", verdict(False)),
+            # ground-truth statements vs answer: FN=2
+            (r"Answer:\n.*Statement: The capital is Paris", verdict(True)),
+            (r"Answer:\n.*Statement: It ", verdict(False)),
         ]
     )
     answer = "Paris is the capital of France and it is big."
@@ -139,13 +143,16 @@ async def test_answer_relevance_is_zero_when_noncommittal(embed_model):
 async def test_faithfulness_and_context_precision_by_hand():
     judge = JudgeLLM(
         rules=[
-            (r"Break the answer", json.dumps({"statements": ["s1", "s2", "s3", "s4"]})),
-            (r"judge each numbered statement", verdicts(True, True, False, True)),
+            # the last "statement" is two sentences: judged as two
+            (r"Break the answer", json.dumps({"statements": ["s1 holds.", "s2 holds.", "s3 fails. s4 holds."]})),
+            (r"Statement: s3", verdict(False)),
+            (r"Statement: s\d", verdict(True)),
             (r"Context: useful", json.dumps({"reason": "r", "verdict": "yes"})),
             (r"Context: noise", json.dumps({"reason": "r", "verdict": "no"})),
         ]
     )
     faith = await Faithfulness(llm=judge).aevaluate(query="q", response="a", contexts=["c"])
+    assert [v["statement"] for v in faith.details["verdicts"]] == ["s1 holds.", "s2 holds.", "s3 fails.", "s4 holds."]
     assert faith.score == 0.75
     precision = await ContextPrecision(llm=judge).aevaluate(
         query="q", contexts=["noise", "useful", "useful"], reference="t"
@@ -163,12 +170,12 @@ async def test_unparseable_judge_is_recorded_not_scored():
     assert missing.invalid_result and "missing input: contexts" in missing.invalid_reason
 
 
-async def test_wrong_number_of_verdicts_is_retried_then_recorded():
+async def test_one_unparseable_verdict_makes_the_score_invalid():
     judge = JudgeLLM(
-        rules=[(r"Break the answer", json.dumps({"statements": ["s1", "s2"]})), (r"judge each", verdicts(True))]
+        rules=[(r"Break the answer", json.dumps({"statements": ["s1.", "s2."]})), (r"Statement: s1", verdict(True))]
     )
     result = await Faithfulness(llm=judge).aevaluate(query="q", response="a", contexts=["c"])
-    assert result.invalid_result and "1 verdicts for 2 statements" in result.invalid_reason
+    assert result.invalid_result and result.score is None and "_Verdict JSON after 3 tries" in result.invalid_reason
 
 
 # ------------------------------------------------------------------ dataset, runner, report

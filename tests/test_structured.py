@@ -60,6 +60,8 @@ def test_broken_json_is_retried_then_accepted():
     llm = ScriptedLLM(replies=['{"country": "France", "city": ', '{"country": "France", "city": "Paris"}'])
     assert generate_json(llm, "Capital of France?", Capital) == Capital(country="France", city="Paris")
     assert "JSON schema" in llm.prompts[0]
+    # the retry says what was wrong: a deterministic model would otherwise repeat itself
+    assert "previous reply was not valid" not in llm.prompts[0] and "previous reply was not valid" in llm.prompts[1]
 
 
 async def test_async_retries_and_gives_up_with_raw_text():

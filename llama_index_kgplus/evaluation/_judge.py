@@ -1,13 +1,15 @@
 """The LLM-judge steps the RAGAS-style metrics are built from, each schema-constrained and inspectable.
 
-- :func:`extract_statements`: break a text into short standalone factual statements.
+- :func:`extract_statements`: break a text into short standalone factual statements (one sentence each).
 - :func:`judge_statements`: for each statement, does the reference text support it (yes/no, with a reason)?
 - :func:`generate_questions`: questions the answer would answer, plus whether the answer is noncommittal.
 - :func:`judge_contexts`: for each retrieved context, was it useful to arrive at the reference answer?
 
 The prompts follow the definitions of RAGAS (Es et al., 2023, "RAGAS: Automated Evaluation of Retrieval Augmented
 Generation", arXiv:2309.15217, and the ragas 0.2-0.4 metric documentation), rewritten short enough for small local
-models; verdicts are asked per statement in one call, and a reply with the wrong number of verdicts is retried.
+models. Verdicts are asked one statement per call: asked for a list, small models lose count of the statements
+or loop on the same verdict, and one long context then makes them say "no" to statements it contains verbatim.
+The reference leads each prompt, so llama.cpp reuses its evaluated prefix from one statement to the next.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Literal
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
 
-from llama_index_kgplus.structured import StructuredOutputError, agenerate_json
+from llama_index_kgplus.structured import agenerate_json
 
 MAX_STATEMENTS = 12
 
@@ -31,20 +33,16 @@ class _Verdict(BaseModel):
     verdict: Literal["yes", "no"]
 
 
-class _Verdicts(BaseModel):
-    verdicts: list[_Verdict] = Field(max_length=MAX_STATEMENTS + 8)
-
-
 class _Questions(BaseModel):
     questions: list[str] = Field(min_length=1, max_length=5)
     noncommittal: bool = Field(description="true if the answer is evasive, vague or says it does not know")
 
 
-def _numbered(items: list[str]) -> str:
-    return "\n".join(f"{i}. {item}" for i, item in enumerate(items, 1))
-
-
 async def extract_statements(llm: LLM, question: str, text: str) -> list[str]:
+    """The statements the LLM finds, each multi-sentence one split into its sentences (small models often
+    return the answer back as one statement)."""
+    from llama_index_kgplus.summarizers import split_sentences
+
     prompt = (
         "Break the answer below into short, standalone factual statements (at most "
         f"{MAX_STATEMENTS}). Replace pronouns with what they refer to. Use only what the answer says.\n\n"
@@ -52,34 +50,24 @@ async def extract_statements(llm: LLM, question: str, text: str) -> list[str]:
         'Reply as JSON: {"statements": ["...", "..."]}'
     )
     result = await agenerate_json(llm, prompt, _Statements, max_tokens=768)
-    return [s.strip() for s in result.statements if s.strip()]
+    return [sentence for statement in result.statements for sentence in split_sentences(statement)]
 
 
 async def judge_statements(
-    llm: LLM, statements: list[str], reference: str, *, reference_name: str = "context", max_retries: int = 2
+    llm: LLM, statements: list[str], reference: str, *, reference_name: str = "context"
 ) -> list[dict]:
     """One ``{"statement", "verdict": bool, "reason"}`` per statement."""
-    if not statements:
-        return []
-    prompt = (
-        f"Read the {reference_name} and judge each numbered statement: answer \"yes\" if the statement can be "
-        f"directly inferred from the {reference_name}, \"no\" otherwise. Give one verdict per statement, in order, "
-        f"exactly {len(statements)} verdicts.\n\n"
-        f"{reference_name.capitalize()}:\n{reference}\n\nStatements:\n{_numbered(statements)}\n\n"
-        'Reply as JSON: {"verdicts": [{"reason": "...", "verdict": "yes"}, ...]}'
-    )
-    for _ in range(max_retries + 1):
-        result = await agenerate_json(llm, prompt, _Verdicts, max_tokens=160 * len(statements) + 64)
-        if len(result.verdicts) == len(statements):
-            return [
-                {"statement": s, "verdict": v.verdict == "yes", "reason": v.reason}
-                for s, v in zip(statements, result.verdicts)
-            ]
-    raise StructuredOutputError(
-        f"The judge gave {len(result.verdicts)} verdicts for {len(statements)} statements after "
-        f"{max_retries + 1} tries.",
-        result.model_dump_json(),
-    )
+    verdicts = []
+    for statement in statements:
+        prompt = (
+            f"Read the {reference_name}, then judge the statement after it: answer \"yes\" if the statement can be "
+            f"directly inferred from the {reference_name}, \"no\" otherwise.\n\n"
+            f"{reference_name.capitalize()}:\n{reference}\n\nStatement: {statement}\n\n"
+            'Reply as JSON: {"reason": "...", "verdict": "yes"}'
+        )
+        result = await agenerate_json(llm, prompt, _Verdict, max_tokens=200)
+        verdicts.append({"statement": statement, "verdict": result.verdict == "yes", "reason": result.reason})
+    return verdicts
 
 
 async def generate_questions(llm: LLM, answer: str, n: int = 3) -> tuple[list[str], bool]:

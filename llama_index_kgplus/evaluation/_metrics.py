@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,10 +52,6 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
     return float(va @ vb / norm) if norm else 0.0
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 2]
 
 
 def f1_from_counts(tp: int, fp: int, fn: int) -> float:
@@ -198,7 +193,9 @@ class ContextRecall(_Metric):
     name, needs = "context_recall", ("contexts", "reference")
 
     async def _score(self, contexts: Sequence[str], reference: str, **_: Any) -> tuple[float, dict]:
-        sentences = _sentences(reference) or [reference]
+        from llama_index_kgplus.summarizers import split_sentences
+
+        sentences = split_sentences(reference) or [reference]
         verdicts = await _judge.judge_statements(self.llm, sentences, "\n\n".join(contexts))
         return sum(v["verdict"] for v in verdicts) / len(verdicts), {"verdicts": verdicts}
 
