@@ -40,20 +40,28 @@ class StructuredOutputError(KGPlusError, ValueError):
 
 
 def parse_json_object(text: str) -> Any:
-    """Parse JSON, tolerating code fences and prose around the first complete ``{...}`` object."""
-    text = text.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    """Parse JSON, tolerating code fences and prose around the first complete ``{...}`` object.
+
+    The whole text is tried first: a valid reply may hold a fenced code block inside one of its strings.
+    """
+    candidates = [text.strip()]
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", candidates[0], re.DOTALL)
     if fenced:
-        text = fenced.group(1).strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("no JSON object in the text")
-    obj, _ = json.JSONDecoder().raw_decode(text[start:])
-    return obj
+        candidates.append(fenced.group(1).strip())
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+    error: ValueError = ValueError("no JSON object in the text")
+    for candidate in candidates:
+        start = candidate.find("{")
+        if start >= 0:
+            try:
+                return json.JSONDecoder().raw_decode(candidate[start:])[0]
+            except json.JSONDecodeError as exc:
+                error = exc
+    raise error
 
 
 @lru_cache(maxsize=64)

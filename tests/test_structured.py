@@ -51,6 +51,13 @@ def test_parse_json_object_repairs_wrapping(text):
     assert parse_json_object(text) == {"a": 1}
 
 
+def test_parse_json_object_keeps_a_code_fence_inside_a_string():
+    # a real reply of the local model (statements of an answer that quoted code)
+    text = '{"statements": ["Use ctypes.", "```python\\nimport ctypes\\n```"]}'
+    assert parse_json_object(text) == {"statements": ["Use ctypes.", "```python\nimport ctypes\n```"]}
+    assert parse_json_object('```json\n{"a": "```x```"}\n```') == {"a": "```x```"}
+
+
 def test_parse_json_object_rejects_prose():
     with pytest.raises(ValueError):
         parse_json_object("no json here")
