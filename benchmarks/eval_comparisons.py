@@ -3,7 +3,7 @@
 Three comparisons, each a baseline against the pipeline the data set is made for:
 
 - ``kg``: questions "How are X and Y related?" from ``kg-umls-semnet/pairs.jsonl``; ground truth = the pair's gold
-  paths written as sentences (at most 3). The text corpus is the bundled Python tutorial, which says nothing about
+  paths written as sentences (at most 3), one clause per relationship in its own direction. The text corpus is the bundled Python tutorial, which says nothing about
   the UMLS semantic network: the comparison measures what the KG paths alone add to a RAG pipeline whose corpus
   lacks the relations (the motivating result had a relevant corpus too).
 - ``glossary``: the Python FAQ questions of ``glossary-pydocs`` with their gold pages, over the 488 doc pages.
@@ -15,7 +15,8 @@ Usage::
     python benchmarks/eval_comparisons.py --which kg,hierarchy,glossary --limit 10 --llm qwen2.5-coder-0.5b
 
 Data sets, stores and indexes are kept under ``benchmarks/results/eval/<name>``, answers, scores and tables under
-``benchmarks/results/eval/<name>/<llm>`` (rerun to resume); the tables are printed and written to ``summary.md``.
+``benchmarks/results/eval/<name>/<llm>`` (``<llm>_judged-by_<judge>`` with ``--judge-llm``, which scores the
+answers of the ``--llm`` run again); rerun to resume. The tables are printed and written to ``summary.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,16 +46,29 @@ def _run(*args: str) -> None:
     subprocess.run([*KGPLUS, *args], check=True)
 
 
+def _eval(out: Path, llm: str, judge: str | None, *args: str) -> Path:
+    """``kgplus eval`` into ``out/<llm>`` (or ``out/<llm>_judged-by_<judge>``, starting from that model's answers)."""
+    run = out / (llm if judge in (None, llm) else f"{llm}_judged-by_{judge}")
+    answers = out / llm / "cache" / "answers.jsonl"
+    if run.name != llm and answers.is_file() and not (run / "cache" / "answers.jsonl").exists():
+        (run / "cache").mkdir(parents=True)
+        shutil.copy(answers, run / "cache" / "answers.jsonl")
+    _run("eval", *args, "--out", str(run), "--llm", llm, *(["--judge-llm", judge] if judge else []))
+    return run
+
+
 def _path_sentence(path: list[str], names: dict[str, str]) -> str:
-    words = [names[path[0]]]
+    """One clause per hop in the edge's own direction: ``A <-[isa]- B`` reads "B is a A"."""
+    clauses = []
     for i in range(1, len(path), 2):
-        m = REL.fullmatch(path[i])
-        words.append(f"{m.group(1)}" if m.group(1) else f"(is the target of {m.group(2)} from)")
-        words.append(names[path[i + 1]])
-    return " ".join(words).replace("_", " ")
+        left, right, m = names[path[i - 1]], names[path[i + 1]], REL.fullmatch(path[i])
+        rel = (m.group(1) or m.group(2)).replace("_", " ").replace("isa", "is a")
+        clauses.append(f"{left} {rel} {right}" if m.group(1) else f"{right} {rel} {left}")
+    text = ", and ".join(clauses).replace("_", " ")
+    return text[0].upper() + text[1:] + "."
 
 
-def kg(limit: int, llm: str) -> Path:
+def kg(limit: int, llm: str, judge: str | None) -> Path:
     out = OUT / "kg"
     data = BENCH / "kg-umls-semnet"
     names = {}
@@ -63,7 +78,7 @@ def kg(limit: int, llm: str) -> Path:
     rows = []
     for line in (data / "pairs.jsonl").read_text().splitlines():
         pair = json.loads(line)
-        truth = "; ".join(_path_sentence(p, names) for p in pair["gold_paths"][:3]) + "."
+        truth = " ".join(_path_sentence(p, names) for p in pair["gold_paths"][:3])
         rows.append({"id": f"{pair['lhs']}|{pair['rhs']}", "question": f"How are {pair['text']} related?",
                      "ground_truth": truth})  # fmt: skip
     # every 10th pair: a spread over the distance-1 and distance-2 buckets
@@ -74,13 +89,12 @@ def kg(limit: int, llm: str) -> Path:
              "--store", store)  # fmt: skip
     from llama_index_kgplus.sample import SAMPLE_DOCS
 
-    _run("eval", "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store, "--pipelines",
-         "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance", "--out", str(out / llm),
-         "--llm", llm, "--top-k", "3")  # fmt: skip
-    return out
+    return _eval(out, llm, judge, "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store,
+                 "--pipelines", "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance",
+                 "--top-k", "3")  # fmt: skip
 
 
-def glossary(limit: int, llm: str) -> Path:
+def glossary(limit: int, llm: str, judge: str | None) -> Path:
     out = OUT / "glossary"
     data = BENCH / "glossary-pydocs"
     # the index glossary_retrieval.py builds (same chunking) saves re-ingesting 488 pages
@@ -88,14 +102,12 @@ def glossary(limit: int, llm: str) -> Path:
 
     index = defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
     source = ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
-    _run("eval", "--dataset", str(data / "questions.jsonl"), *source, "--glossary",
-         str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
-         "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--out", str(out / llm), "--llm", llm,
-         "--limit", str(limit), "--top-k", "10")  # fmt: skip
-    return out
+    return _eval(out, llm, judge, "--dataset", str(data / "questions.jsonl"), *source, "--glossary",
+                 str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
+                 "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--limit", str(limit), "--top-k", "10")  # fmt: skip
 
 
-def hierarchy(limit: int, llm: str) -> Path:
+def hierarchy(limit: int, llm: str, judge: str | None) -> Path:
     out = OUT / "hierarchy"
     data = BENCH / "longdocs-squad"
     docs = [json.loads(line) for line in (data / "docs.jsonl").read_text().splitlines()][:3]
@@ -112,22 +124,21 @@ def hierarchy(limit: int, llm: str) -> Path:
     if not (index / "docstore.json").is_file():
         _run("ingest", str(corpus), "--index", str(index), "--hierarchy", "semantic", "--summarizer", "extractive",
              "--chunk-size", "256")  # fmt: skip
-    _run("eval", "--dataset", str(dataset), "--index", str(index), "--pipelines",
-         "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--out", str(out / llm),
-         "--llm", llm, "--top-k", "4")  # fmt: skip
-    return out
+    return _eval(out, llm, judge, "--dataset", str(dataset), "--index", str(index), "--pipelines",
+                 "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--top-k", "4")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--which", default="kg,hierarchy,glossary")
     parser.add_argument("--limit", type=int, default=10, help="questions per comparison")
-    parser.add_argument("--llm", default="qwen2.5-coder-0.5b", help="answers and judge")
+    parser.add_argument("--llm", default="qwen2.5-coder-0.5b", help="answers (and judge by default)")
+    parser.add_argument("--judge-llm", default=None, help="another judge; reuses the --llm run's answers")
     args = parser.parse_args()
     runs = {"kg": kg, "glossary": glossary, "hierarchy": hierarchy}
     for name in args.which.split(","):
-        out = runs[name](args.limit, args.llm)
-        print(f"\n## {name}\n\n" + (out / args.llm / "summary.md").read_text().split("\n\n", 2)[-1])
+        out = runs[name](args.limit, args.llm, args.judge_llm)
+        print(f"\n## {name}\n\n" + (out / "summary.md").read_text().split("\n\n", 2)[-1])
 
 
 if __name__ == "__main__":

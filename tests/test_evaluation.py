@@ -233,6 +233,13 @@ def test_runner_caches_and_resumes(tmp_path):
     again = ListingEngine()
     assert len(EvalRunner(samples, {"p": again}, tmp_path, metrics=metrics, show_progress=False).run()) == 6
     assert again.answered == []
+    # an edited dataset line: new gold ids are scored again, a new question is answered again
+    samples[0] = EvalSample(question="about a", id="q1", gold_ids=("doc-a",))
+    samples[2] = EvalSample(question="about zz?", id="q3", gold_ids=("doc-c",))
+    edited = ListingEngine()
+    records = EvalRunner(samples, {"p": edited}, tmp_path, metrics=metrics, show_progress=False).run()
+    assert edited.answered == ["about zz?"]
+    assert {(r.sample_id, r.metric): r.score for r in records}[("q1", "mrr")] == 1.0
 
 
 def test_cache_made_with_other_settings_is_refused(tmp_path):
@@ -288,11 +295,17 @@ def test_kgplus_eval_end_to_end_with_local_models(tmp_path, monkeypatch):
     )  # fmt: skip
     out = tmp_path / "out"
     args = ["eval", "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--pipelines", "baseline",
-            "--metrics", "answer_similarity,answer_relevance,hit@5", "--out", str(out), "--top-k", "2"]  # fmt: skip
+            "--metrics", "answer_similarity,answer_relevance,hit@5", "--out", str(out), "--top-k", "2",
+            "--judge-llm", "qwen2.5-coder-0.5b"]  # a second model object as the judge  # fmt: skip
     assert main(args) == 0
     summary = (out / "summary.md").read_text()
     assert "| hit@5 | 1.000" in summary
     assert re.search(r"\| answer_relevance \| (0\.\d{3}|1\.000) \[", summary)
+    settings = json.loads((out / "cache" / "settings.json").read_text())
+    assert settings["judge_llm"] == settings["llm"] and settings["llm"].endswith(".gguf") and settings["top_k"] == 2
+    # the same --out with another top-k would mix answers: refused, the first results kept
+    assert main([*args[:-4], "--top-k", "3"]) == 2
+    assert (out / "summary.md").read_text() == summary
     assert (out / "hist_answer_similarity.png").is_file()
     scores = [json.loads(l) for l in (out / "cache" / "scores.jsonl").read_text().splitlines()]
     relevance = next(s for s in scores if s["metric"] == "answer_relevance")

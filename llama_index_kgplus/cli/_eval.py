@@ -28,6 +28,7 @@ def _eval(args: argparse.Namespace) -> int:
         raise InputDataError("Give --corpus DOCS_PATH (ingested once) or an existing --index DIR.")
     embed_model = defaults.default_embed_model()
     llm = defaults.default_llm(args.llm)
+    judge = defaults.default_llm(args.judge_llm) if args.judge_llm and args.judge_llm != args.llm else llm
     Settings.embed_model, Settings.llm = embed_model, llm
 
     index_dir = args.index or args.out / "index"
@@ -42,7 +43,8 @@ def _eval(args: argparse.Namespace) -> int:
         glossary_path=args.glossary, kg_store_uri=args.kg_store, index_dir=index_dir,
     )  # fmt: skip
     settings = {
-        "llm": Path(getattr(llm, "model_path", "") or llm.metadata.model_name).name,
+        "llm": _model_name(llm),
+        "judge_llm": _model_name(judge),
         "embed_model": embed_model.model_name,
         "top_k": args.top_k,
         "index": str(index_dir.resolve()),
@@ -50,7 +52,7 @@ def _eval(args: argparse.Namespace) -> int:
         "kg_store": args.kg_store,
     }
     runner = EvalRunner(
-        samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=llm, embed_model=embed_model,
+        samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=judge, embed_model=embed_model,
         settings=settings,
     )  # fmt: skip
     records = runner.run()
@@ -58,6 +60,10 @@ def _eval(args: argparse.Namespace) -> int:
     print(markdown_table(summarize(records), names))
     print("\n" + "\n".join(f"{key}: {path}" for key, path in paths.items()))
     return 0
+
+
+def _model_name(llm) -> str:
+    return Path(getattr(llm, "model_path", "") or llm.metadata.model_name).name
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,5 +80,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--out", required=True, type=Path, help="output folder (tables, plots, cache)")
     cmd.add_argument("--top-k", type=int, default=5, help="retrieved nodes per question (default 5)")
     cmd.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers and judge)")
+    cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers, and judge by default)")
+    cmd.add_argument("--judge-llm", default=None, help="another local model or .gguf path for the metrics' judge")
     cmd.set_defaults(func=_eval)

@@ -1,7 +1,8 @@
 """Run named query-engine pipelines over a dataset, score them, and cache every (pipeline, question, metric).
 
 The cache is two append-only JSONL files under ``<out>/cache``: an interrupted run resumes where it stopped
-(a half-written last line is ignored and recomputed). ``settings.json`` there records what the cached answers
+(a half-written last line is ignored and recomputed). An answer is reused while its question is unchanged, a score
+while its question, ground truth and gold ids are. ``settings.json`` there records what the cached answers
 depend on (model, top-k, index, ...): a run with different settings is refused instead of mixing results.
 
 Example::
@@ -13,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +61,12 @@ def _read_jsonl(path: Path) -> list[dict]:
 def _append_jsonl(path: Path, record: dict) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _sample_key(sample: EvalSample) -> str:
+    """What a cached score depends on in the dataset line."""
+    text = json.dumps([sample.question, sample.ground_truth, list(sample.gold_ids)], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _source_doc_ids(source_nodes: Sequence[Any]) -> list[str]:
@@ -124,13 +132,19 @@ class EvalRunner:
 
     async def _answers(self) -> dict[tuple[str, str], dict]:
         path = self._cache_dir / "answers.jsonl"
-        answers = {(r["pipeline"], r["sample_id"]): r for r in _read_jsonl(path)}
+        questions = {s.id: s.question for s in self.samples}
+        answers = {
+            (r["pipeline"], r["sample_id"]): r
+            for r in _read_jsonl(path)
+            if r.get("question") == questions.get(r["sample_id"])
+        }
         todo = [(p, s) for p in self.pipelines for s in self.samples if (p, s.id) not in answers]
         for name, sample in tqdm(todo, desc="answering", disable=not self.show_progress or not todo):
             response = await self.pipelines[name].aquery(sample.question)
             record = {
                 "pipeline": name,
                 "sample_id": sample.id,
+                "question": sample.question,
                 "answer": str(response),
                 "contexts": [hit.node.get_content() for hit in response.source_nodes],
                 "retrieved_ids": _source_doc_ids(response.source_nodes),
@@ -168,7 +182,12 @@ class EvalRunner:
         self._check_settings()
         answers = await self._answers()
         path = self._cache_dir / "scores.jsonl"
-        done = {(r["pipeline"], r["sample_id"], r["metric"]): ScoreRecord(**r) for r in _read_jsonl(path)}
+        keys = {s.id: _sample_key(s) for s in self.samples}
+        done = {
+            (r["pipeline"], r["sample_id"], r["metric"]): ScoreRecord(**r)
+            for r in _read_jsonl(path)
+            if r.pop("sample_key", None) == keys.get(r["sample_id"])
+        }
         todo = [
             (name, sample, metric)
             for name in self.pipelines
@@ -178,7 +197,7 @@ class EvalRunner:
         ]
         for name, sample, metric in tqdm(todo, desc="scoring", disable=not self.show_progress or not todo):
             record = await self._score_one(metric, sample, answers[(name, sample.id)])
-            _append_jsonl(path, record.__dict__)
+            _append_jsonl(path, {**record.__dict__, "sample_key": keys[sample.id]})
             done[(name, sample.id, metric)] = record
         keep = {s.id for s in self.samples}
         return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
