@@ -90,7 +90,7 @@ def kg(limit: int, llm: str, judge: str | None) -> Path:
     from llama_index_kgplus.sample import SAMPLE_DOCS
 
     return _eval(out, llm, judge, "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store,
-                 "--pipelines", "baseline,kg", "--metrics", "answer_correctness,answer_similarity,answer_relevance",
+                 "--pipelines", "baseline,kg,kg-facts", "--metrics", "answer_correctness,answer_similarity,answer_relevance",
                  "--top-k", "3")  # fmt: skip
 
 

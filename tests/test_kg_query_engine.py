@@ -11,7 +11,7 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.llms import MockLLM
 from llama_index.core.response_synthesizers import ResponseMode
 
-from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
+from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg, render_facts
 from llama_index_kgplus.kg._query_engine import KG_SECTION_HEADER
 from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
 
@@ -59,6 +59,25 @@ def test_standard_synthesizers_get_one_prompt_with_a_paths_section(kg, vector_re
     assert [e["cid"] for e in response.metadata["kg_entities"]] == ["pharmacologic_substance", "disease_or_syndrome"]
     assert response.source_nodes[0].node.metadata["source"] == "knowledge_graph"
     assert len(response.source_nodes) == 3
+
+
+def test_paths_as_facts(kg, vector_retriever):
+    assert render_facts(["aspirin", "headache", "migraine"], [("TREATS", "->"), ("is_a", "<-")]) == (
+        "aspirin TREATS headache; migraine is a headache"
+    )
+    engine = KGAugmentedQueryEngine.from_defaults(
+        KGPathRetriever.from_defaults(kg, max_paths=4), vector_retriever, llm=MockLLM(), path_format="facts"
+    )
+    response = engine.query(QUESTION)
+    prompt = str(response)
+    paths = response.metadata["kg_paths"]  # the structured paths are the same whatever the prompt shows
+    assert len(paths) == 4 and all(p["text"].startswith("pharmacologic substance -[") for p in paths)
+    facts = [
+        render_facts([n["name"] for n in p["nodes"]], [(r["type"], r["direction"]) for r in p["relationships"]])
+        for p in paths
+    ]
+    assert all(f"- {fact}\n" in prompt for fact in facts), prompt
+    assert "-[" not in prompt and "read 'a -[R]-> b'" not in prompt and "facts from a knowledge graph" in prompt
 
 
 async def test_async_query_matches_sync(kg, vector_retriever):

@@ -2,8 +2,8 @@
 
 - ``baseline``: top-k vector retrieval over the chunks, LlamaIndex's default synthesis.
 - ``glossary``: :class:`GlossaryQueryEngine` (fused retrieval with the glossary-rewritten query; needs a glossary).
-- ``kg``: :class:`KGAugmentedQueryEngine`, the baseline's passages plus the KG paths between the question's
-  entities (needs a graph store with an imported KG).
+- ``kg`` / ``kg-facts``: :class:`KGAugmentedQueryEngine`, the baseline's passages plus the KG paths between the
+  question's entities, written as arrows / as plain facts (needs a graph store with an imported KG).
 - ``hierarchy`` / ``hierarchy-tree``: :class:`HierarchicalRetriever` collapsed / tree traversal (needs an index
   built with summary nodes, e.g. ``kgplus ingest --hierarchy semantic``).
 
@@ -70,11 +70,16 @@ def _glossary(ctx: PipelineContext) -> BaseQueryEngine:
     )
 
 
-def _kg(ctx: PipelineContext) -> BaseQueryEngine:
-    from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
+def _kg(path_format: str) -> PipelineFactory:
+    def factory(ctx: PipelineContext) -> BaseQueryEngine:
+        from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
 
-    kg_retriever = KGPathRetriever.from_defaults(ctx.kg_store_uri)
-    return KGAugmentedQueryEngine.from_defaults(kg_retriever, ctx.chunk_retriever(), llm=ctx.llm)
+        kg_retriever = KGPathRetriever.from_defaults(ctx.kg_store_uri)
+        return KGAugmentedQueryEngine.from_defaults(
+            kg_retriever, ctx.chunk_retriever(), llm=ctx.llm, path_format=path_format
+        )
+
+    return factory
 
 
 def _hierarchy(mode: str) -> PipelineFactory:
@@ -98,7 +103,8 @@ def _hierarchy(mode: str) -> PipelineFactory:
 PIPELINES: dict[str, PipelineFactory] = {
     "baseline": _baseline,
     "glossary": _glossary,
-    "kg": _kg,
+    "kg": _kg("arrows"),
+    "kg-facts": _kg("facts"),
     "hierarchy": _hierarchy("collapsed"),
     "hierarchy-tree": _hierarchy("tree"),
 }

@@ -11,11 +11,19 @@ from llama_index_kgplus.kg._finder import KGPathFinder, KGPathResult
 from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph
 from llama_index_kgplus.kg._import import ImportReport, import_kg, neo4j_admin_import_command
 from llama_index_kgplus.kg._matcher import EntityMatcher, EntityMention
-from llama_index_kgplus.kg._paths import KGPath, PathNode, PathRelationship, render_path
-from llama_index_kgplus.kg._query_engine import KG_SUMMARY_TEMPLATE, KG_TEXT_QA_TEMPLATE, KGAugmentedQueryEngine
+from llama_index_kgplus.kg._paths import KGPath, PathNode, PathRelationship, render_facts, render_path
+from llama_index_kgplus.kg._query_engine import (
+    KG_FACTS_SUMMARY_TEMPLATE,
+    KG_FACTS_TEXT_QA_TEMPLATE,
+    KG_SUMMARY_TEMPLATE,
+    KG_TEXT_QA_TEMPLATE,
+    KGAugmentedQueryEngine,
+)
 from llama_index_kgplus.kg._retriever import KGPathRetriever
 
 __all__ = [
+    "KG_FACTS_SUMMARY_TEMPLATE",
+    "KG_FACTS_TEXT_QA_TEMPLATE",
     "KG_SUMMARY_TEMPLATE",
     "KG_TEXT_QA_TEMPLATE",
     "EntityMatcher",
@@ -34,5 +42,6 @@ __all__ = [
     "import_kg",
     "neo4j_admin_import_command",
     "read_kg_csv",
+    "render_facts",
     "render_path",
 ]

@@ -45,6 +45,11 @@ class KGPath(BaseModel):
         return render_path([n.name for n in self.nodes], [(r.type, r.direction) for r in self.relationships])
 
     @property
+    def facts(self) -> str:
+        """The path as plain facts, one per relationship: ``aspirin TREATS headache; migraine ISA headache``."""
+        return render_facts([n.name for n in self.nodes], [(r.type, r.direction) for r in self.relationships])
+
+    @property
     def endpoints(self) -> tuple[str, str]:
         return self.nodes[0].cid, self.nodes[-1].cid
 
@@ -95,3 +100,14 @@ def render_path(names: list[str], rels: list[tuple[str, str]]) -> str:
         parts.append(f"-[{rel_type}]->" if direction == "->" else f"<-[{rel_type}]-")
         parts.append(name)
     return " ".join(parts)
+
+
+def render_facts(names: list[str], rels: list[tuple[str, str]]) -> str:
+    """``render_facts(["aspirin", "headache", "migraine"], [("TREATS", "->"), ("ISA", "<-")])``
+    gives ``aspirin TREATS headache; migraine ISA headache``: each relationship in its stored direction,
+    underscores in its type read as spaces (``part_of`` -> ``part of``)."""
+    facts = []
+    for (rel_type, direction), left, right in zip(rels, names, names[1:]):
+        subject, obj = (left, right) if direction == "->" else (right, left)
+        facts.append(f"{subject} {rel_type.replace('_', ' ')} {obj}")
+    return "; ".join(facts)

@@ -1,7 +1,9 @@
 """KG-augmented answers: any vector retriever plus :class:`KGPathRetriever`, one synthesis prompt.
 
 The paths go to the synthesizer as ONE leading node, a clearly delimited "knowledge graph relationship paths"
-section, followed by the retrieved passages; the prompt tells the model how to read the arrows. Any standard
+section, followed by the retrieved passages. ``path_format="arrows"`` writes ``a -[R]-> b <-[S]- c`` and the
+prompt tells the model how to read the arrows; ``"facts"`` writes ``a R b; c S b``, which small local models
+repeat less verbatim (see benchmarks/README.md). Any standard
 LlamaIndex response synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's
 ``metadata`` gains ``kg_entities`` (the mentions) and ``kg_paths`` (the structured paths used).
 """
@@ -9,7 +11,7 @@ LlamaIndex response synthesizer works (compact, refine, tree_summarize, simple_s
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -32,30 +34,50 @@ _HOW_TO_READ = (
     "It may start with relationship paths from a knowledge graph between entities named in the query: read "
     "'a -[R]-> b' as 'a R b' and 'a <-[R]- b' as 'b R a'. Passages from documents follow.\n"
 )
-KG_TEXT_QA_TEMPLATE = PromptTemplate(
-    "Context information is below. " + _HOW_TO_READ + "---------------------\n"
-    "{context_str}\n"
-    "---------------------\n"
-    "Given the context information and not prior knowledge, answer the query.\n"
-    "Query: {query_str}\n"
-    "Answer: "
+_FACTS_FIRST = (
+    "It may start with facts from a knowledge graph about entities named in the query, one relationship path per "
+    "line. Passages from documents follow.\n"
 )
+
+
+def _qa_template(intro: str) -> PromptTemplate:
+    return PromptTemplate(
+        "Context information is below. " + intro + "---------------------\n"
+        "{context_str}\n"
+        "---------------------\n"
+        "Given the context information and not prior knowledge, answer the query.\n"
+        "Query: {query_str}\n"
+        "Answer: "
+    )
+
+
+def _summary_template(intro: str) -> PromptTemplate:
+    return PromptTemplate(
+        "Context information from multiple sources is below. " + intro + "---------------------\n"
+        "{context_str}\n"
+        "---------------------\n"
+        "Given the information from multiple sources and not prior knowledge, answer the query.\n"
+        "Query: {query_str}\n"
+        "Answer: "
+    )
+
+
+KG_TEXT_QA_TEMPLATE = _qa_template(_HOW_TO_READ)
 #: The same for ``tree_summarize`` (its own template slot).
-KG_SUMMARY_TEMPLATE = PromptTemplate(
-    "Context information from multiple sources is below. " + _HOW_TO_READ + "---------------------\n"
-    "{context_str}\n"
-    "---------------------\n"
-    "Given the information from multiple sources and not prior knowledge, answer the query.\n"
-    "Query: {query_str}\n"
-    "Answer: "
-)
+KG_SUMMARY_TEMPLATE = _summary_template(_HOW_TO_READ)
+#: The two templates for ``path_format="facts"``.
+KG_FACTS_TEXT_QA_TEMPLATE = _qa_template(_FACTS_FIRST)
+KG_FACTS_SUMMARY_TEMPLATE = _summary_template(_FACTS_FIRST)
+
+PathFormat = Literal["arrows", "facts"]
 
 
-def kg_section_node(result: KGPathResult) -> NodeWithScore | None:
+def kg_section_node(result: KGPathResult, path_format: PathFormat = "arrows") -> NodeWithScore | None:
     """The paths as one delimited context section (``None`` when there are no paths)."""
     if not result.paths:
         return None
-    lines = [KG_SECTION_HEADER, *(f"- {p.text}" for p in result.paths), KG_SECTION_FOOTER]
+    rendered = (p.text if path_format == "arrows" else p.facts for p in result.paths)
+    lines = [KG_SECTION_HEADER, *(f"- {line}" for line in rendered), KG_SECTION_FOOTER]
     node = TextNode(
         id_="kg-paths-section",
         text="\n".join(lines),
@@ -84,6 +106,9 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
     retriever: BaseRetriever | None = Field(description="Vector (or any) retriever for passages; None: KG only.")
     kg_retriever: KGPathRetriever = Field(description="Finds the paths between the question's entities.")
     response_synthesizer: BaseSynthesizer = Field(description="Any LlamaIndex response synthesizer.")
+    path_format: PathFormat = Field(
+        default="arrows", description="How paths are written in the prompt: 'arrows' (a -[R]-> b) or 'facts' (a R b)."
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -100,25 +125,30 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         response_mode: ResponseMode | str = ResponseMode.COMPACT,
         text_qa_template: BasePromptTemplate | None = None,
         summary_template: BasePromptTemplate | None = None,
+        path_format: PathFormat = "arrows",
         **synthesizer_kwargs: Any,
     ) -> KGAugmentedQueryEngine:
-        """Build the synthesizer (``response_mode`` with ``KG_TEXT_QA_TEMPLATE`` / ``KG_SUMMARY_TEMPLATE``)
-        unless one is given; ``llm`` falls back to ``Settings.llm``."""
+        """Build the synthesizer (``response_mode`` with the KG templates of ``path_format``) unless one is
+        given; ``llm`` falls back to ``Settings.llm``."""
         if response_synthesizer is None:
+            arrows = path_format == "arrows"
             response_synthesizer = get_response_synthesizer(
                 llm=llm or Settings.llm,
                 response_mode=ResponseMode(response_mode),
-                text_qa_template=text_qa_template or KG_TEXT_QA_TEMPLATE,
-                summary_template=summary_template or KG_SUMMARY_TEMPLATE,
+                text_qa_template=text_qa_template or (KG_TEXT_QA_TEMPLATE if arrows else KG_FACTS_TEXT_QA_TEMPLATE),
+                summary_template=summary_template or (KG_SUMMARY_TEMPLATE if arrows else KG_FACTS_SUMMARY_TEMPLATE),
                 **synthesizer_kwargs,
             )
-        return cls(retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer)
+        return cls(
+            retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer,
+            path_format=path_format,
+        )  # fmt: skip
 
     def _get_prompt_modules(self) -> PromptMixinType:
         return {"response_synthesizer": self.response_synthesizer}
 
     def _nodes(self, passages: list[NodeWithScore], kg: KGPathResult) -> list[NodeWithScore]:
-        section = kg_section_node(kg)
+        section = kg_section_node(kg, self.path_format)
         return ([section] if section is not None else []) + list(passages)
 
     @staticmethod
