@@ -15,6 +15,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.base.response.schema import Response
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.evaluation._judge import grounded
 from llama_index_kgplus.evaluation import (
     AnswerCorrectness,
     AnswerRelevance,
@@ -151,13 +152,33 @@ async def test_faithfulness_and_context_precision_by_hand():
             (r"Context: noise", json.dumps({"reason": "r", "verdict": "no"})),
         ]
     )
-    faith = await Faithfulness(llm=judge).aevaluate(query="q", response="a", contexts=["c"])
+    answer = "s1 holds. s2 holds. s3 fails. s4 holds."
+    faith = await Faithfulness(llm=judge).aevaluate(query="q", response=answer, contexts=["c"])
     assert [v["statement"] for v in faith.details["verdicts"]] == ["s1 holds.", "s2 holds.", "s3 fails.", "s4 holds."]
     assert faith.score == 0.75
     precision = await ContextPrecision(llm=judge).aevaluate(
         query="q", contexts=["noise", "useful", "useful"], reference="t"
     )
     assert precision.score == pytest.approx((1 / 2 + 2 / 3) / 2)
+
+
+async def test_invented_and_repeated_statements_are_dropped():
+    """A real failure of the local 1.5B model: asked for the statements of a one-line answer, it listed facts of
+    its own (and repeated itself)."""
+    answer = "Environmental effects of humans and acquired abnormality are related."
+    invented = ["Acquired abnormality can be caused by exposure to radiation.", "Acquired abnormality is a condition."]
+    judge = JudgeLLM(
+        rules=[
+            (r"Break the answer", json.dumps({"statements": [answer, *invented, answer]})),
+            (r"Statement: ", verdict(True)),
+        ]
+    )
+    result = await Faithfulness(llm=judge).aevaluate(query="How are they related?", response=answer, contexts=["c"])
+    # "Acquired abnormality is a condition." shares 2 of its 3 content words with the answer: kept, a limit of the
+    # word-overlap check; the radiation one shares 2 of 5
+    assert [v["statement"] for v in result.details["verdicts"]] == [answer, invented[1]]
+    assert result.details["dropped_statements"] == [invented[0], answer]
+    assert not grounded(invented[0], answer) and grounded("Acquired abnormalities are related", answer)
 
 
 async def test_unparseable_judge_is_recorded_not_scored():

@@ -14,6 +14,8 @@ The reference leads each prompt, so llama.cpp reuses its evaluated prefix from o
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Literal
 
 from llama_index.core.llms import LLM
@@ -38,9 +40,38 @@ class _Questions(BaseModel):
     noncommittal: bool = Field(description="true if the answer is evasive, vague or says it does not know")
 
 
-async def extract_statements(llm: LLM, question: str, text: str) -> list[str]:
-    """The statements the LLM finds, each multi-sentence one split into its sentences (small models often
-    return the answer back as one statement)."""
+@dataclass
+class Statements:
+    """What :func:`extract_statements` keeps, and what it drops: statements whose words are mostly not in the
+    text (the model invented them) and repeats."""
+
+    kept: list[str]
+    dropped: list[str]
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "the and are was were been being for with that this these those from into its has have had can may not does "
+    "did which what who how when where why also than then there their they them such other any all".split()
+)
+
+
+def _stems(text: str) -> set[str]:
+    """Content words cut to five letters: a crude stemmer that is enough to tell "effects" from "radiation"."""
+    return {w[:5] for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+
+
+def grounded(statement: str, source: str, min_share: float = 0.5) -> bool:
+    """At least ``min_share`` of the statement's content words occur in ``source``."""
+    words = _stems(statement)
+    return not words or len(words & _stems(source)) / len(words) >= min_share
+
+
+async def extract_statements(llm: LLM, question: str, text: str) -> Statements:
+    """The statements the LLM finds in ``text``, each multi-sentence one split into its sentences (small models
+    often return the answer back as one statement). Small models also invent statements when the text is short:
+    those whose words are mostly in neither the text nor the question are dropped; if none is left, the text's
+    own sentences are the statements."""
     from llama_index_kgplus.summarizers import split_sentences
 
     prompt = (
@@ -50,7 +81,12 @@ async def extract_statements(llm: LLM, question: str, text: str) -> list[str]:
         'Reply as JSON: {"statements": ["...", "..."]}'
     )
     result = await agenerate_json(llm, prompt, _Statements, max_tokens=768)
-    return [sentence for statement in result.statements for sentence in split_sentences(statement)]
+    kept: list[str] = []
+    dropped: list[str] = []
+    for sentence in (s for statement in result.statements for s in split_sentences(statement)):
+        ok = sentence not in kept and grounded(sentence, f"{question}\n{text}")
+        (kept if ok else dropped).append(sentence)
+    return Statements(kept or split_sentences(text), dropped)
 
 
 async def judge_statements(
@@ -61,7 +97,8 @@ async def judge_statements(
     for statement in statements:
         prompt = (
             f"Read the {reference_name}, then judge the statement after it: answer \"yes\" if the statement can be "
-            f"directly inferred from the {reference_name}, \"no\" otherwise.\n\n"
+            f"directly inferred from the {reference_name}; answer \"no\" if it adds any fact the {reference_name} "
+            "does not state, even a plausible one (naming the same things is not enough).\n\n"
             f"{reference_name.capitalize()}:\n{reference}\n\nStatement: {statement}\n\n"
             'Reply as JSON: {"reason": "...", "verdict": "yes"}'
         )

@@ -140,9 +140,11 @@ class AnswerCorrectness(_Metric):
         answer_statements = await _judge.extract_statements(self.llm, query, response)
         truth_statements = await _judge.extract_statements(self.llm, query, reference)
         answer_verdicts = await _judge.judge_statements(
-            self.llm, answer_statements, reference, reference_name="ground truth"
+            self.llm, answer_statements.kept, reference, reference_name="ground truth"
         )
-        truth_verdicts = await _judge.judge_statements(self.llm, truth_statements, response, reference_name="answer")
+        truth_verdicts = await _judge.judge_statements(
+            self.llm, truth_statements.kept, response, reference_name="answer"
+        )
         tp = sum(v["verdict"] for v in answer_verdicts)
         fp = len(answer_verdicts) - tp
         fn = sum(not v["verdict"] for v in truth_verdicts)
@@ -153,6 +155,7 @@ class AnswerCorrectness(_Metric):
         details = {
             "f1": f1, "similarity": similarity, "tp": tp, "fp": fp, "fn": fn,
             "answer_verdicts": answer_verdicts, "ground_truth_verdicts": truth_verdicts,
+            "dropped_statements": {"answer": answer_statements.dropped, "ground_truth": truth_statements.dropped},
         }  # fmt: skip
         return score, details
 
@@ -181,10 +184,11 @@ class Faithfulness(_Metric):
 
     async def _score(self, query: str, response: str, contexts: Sequence[str], **_: Any) -> tuple[float, dict]:
         statements = await _judge.extract_statements(self.llm, query, response)
-        if not statements:
+        if not statements.kept:
             raise StructuredOutputError("No statements could be extracted from the answer.", response)
-        verdicts = await _judge.judge_statements(self.llm, statements, "\n\n".join(contexts))
-        return sum(v["verdict"] for v in verdicts) / len(verdicts), {"verdicts": verdicts}
+        verdicts = await _judge.judge_statements(self.llm, statements.kept, "\n\n".join(contexts))
+        score = sum(v["verdict"] for v in verdicts) / len(verdicts)
+        return score, {"verdicts": verdicts, "dropped_statements": statements.dropped}
 
 
 class ContextRecall(_Metric):

@@ -3,9 +3,9 @@
 The paths go to the synthesizer as ONE leading node, a clearly delimited "knowledge graph relationship paths"
 section, followed by the retrieved passages. ``path_format="arrows"`` writes ``a -[R]-> b <-[S]- c`` and the
 prompt tells the model how to read the arrows; ``"facts"`` writes ``a R b; c S b``, which small local models
-repeat less verbatim (see benchmarks/README.md). Any standard
-LlamaIndex response synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's
-``metadata`` gains ``kg_entities`` (the mentions) and ``kg_paths`` (the structured paths used).
+turn into prose instead of copying the notation (see benchmarks/README.md). Any standard LlamaIndex response
+synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's ``metadata`` gains
+``kg_entities`` (the mentions) and ``kg_paths`` (the structured paths used).
 """
 
 from __future__ import annotations
