@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "bench-data"
@@ -79,8 +80,10 @@ def kg(limit: int, llm: str, judge: str | None) -> Path:
     for line in (data / "pairs.jsonl").read_text().splitlines():
         pair = json.loads(line)
         truth = " ".join(_path_sentence(p, names) for p in pair["gold_paths"][:3])
+        relations = sorted({REL.fullmatch(step).group(1) or REL.fullmatch(step).group(2)
+                            for path in pair["gold_paths"][:3] for step in path[1::2]})  # fmt: skip
         rows.append({"id": f"{pair['lhs']}|{pair['rhs']}", "question": f"How are {pair['text']} related?",
-                     "ground_truth": truth})  # fmt: skip
+                     "ground_truth": truth, "gold_relations": relations})  # fmt: skip
     # every 10th pair: a spread over the distance-1 and distance-2 buckets
     dataset = _write_jsonl(out / "dataset.jsonl", rows[::10][:limit])
     store = f"ladybug://{out / 'kg.lbug'}"
@@ -89,9 +92,17 @@ def kg(limit: int, llm: str, judge: str | None) -> Path:
              "--store", store)  # fmt: skip
     from llama_index_kgplus.sample import SAMPLE_DOCS
 
-    return _eval(out, llm, judge, "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store,
-                 "--pipelines", "baseline,kg,kg-facts", "--metrics", "answer_correctness,answer_similarity,answer_relevance",
-                 "--top-k", "3")  # fmt: skip
+    run = _eval(out, llm, judge, "--dataset", str(dataset), "--corpus", str(SAMPLE_DOCS), "--kg-store", store,
+                "--pipelines", "baseline,kg,kg-facts", "--metrics", "answer_correctness,answer_similarity,answer_relevance",
+                "--top-k", "3")  # fmt: skip
+    gold = {r["id"]: r["gold_relations"] for r in rows}
+
+    def names_a_relation(answer: dict) -> bool:  # "part_of" as "part_of" or "part of", "isa" also as "is a"
+        forms = {f for rel in gold[answer["sample_id"]] for f in (rel, rel.replace("_", " "), rel.replace("isa", "is a"))}
+        return any(re.search(rf"\b{re.escape(f)}\b", answer["answer"].lower()) for f in forms)
+
+    _count_answers(run, "Answers naming a gold relationship (no judge)", names_a_relation)
+    return run
 
 
 def glossary(limit: int, llm: str, judge: str | None) -> Path:
@@ -124,8 +135,23 @@ def hierarchy(limit: int, llm: str, judge: str | None) -> Path:
     if not (index / "docstore.json").is_file():
         _run("ingest", str(corpus), "--index", str(index), "--hierarchy", "semantic", "--summarizer", "extractive",
              "--chunk-size", "256")  # fmt: skip
-    return _eval(out, llm, judge, "--dataset", str(dataset), "--index", str(index), "--pipelines",
-                 "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--top-k", "4")  # fmt: skip
+    run = _eval(out, llm, judge, "--dataset", str(dataset), "--index", str(index), "--pipelines",
+                "baseline,hierarchy,hierarchy-tree", "--metrics", "answer_correctness,answer_similarity", "--top-k", "4")  # fmt: skip
+    truths = {q["id"]: q["answers"] for q in questions}
+    _count_answers(run, "Answers containing a gold SQuAD answer (no judge)",
+                   lambda a: any(t.lower() in a["answer"].lower() for t in truths[a["sample_id"]]))  # fmt: skip
+    return run
+
+
+def _count_answers(run: Path, title: str, passes: Callable[[dict], bool]) -> None:
+    """A judge-free check per pipeline: how many answers pass, appended to summary.md."""
+    counts: dict[str, list[bool]] = {}
+    for line in (run / "cache" / "answers.jsonl").read_text(encoding="utf-8").splitlines():
+        answer = json.loads(line)
+        counts.setdefault(answer["pipeline"], []).append(passes(answer))
+    table = "".join(f"| {p} | {sum(v)} / {len(v)} |\n" for p, v in counts.items())
+    with (run / "summary.md").open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## {title}\n\n| pipeline | answers |\n|---|---|\n" + table)
 
 
 def main() -> None:
