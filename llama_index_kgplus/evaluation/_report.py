@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from llama_index_kgplus.evaluation._runner import ScoreRecord
@@ -32,18 +32,22 @@ def paired_differences(records: Sequence[ScoreRecord], pipelines: Sequence[str])
 
     Pairing removes the question-to-question spread that makes the per-pipeline intervals overlap.
     """
-    scores = _scores_by_metric(records)
-    base, rows = pipelines[0], []
+    rows = []
+    for metric, other, diffs in _differences(_scores_by_metric(records), pipelines):
+        mean, low, high = mean_ci(diffs, bounds=(-1.0, 1.0))
+        rows.append({"metric": metric, "pipeline": other, "versus": pipelines[0], "n": len(diffs),
+                     "mean_diff": mean, "ci_low": low, "ci_high": high})  # fmt: skip
+    return rows
+
+
+def _differences(scores: dict, pipelines: Sequence[str]) -> Iterator[tuple[str, str, list[float]]]:
+    """``(metric, pipeline, per-question differences to the first pipeline)`` where both have scores."""
+    base = pipelines[0]
     for metric, per_pipeline in scores.items():
         for other in pipelines[1:]:
             common = sorted(set(per_pipeline.get(base, {})) & set(per_pipeline.get(other, {})))
-            if not common:
-                continue
-            diffs = [per_pipeline[other][q] - per_pipeline[base][q] for q in common]
-            mean, low, high = mean_ci(diffs, bounds=(-1.0, 1.0))
-            rows.append({"metric": metric, "pipeline": other, "versus": base, "n": len(common),
-                         "mean_diff": mean, "ci_low": low, "ci_high": high})  # fmt: skip
-    return rows
+            if common:
+                yield metric, other, [per_pipeline[other][q] - per_pipeline[base][q] for q in common]
 
 
 def _scores_by_metric(records: Sequence[ScoreRecord]) -> dict[str, dict[str, dict[str, float]]]:
@@ -133,19 +137,17 @@ def _plots(records: Sequence[ScoreRecord], pipelines: Sequence[str], out: Path) 
         paths[f"hist_{safe}"] = out / f"hist_{safe}.png"
         fig.savefig(paths[f"hist_{safe}"], dpi=100)
         plt.close(fig)
-        base = pipelines[0]
-        for other in pipelines[1:]:
-            common = sorted(set(per_pipeline.get(base, {})) & set(per_pipeline.get(other, {})))
-            if not common:
-                continue
-            diffs = sorted(per_pipeline[other][q] - per_pipeline[base][q] for q in common)
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            ax.bar(range(len(diffs)), diffs, color=["tab:green" if d >= 0 else "tab:red" for d in diffs])
-            ax.axhline(0, color="black", linewidth=0.8)
-            ax.set(title=f"{metric}: {other} minus {base}, per question", xlabel="questions (sorted)", ylabel="difference")
-            fig.tight_layout()
-            key = f"diff_{safe}_{other}_vs_{base}"
-            paths[key] = out / f"{key}.png"
-            fig.savefig(paths[key], dpi=100)
-            plt.close(fig)
+    base = pipelines[0]
+    for metric, other, diffs in _differences(scores, pipelines):
+        safe = metric.replace("@", "_at_")
+        diffs = sorted(diffs)
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.bar(range(len(diffs)), diffs, color=["tab:green" if d >= 0 else "tab:red" for d in diffs])
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set(title=f"{metric}: {other} minus {base}, per question", xlabel="questions (sorted)", ylabel="difference")
+        fig.tight_layout()
+        key = f"diff_{safe}_{other}_vs_{base}"
+        paths[key] = out / f"{key}.png"
+        fig.savefig(paths[key], dpi=100)
+        plt.close(fig)
     return paths
