@@ -89,6 +89,12 @@ async def extract_statements(llm: LLM, question: str, text: str) -> Statements:
     return Statements(kept or split_sentences(text), dropped)
 
 
+async def _verdict(llm: LLM, prompt: str) -> dict:
+    """``{"verdict": bool, "reason"}`` for a prompt asking one yes/no question."""
+    result = await agenerate_json(llm, prompt, _Verdict, max_tokens=200)
+    return {"verdict": result.verdict == "yes", "reason": result.reason}
+
+
 async def judge_statements(
     llm: LLM, statements: list[str], reference: str, *, reference_name: str = "context"
 ) -> list[dict]:
@@ -102,8 +108,7 @@ async def judge_statements(
             f"{reference_name.capitalize()}:\n{reference}\n\nStatement: {statement}\n\n"
             'Reply as JSON: {"reason": "...", "verdict": "yes"}'
         )
-        result = await agenerate_json(llm, prompt, _Verdict, max_tokens=200)
-        verdicts.append({"statement": statement, "verdict": result.verdict == "yes", "reason": result.reason})
+        verdicts.append({"statement": statement, **await _verdict(llm, prompt)})
     return verdicts
 
 
@@ -128,6 +133,5 @@ async def judge_contexts(llm: LLM, question: str, contexts: list[str], reference
             f"Question: {question}\nReference answer: {reference_answer}\nContext: {context}\n\n"
             'Reply as JSON: {"reason": "...", "verdict": "yes"}'
         )
-        result = await agenerate_json(llm, prompt, _Verdict, max_tokens=200)
-        verdicts.append({"context": context, "verdict": result.verdict == "yes", "reason": result.reason})
+        verdicts.append({"context": context, **await _verdict(llm, prompt)})
     return verdicts
