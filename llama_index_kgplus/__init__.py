@@ -8,6 +8,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 from llama_index_kgplus.corpus import load_corpus
+from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
 from llama_index_kgplus.glossary import (
@@ -45,6 +46,9 @@ from llama_index_kgplus.summarizers import (
 __all__ = [
     "AbstractiveSummarizer",
     "DriftGuard",
+    "EntityGraph",
+    "EntityGraphRetriever",
+    "EntityLinker",
     "EntityMatcher",
     "ExtractiveSummarizer",
     "GlobalSearchEngine",

@@ -1,7 +1,8 @@
-"""Load a corpus: a JSONL file of ``{"id", "title", "text"}`` records or a folder of text files.
+"""Load a corpus: a JSONL file of ``{"id", "title"?, "text"}`` records or a folder of text files.
 
 Each record becomes a LlamaIndex ``Document`` whose ``id_`` and ``metadata["doc_id"]`` are the corpus id, so
-every chunk, summary and citation can name its source document.
+every chunk, summary and citation can name its source document. ``metadata["title"]`` is the record's title
+(a file's name for a folder); a record without one has no title (its id is not a title).
 
 Example::
 
@@ -46,7 +47,7 @@ def _read_jsonl(path: Path) -> list[Document]:
         if doc_id in seen:
             raise InputDataError(f"{where}: duplicate document id {doc_id!r}.")
         seen.add(doc_id)
-        title = str(record.get("title") or doc_id)
+        title = str(record.get("title") or "").strip() or None
         docs.append(_document(doc_id, title, str(record["text"] or "")))
     return docs
 
@@ -64,11 +65,11 @@ def _read_folder(path: Path) -> list[Document]:
     return docs
 
 
-def _document(doc_id: str, title: str, text: str) -> Document:
+def _document(doc_id: str, title: str | None, text: str) -> Document:
     return Document(
         id_=doc_id,
         text=text,
-        metadata={"doc_id": doc_id, "title": title},
+        metadata={"doc_id": doc_id, **({"title": title} if title else {})},
         excluded_embed_metadata_keys=["doc_id"],
         excluded_llm_metadata_keys=["doc_id"],
     )

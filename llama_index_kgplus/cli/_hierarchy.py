@@ -31,8 +31,9 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--retrieval", choices=("collapsed", "tree"), default="collapsed",
-        help="collapsed: top-k over chunks and summaries at once (default); tree: top-down from the summaries",
+        "--retrieval", choices=("collapsed", "tree", "graph"), default="collapsed",
+        help="collapsed: top-k over chunks and summaries at once (default); tree: top-down from the summaries; "
+        "graph: personalized PageRank over the entity graph (an index built with --entities)",
     )
     parser.add_argument("--expand-children", action="store_true", help="follow each summary hit by its children")
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.cli import _glossary, _hierarchy
+from llama_index_kgplus.cli import _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.jsonl import iter_jsonl
 
@@ -41,13 +41,16 @@ def _questions(args: argparse.Namespace) -> list[str]:
 def source_record(hit: Any) -> dict[str, Any]:
     """The JSON form of one retrieved ``NodeWithScore``."""
     node = hit.node
-    return {
+    record = {
         "id": node.metadata.get("doc_id") or node.ref_doc_id,
         "score": None if hit.score is None else round(float(hit.score), 6),
         "text": node.get_content(),
         "level": int(node.metadata.get("level", 0)),
         "doc_ids": node.metadata.get("doc_ids") or [d for d in [node.metadata.get("doc_id") or node.ref_doc_id] if d],
     }
+    if "entity_graph" in node.metadata:  # --retrieval graph: why the walk chose it
+        record["why"] = node.metadata["entity_graph"]
+    return record
 
 
 def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
@@ -64,6 +67,19 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
     for src in record["sources"]:
         snippet = " ".join(src["text"].split())[:120]
         print(f"- [{src['id']}] level {src['level']} score {src['score']:.3f}: {snippet}")
+        if "why" in src:
+            print(f"    why: {_walk_text(src['why'])}")
+
+
+def _walk_text(why: dict[str, Any]) -> str:
+    """``--retrieval graph``: the path that reached a source, as one line."""
+    steps = why.get("path") or []
+    if not steps:
+        return "dense hit"
+    names = [next(iter(steps[0]["seed"].values()))]
+    for step in steps[1:]:
+        names.append(f"-{step['edge']}- {next(iter(step['to'].values()))}")
+    return f"{'question entity' if steps[0]['by'] == 'question' else 'dense hit'} {' '.join(names)}"
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -72,6 +88,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus.indexing import build_index
 
     docs = load_corpus(args.docs_path)
+    linker = _entities.make_linker(args)
     embed_model = defaults.default_embed_model()
     builders = _hierarchy.make_builders(args, embed_model)
     index = build_index(
@@ -80,9 +97,10 @@ def _ingest(args: argparse.Namespace) -> int:
         embed_model=embed_model,
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
-        extra_transformations=builders,
+        extra_transformations=[*([linker] if linker else []), *builders],
     )
     print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
+    _entities.after_ingest(args, index, linker)
     _hierarchy.after_ingest(args, index, builders)
     return 0
 
@@ -95,7 +113,10 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
 
     questions = _questions(args)
     index = load_index(args.index, embed_model=defaults.default_embed_model())
-    retriever = _hierarchy.make_retriever(index, args)
+    if args.retrieval == "graph":
+        retriever = _entities.make_retriever(index, args)
+    else:
+        retriever = _hierarchy.make_retriever(index, args)
     glossary_engine = _glossary.make_engine(args, retriever, index, synthesize)
     engine = None
     if synthesize and glossary_engine is None:
@@ -121,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ingest.add_argument("--chunk-size", type=int, default=384, help="chunk size in tokens (default 384)")
     ingest.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
     _hierarchy.add_ingest_options(ingest)
+    _entities.add_ingest_options(ingest)
     ingest.set_defaults(func=_ingest)
 
     for name, synthesize, help_text in (
@@ -136,5 +158,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         if synthesize:
             cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
         _hierarchy.add_retrieval_options(cmd)
+        _entities.add_retrieval_options(cmd)
         _glossary.add_options(cmd)
         cmd.set_defaults(func=lambda args, s=synthesize: _retrieve_or_query(args, s))

@@ -221,6 +221,20 @@ class GraphDialect(ABC):
     def read_names(self, store: Any, layout: GraphLayout) -> Iterator[tuple[str, str, bool]]:
         """``(id, name_or_alias, is_alias)`` for every node name and alias."""
 
+    def read_relationships(
+        self, store: Any, layout: GraphLayout, name_property: str | None = None
+    ) -> Iterator[tuple[str, str, str]]:
+        """``(start id, end id, type)`` of every relationship of the graph; the type is the relationship's
+        ``name_property`` (e.g. ``relname``) where it has one, else its :TYPE."""
+        name = f", r.{quote_identifier(name_property)} AS name" if name_property else ""
+        for row in self.run(store, self.relationships_query(layout) + name):
+            yield str(row["s"]), str(row["t"]), str(row.get("name") or row["type"])
+
+    @abstractmethod
+    def relationships_query(self, layout: GraphLayout) -> str:
+        """``MATCH ... RETURN <start id> AS s, <end id> AS t, <type> AS type`` over the graph's relationships
+        bound to ``r``."""
+
     @abstractmethod
     def shortest_paths_statement(
         self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int

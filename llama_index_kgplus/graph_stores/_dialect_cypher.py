@@ -124,6 +124,13 @@ class _CypherDialect(GraphDialect):
         for row in self.run(store, query):
             yield str(row["id"]), str(row["a"]), True
 
+    def relationships_query(self, layout: GraphLayout) -> str:
+        label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
+        return (
+            f"MATCH (a:{label})-[r:{self._rel_pattern_cypher(layout)}]->(b:{label}) "
+            f"RETURN a.{idp} AS s, b.{idp} AS t, type(r) AS type"
+        )
+
     def shortest_paths_statement(
         self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int
     ) -> tuple[str, dict[str, Any]]:

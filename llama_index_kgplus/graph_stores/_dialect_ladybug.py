@@ -217,6 +217,13 @@ class LadybugDialect(GraphDialect):
             for row in self.run(store, f"MATCH (s:{quote_identifier(layout.alias_table)}) RETURN s.node_id AS id, s.alias AS a"):
                 yield str(row["id"]), str(row["a"]), True
 
+    def relationships_query(self, layout: GraphLayout) -> str:
+        label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
+        return (
+            f"MATCH (a:{label})-[r:{quote_identifier(layout.rel_table)}]->(b:{label}) "
+            f"RETURN a.{idp} AS s, b.{idp} AS t, r.{quote_identifier(layout.type_column)} AS type"
+        )
+
     def _path_columns(self, layout: GraphLayout) -> str:
         cols = [
             f"properties(nodes(p), '{layout.id_property}') AS node_ids",

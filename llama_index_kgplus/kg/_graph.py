@@ -168,6 +168,19 @@ class KnowledgeGraph:
             return None
         return path
 
+    # ------------------------------------------------------------------ reading the whole graph
+
+    def names(self) -> list[tuple[str, str, bool]]:
+        """``(id, name_or_synonym, is_synonym)`` of every entity."""
+        return list(self.dialect.read_names(self.store, self.layout))
+
+    def relationships(self, name_property: str | None = "relname") -> list[tuple[str, str, str]]:
+        """``(start id, end id, type)`` of every relationship; the type is ``name_property`` where the import
+        recorded that property (UMLS: ``causes``), else the :TYPE."""
+        layout = self.layout
+        shown = name_property if name_property in layout.rel_properties else None
+        return list(self.dialect.read_relationships(self.store, layout, shown))
+
     # ------------------------------------------------------------------ paths
 
     def shortest_paths(self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000) -> list[RawPath]:

@@ -108,7 +108,7 @@ class EntityMatcher:
     def from_graph(cls, graph: KnowledgeGraph, **params: Any) -> EntityMatcher:
         """From the names and synonyms stored in a knowledge graph (one read of the store)."""
         names, synonyms = [], []
-        for cid, text, is_alias in graph.dialect.read_names(graph.store, graph.layout):
+        for cid, text, is_alias in graph.names():
             (synonyms if is_alias else names).append((cid, text))
         return cls.from_pairs(names, synonyms, **params)
 

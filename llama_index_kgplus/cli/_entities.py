@@ -1,0 +1,98 @@
+"""The entity-graph options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
+
+``kgplus ingest DOCS --index DIR --entities titles,kg,glossary,ner,llm [--kg-store URI] [--glossary FILE]``
+links every chunk to the entities it mentions and writes ``entity_graph.npz`` beside the index;
+``kgplus retrieve|query ... --retrieval graph`` ranks passages by personalized PageRank from the question's
+entities and the top dense hits. Each source of the JSON output then also carries ``why``: the walk's
+score, the question's entities and the path that reached the passage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_ingest_options(parser: argparse.ArgumentParser) -> None:
+    from llama_index_kgplus.entity_graph import ENTITY_SOURCES
+
+    group = parser.add_argument_group("entity graph (multi-hop retrieval)")
+    group.add_argument(
+        "--entities", default=None, metavar="SOURCES", type=_sources,
+        help=f"link chunks to entities from a comma list of sources ({', '.join(ENTITY_SOURCES)}) and build the "
+        "entity graph for --retrieval graph",
+    )
+    group.add_argument("--kg-store", default=None, metavar="URI", help="knowledge graph of the kg source")
+    group.add_argument("--glossary", default=None, metavar="FILE", help="glossary .json or .csv of the glossary source")
+
+
+def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("entity graph retrieval (--retrieval graph)")
+    group.add_argument("--damping", type=float, default=None, help="probability that the walk goes on (default 0.5)")
+    group.add_argument("--max-hops", type=int, default=None, help="longest walk from a seed, in edges (default none)")
+    group.add_argument("--with-parents", action="store_true", help="follow each hit by its summary parent")
+
+
+def _sources(value: str) -> list[str]:
+    from llama_index_kgplus.entity_graph import parse_sources
+    from llama_index_kgplus.errors import InputDataError
+
+    try:
+        return parse_sources(value)
+    except InputDataError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def make_linker(args: argparse.Namespace) -> Any | None:
+    """The EntityLinker that ``--entities`` asks for (None without it); sources are checked before any
+    model loads."""
+    if not args.entities:
+        return None
+    from llama_index_kgplus import defaults
+    from llama_index_kgplus.entity_graph import EntityLinker
+    from llama_index_kgplus.errors import InputDataError
+
+    sources = args.entities
+    if "kg" in sources and not args.kg_store:
+        raise InputDataError("--entities kg needs the knowledge graph: add --kg-store URI (see `kgplus kg import`).")
+    if "glossary" in sources and not args.glossary:
+        raise InputDataError("--entities glossary needs --glossary FILE.")
+    llm = defaults.default_llm(args.llm) if "llm" in sources else None
+    return EntityLinker.from_defaults(
+        sources, llm=llm, kg_store=args.kg_store, glossary=args.glossary, show_progress=True
+    )
+
+
+def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None) -> None:
+    """Build the entity graph of the new index and write it beside it."""
+    if linker is None:
+        return
+    from llama_index_kgplus.entity_graph import EntityGraph
+
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
+    graph.persist(args.index)
+    print(
+        f"entity graph ({','.join(linker.sources)}): {graph.n_entities} entities, {graph.n_mentions} links in "
+        f"{graph.n_linked_passages} of {graph.n_passages} passages, {len(graph.entity_edges())} entity-entity "
+        f"edges; LLM calls: {linker.llm_calls_}"
+    )
+
+
+def make_retriever(index: Any, args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from llama_index_kgplus.entity_graph import EntityGraphRetriever
+    from llama_index_kgplus.errors import InputDataError
+
+    settings: dict[str, Any] = {"similarity_top_k": args.top_k, "include_parents": args.with_parents}
+    if args.damping is not None:
+        settings["damping"] = args.damping
+    if args.max_hops is not None:
+        settings["max_hops"] = args.max_hops
+    try:
+        retriever = EntityGraphRetriever.from_index(index, persist_dir=Path(args.index), **settings)
+    except ValidationError as exc:
+        raise InputDataError(f"Invalid graph retrieval setting: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc'][0]}).") from exc
+    retriever.warm_up()
+    return retriever

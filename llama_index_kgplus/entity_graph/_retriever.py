@@ -1,0 +1,384 @@
+"""``EntityGraphRetriever``: multi-hop retrieval by personalized PageRank over the passage-entity graph.
+
+For a question: find its entities (the graph's own dictionary), seed a personalized PageRank with them
+(weighted by specificity, 1 / the number of passages naming the entity) and with the top dense hits (so a
+question that names no known entity still works), walk the graph (passages <-> entities <-> entities), and
+rank passages by the walk's score fused with the dense score. "When did Lothair II's mother die?" seeds
+*Lothair II*; the walk reaches the Lothair II passage, the entity *Ermengarde of Tours* it mentions and the
+passage about her, which the question never names.
+
+Every returned node is a copy of the docstore's node with ``metadata["entity_graph"]``: its graph and dense
+scores, the question's entities, the passage's entities most visited by the walk, and ``path``: the edges by
+which the walk most likely reached it (e.g. *Lothair II* -MENTIONS(about)- passage *Lothair II*
+-MENTIONS- *Ermengarde of Tours* -MENTIONS(about)- passage *Ermengarde of Tours*).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.bridge.pydantic import BaseModel, Field
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
+
+from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
+from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
+from llama_index_kgplus.errors import InputDataError
+
+METADATA_KEY = "entity_graph"
+
+
+class GraphRetrievalSettings(BaseModel):
+    """The settings of :class:`EntityGraphRetriever` (validated; every one can be passed as a keyword)."""
+
+    similarity_top_k: int = Field(default=8, ge=1, description="Passages returned.")
+    damping: float = Field(default=0.85, ge=0.0, lt=1.0, description="Probability that the walk goes on (vs restarts).")
+    max_hops: int | None = Field(
+        default=None, ge=1, description="Longest walk from a seed, in edges (passage-entity is one); None: no limit."
+    )
+    dense_top_k: int = Field(default=50, ge=1, description="Dense hits fetched for the seeds and the fusion.")
+    dense_seeds: int = Field(default=5, ge=0, description="Top dense hits that seed the walk.")
+    dense_seed_weight: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="Share of the seed weight on dense hits when the question names entities."
+    )
+    fusion: Literal["rank", "score"] = Field(
+        default="rank", description="Fuse the walk's and the dense ranking by reciprocal rank or by scaled score."
+    )
+    rank_k: float = Field(default=1.0, gt=0.0, description="fusion='rank': the k of 1 / (k + rank).")
+    graph_weight: float = Field(default=1.0, ge=0.0, description="Weight of the walk's ranking in the fusion.")
+    dense_weight: float = Field(
+        default=0.0, ge=0.0,
+        description="Weight of the dense ranking in the fusion when the question names entities (0: the walk "
+        "ranks, dense hits fill the places it leaves).",
+    )
+    dense_weight_no_entities: float = Field(
+        default=0.5, ge=0.0,
+        description="Weight of the dense ranking when the question names no known entity (the walk then only "
+        "spreads the dense hits).",
+    )
+    mention_weight: float = Field(default=1.0, gt=0.0, description="Edge weight: a passage names an entity.")
+    about_weight: float = Field(
+        default=5.0, gt=0.0,
+        description="Weight of the step from an entity to a passage about it (its title or lead entity).",
+    )
+    entity_edge_weight: float = Field(default=1.0, ge=0.0, description="Edge weight: SAME_AS and KG relationships.")
+    max_df: float | None = Field(
+        default=0.02, gt=0.0,
+        description="Entities named by more passages than this (a share if < 1, else a count) are left out "
+        "(None: none is).",
+    )
+    min_df_cap: int = Field(
+        default=10, ge=1, description="A share-based max_df never leaves out entities named by this many passages or fewer."
+    )
+    include_parents: bool = Field(default=False, description="Follow each hit by its summary parent (hierarchy).")
+
+
+@dataclass
+class _Compiled:
+    """The graph as matrices for the walk (rebuilt when the graph or the weights change)."""
+
+    transition: sp.csr_matrix
+    backward: sp.csr_matrix
+    specificity: np.ndarray  # per entity: 1 / passages naming it; 0 for left-out entities
+    passage_index: dict[str, int]
+    entity_column: dict[str, int]
+    about: sp.csr_matrix  # passages x entities: the passage's document is about the entity
+    edge_types: dict[tuple[int, int], str]  # entity columns (both orders) -> relationship type
+    n_passages: int
+
+
+class EntityGraphRetriever(BaseRetriever):
+    """Multi-hop retriever: personalized PageRank from the question's entities and the top dense hits.
+
+    ``dense_retriever`` is any LlamaIndex retriever over the same nodes (e.g. ``index.as_retriever()``, or a
+    :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches. Settings: see
+    :class:`GraphRetrievalSettings`.
+
+    Example::
+
+        retriever = EntityGraphRetriever.from_persist_dir("./index", similarity_top_k=8)
+        for hit in retriever.retrieve("When did Lothair II's mother die?"):
+            print(hit.node.metadata["doc_id"], hit.node.metadata["entity_graph"]["path"])
+    """
+
+    def __init__(
+        self,
+        graph: EntityGraph,
+        dense_retriever: BaseRetriever,
+        docstore: Any,
+        *,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **settings: Any,
+    ) -> None:
+        self.graph = graph
+        self.dense_retriever = dense_retriever
+        self.docstore = docstore
+        self.settings = GraphRetrievalSettings(**settings)
+        self._compiled: _Compiled | None = None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "EntityGraphRetriever"
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_index(cls, index: Any, graph: EntityGraph | None = None, *, persist_dir: str | Path | None = None,
+                   **kwargs: Any) -> EntityGraphRetriever:
+        """Over a ``VectorStoreIndex`` and its entity graph (given, or loaded from ``persist_dir``)."""
+        if graph is None:
+            if persist_dir is None:
+                raise InputDataError("Give the index's EntityGraph, or the persist_dir it was saved in.")
+            graph = EntityGraph.load(persist_dir, index_id=index.index_id)
+        dense_top_k = GraphRetrievalSettings(**kwargs).dense_top_k
+        return cls(graph, index.as_retriever(similarity_top_k=dense_top_k), index.docstore, **kwargs)
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: str | Path, embed_model: Any = None, **kwargs: Any) -> EntityGraphRetriever:
+        """Over an index folder written by ``kgplus ingest --entities`` (``embed_model`` defaults to
+        ``Settings.embed_model``)."""
+        from llama_index_kgplus.indexing import load_index
+
+        graph = EntityGraph.load(persist_dir)  # before the index: a folder without a graph fails fast
+        index = load_index(persist_dir, embed_model=embed_model)
+        if graph.index_id not in (None, index.index_id):
+            EntityGraph.load(persist_dir, index_id=index.index_id)  # raises with the fix
+        return cls.from_index(index, graph, **kwargs)
+
+    from_defaults = from_index
+
+    # ------------------------------------------------------------------ the walk
+
+    def warm_up(self) -> None:
+        """Build the matrices and the question dictionary now rather than on the first question."""
+        self._matrices()
+        _ = self.graph.entities.matcher
+
+    def invalidate(self) -> None:
+        """Forget the matrices (after editing the graph)."""
+        self._compiled = None
+
+    def _matrices(self) -> _Compiled:
+        if self._compiled is not None:
+            return self._compiled
+        s, graph = self.settings, self.graph
+        n_p, n_e = graph.n_passages, graph.n_entities
+        df = graph.document_frequency()
+        cap = np.inf if s.max_df is None else (max(s.max_df * n_p, s.min_df_cap) if s.max_df < 1 else s.max_df)
+        keep = sp.diags((df <= cap).astype(np.float64))
+        links = graph.mention_matrix() @ keep
+        # passage -> entity: every link alike; entity -> passage: a passage about it weighs more
+        about_links = graph.mention_matrix(about_only=True)
+        about = about_links @ keep
+        to_passages = (s.mention_weight * links + (s.about_weight - s.mention_weight) * about).T
+        edges = graph.entity_edges()
+        edge_types: dict[tuple[int, int], str] = {}
+        for a, b, rel_type in edges:
+            edge_types.setdefault((a, b), rel_type)
+            edge_types.setdefault((b, a), rel_type)
+        relations = sp.coo_matrix(
+            (np.full(len(edges), s.entity_edge_weight), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n_e, n_e)
+        )
+        relations = keep @ (relations + relations.T) @ keep
+        adjacency = sp.bmat([[None, s.mention_weight * links], [to_passages, relations]], format="csr", dtype=np.float64)
+        if adjacency.shape != (n_p + n_e, n_p + n_e):  # bmat drops empty blocks' sizes
+            adjacency = sp.csr_matrix((n_p + n_e, n_p + n_e))
+        transition = transition_matrix(adjacency)
+        specificity = keep.diagonal() / np.maximum(df, 1)
+        self._compiled = _Compiled(
+            transition=transition,
+            backward=sp.csr_matrix(transition.T),
+            specificity=specificity,
+            passage_index={pid: i for i, pid in enumerate(graph.passage_ids)},
+            entity_column={key: j for j, key in enumerate(graph.entity_keys)},
+            about=about_links,
+            edge_types=edge_types,
+            n_passages=n_p,
+        )
+        return self._compiled
+
+    def question_entities(self, question: str) -> list[str]:
+        """Keys of the entities a question names, in text order."""
+        return list(dict.fromkeys(m.key for m in self.graph.entities.find(question)))
+
+    def _rank(self, question: str, dense: list[NodeWithScore]) -> list[NodeWithScore]:
+        s, c = self.settings, self._matrices()
+        n_p = c.n_passages
+        column = c.entity_column
+        found = [k for k in self.question_entities(question) if k in column and c.specificity[column[k]] > 0]
+        entity_seeds = np.zeros(c.transition.shape[0])
+        for key in found:
+            entity_seeds[n_p + column[key]] += c.specificity[column[key]]
+        dense_scores: dict[str, float] = {h.node.node_id: float(h.score or 0.0) for h in dense}
+        dense_seeds = np.zeros_like(entity_seeds)
+        seeded = [h for h in dense if h.node.node_id in c.passage_index][: s.dense_seeds]
+        for h in seeded:
+            dense_seeds[c.passage_index[h.node.node_id]] += max(float(h.score or 0.0), 1e-6)
+        share = s.dense_seed_weight if entity_seeds.sum() > 0 else 1.0
+        seeds = (1 - share) * _normalised(entity_seeds) + share * _normalised(dense_seeds)
+        if seeds.sum() <= 0:
+            return [NodeWithScore(node=h.node, score=h.score) for h in dense[: s.similarity_top_k]]
+        scores = personalized_pagerank(
+            c.transition, seeds, damping=s.damping, max_steps=s.max_hops, transposed=c.backward
+        )
+        passage_scores = scores[:n_p]
+        graph_ranked = [
+            (self.graph.passage_ids[p], float(passage_scores[p]))
+            for p in _top_indices(passage_scores, 4 * s.similarity_top_k + len(dense_scores))
+            if passage_scores[p] > 0
+        ]
+        dense_weight = s.dense_weight if found else s.dense_weight_no_entities
+        ranked = fuse(graph_ranked, list(dense_scores.items()), s.fusion, s.rank_k, s.graph_weight, dense_weight)
+        hits = []
+        dense_nodes = {h.node.node_id: h.node for h in dense}
+        graph_of = dict(graph_ranked)
+        for pid, score in ranked[: s.similarity_top_k]:
+            node = dense_nodes.get(pid) or self.docstore.get_node(pid, raise_error=False)
+            if node is None:
+                continue
+            p = c.passage_index.get(pid)
+            why = {
+                "score": round(graph_of.get(pid, 0.0), 8),
+                "dense_score": None if pid not in dense_scores else round(dense_scores[pid], 6),
+                "question_entities": [self.graph.entities.entities[k].name for k in found],
+                "entities": self._visited_entities(p, scores) if p is not None else [],
+                "path": self._path(p, scores, seeds) if p is not None else [],
+            }
+            hits.append(NodeWithScore(node=_with_metadata(node, why), score=score))
+        return self._with_parents(hits) if s.include_parents else hits
+
+    # ------------------------------------------------------------------ explanations
+
+    def _label(self, i: int) -> dict[str, str]:
+        n_p = self._matrices().n_passages
+        if i < n_p:
+            return {"passage": self.graph.passage_ids[i], "doc_id": self.graph.passage_doc_ids[i]}
+        return {"entity": self.graph.entities.entities[self.graph.entity_keys[i - n_p]].name}
+
+    def _visited_entities(self, p: int, scores: np.ndarray, limit: int = 5) -> list[str]:
+        n_p = self._matrices().n_passages
+        linked = [(scores[n_p + key_j], key_j) for key_j in self._neighbours(p) if key_j >= 0]
+        linked.sort(key=lambda t: -t[0])
+        keys = self.graph.entity_keys
+        return [self.graph.entities.entities[keys[j]].name for score, j in linked[:limit] if score > 0]
+
+    def _neighbours(self, p: int) -> list[int]:
+        """Entity columns linked to passage ``p``."""
+        c = self._matrices()
+        row = c.transition.indices[c.transition.indptr[p] : c.transition.indptr[p + 1]]
+        return [int(i) - c.n_passages for i in row]
+
+    def _path(self, target: int, scores: np.ndarray, seeds: np.ndarray, max_len: int = 6) -> list[dict[str, Any]]:
+        """The walk's most likely way to ``target``: from each node, step back to the in-neighbour that sent
+        it the most, until a seed that keeps more than it receives."""
+        c, s = self._matrices(), self.settings
+        restart = seeds / seeds.sum()
+        path, node, seen = [], target, {target}
+        for _ in range(max_len):
+            lo, hi = c.backward.indptr[node], c.backward.indptr[node + 1]
+            sources, probabilities = c.backward.indices[lo:hi], c.backward.data[lo:hi]
+            inflow = s.damping * scores[sources] * probabilities
+            best = int(np.argmax(inflow)) if inflow.size else -1
+            if best < 0 or (1 - s.damping) * restart[node] >= inflow[best] or int(sources[best]) in seen:
+                break
+            previous = int(sources[best])
+            path.append({"from": self._label(previous), "edge": self._edge(previous, node), "to": self._label(node)})
+            seen.add(previous)
+            node = previous
+        path.reverse()
+        if path or restart[target] > 0:
+            origin = path[0]["from"] if path else self._label(target)
+            path.insert(0, {"seed": origin, "by": "dense" if "passage" in origin else "question"})
+        return path
+
+    def _edge(self, a: int, b: int) -> str:
+        c = self._matrices()
+        n_p = c.n_passages
+        if a >= n_p and b >= n_p:
+            return c.edge_types.get((a - n_p, b - n_p), "RELATED")
+        p, e = (a, b - n_p) if a < n_p else (b, a - n_p)
+        return f"{MENTIONS} (about)" if c.about[p, e] else MENTIONS
+
+    def _with_parents(self, hits: list[NodeWithScore]) -> list[NodeWithScore]:
+        seen = {h.node.node_id for h in hits}
+        out = []
+        for hit in hits:
+            out.append(hit)
+            parent = hit.node.relationships.get(NodeRelationship.PARENT)
+            parent_id = getattr(parent, "node_id", None)
+            if parent_id and parent_id not in seen:
+                node = self.docstore.get_node(parent_id, raise_error=False)
+                if node is not None:
+                    seen.add(parent_id)
+                    out.append(NodeWithScore(node=node, score=hit.score))
+        return out
+
+    # ------------------------------------------------------------------ BaseRetriever
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._rank(query_bundle.query_str, self.dense_retriever.retrieve(query_bundle))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        dense = await self.dense_retriever.aretrieve(query_bundle)
+        return await asyncio.to_thread(self._rank, query_bundle.query_str, dense)
+
+
+def fuse(
+    graph: list[tuple[str, float]],
+    dense: list[tuple[str, float]],
+    fusion: str = "rank",
+    rank_k: float = 1.0,
+    graph_weight: float = 1.0,
+    dense_weight: float = 0.0,
+) -> list[tuple[str, float]]:
+    """One ranking from the walk's (best first) and the dense search's: weighted reciprocal ranks
+    (``fusion="rank"``: ``w / (rank_k + rank)``, so the top of either list makes the cut) or weighted scores,
+    each scaled to [0, 1] (``fusion="score"``). Ties (e.g. passages the walk never reached) go by the dense
+    score, so with ``dense_weight=0`` the dense hits fill the places the walk leaves."""
+    fused: dict[str, float] = {pid: 0.0 for pid, _ in dense}
+    for weight, ranking in ((graph_weight, graph), (dense_weight, dense)):
+        if not ranking or weight == 0:
+            continue
+        if fusion == "rank":
+            ordered = sorted(ranking, key=lambda item: -item[1])
+            parts = {pid: weight / (rank_k + rank) for rank, (pid, _) in enumerate(ordered, 1)}
+        else:
+            values = [v for _, v in ranking]
+            low, high = (0.0, max(values)) if ranking is graph else (min(values), max(values))
+            parts = {pid: weight * ((v - low) / (high - low) if high > low else 1.0) for pid, v in ranking}
+        for pid, part in parts.items():
+            fused[pid] = fused.get(pid, 0.0) + part
+    dense_score = dict(dense)
+    return sorted(fused.items(), key=lambda item: (-item[1], -dense_score.get(item[0], -np.inf), item[0]))
+
+
+def _normalised(values: np.ndarray) -> np.ndarray:
+    total = values.sum()
+    return values / total if total > 0 else values
+
+
+def _top_indices(values: np.ndarray, k: int) -> np.ndarray:
+    if values.size <= k:
+        return np.argsort(-values)
+    part = np.argpartition(-values, k)[:k]
+    return part[np.argsort(-values[part])]
+
+
+def _with_metadata(node: Any, why: dict[str, Any]) -> Any:
+    """A copy of ``node`` carrying ``why`` (the docstore's node is left as it was); hidden from the LLM and
+    the embedding."""
+    excluded_llm = [*node.excluded_llm_metadata_keys, METADATA_KEY]
+    excluded_embed = [*node.excluded_embed_metadata_keys, METADATA_KEY]
+    return node.model_copy(update={
+        "metadata": {**node.metadata, METADATA_KEY: why},
+        "excluded_llm_metadata_keys": excluded_llm,
+        "excluded_embed_metadata_keys": excluded_embed,
+    })
