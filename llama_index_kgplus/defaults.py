@@ -94,17 +94,18 @@ def embed_model_path() -> Path:
 
 
 def default_embed_model(**kwargs: Any) -> BaseEmbedding:
-    """all-MiniLM-L6-v2 (384-d) through ``HuggingFaceEmbedding``, loaded from its package folder only."""
+    """all-MiniLM-L6-v2 (384-d) through ``HuggingFaceEmbedding`` (embedding batches in order of text length),
+    loaded from its package folder only."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
-        from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+        from llama_index_kgplus._embedding import LengthSortedHuggingFaceEmbedding
     except ImportError as exc:
         raise KGPlusSetupError(
             f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}."
         ) from exc
     kwargs.setdefault("embed_batch_size", 32)
-    return HuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
+    return LengthSortedHuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
 
 
 # --------------------------------------------------------------------------- local LLM

@@ -9,6 +9,9 @@ SAMPLE_DIR = _DATA / "sample"
 SAMPLE_DOCS = SAMPLE_DIR / "docs.jsonl"
 SAMPLE_KG_NODES = SAMPLE_DIR / "kg" / "nodes.csv"
 SAMPLE_KG_RELATIONSHIPS = SAMPLE_DIR / "kg" / "relationships.csv"
+#: 120 short Wikipedia passages of 2WikiMultihopQA and 13 multi-hop questions over them (``gold_ids``)
+SAMPLE_MULTIHOP_DOCS = SAMPLE_DIR / "multihop.jsonl"
+SAMPLE_MULTIHOP_QUESTIONS = SAMPLE_DIR / "multihop_questions.jsonl"
 
 
 def sample_glossary_path() -> Path:

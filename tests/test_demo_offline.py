@@ -30,6 +30,9 @@ def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_mo
     assert {e["cid"] for e in kg["kg_entities"]} == {"virus", "disease_or_syndrome"}
     assert "virus -[causes]-> disease or syndrome" in [p["text"] for p in kg["kg_paths"]]
     assert "path: virus -[causes]-> disease or syndrome" in printed
+    multihop = responses["multihop"]
+    assert {"Lothair II", "Ermengarde of Tours"} <= {hit.node.metadata["doc_id"] for hit in multihop.source_nodes}
+    assert "reached by: Lothair II -MENTIONS (about)-> [Lothair II] -MENTIONS-> Ermengarde of Tours" in printed
     assert all(str(r).strip() for r in responses.values())
     assert no_network == []
 

@@ -1,7 +1,8 @@
 """The entity-graph options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
 
-``kgplus ingest DOCS --index DIR --entities titles,kg,glossary,ner,llm [--kg-store URI] [--glossary FILE]``
-links every chunk to the entities it mentions and writes ``entity_graph.npz`` beside the index;
+``kgplus ingest DOCS --index DIR --entities titles,kg,glossary,ner,llm [--kg-store URI] [--glossary FILE]
+[--entity-store URI]`` links every chunk to the entities it mentions and writes ``entity_graph.npz`` beside the
+index (and copies the graph into a graph store);
 ``kgplus retrieve|query ... --retrieval graph`` ranks passages by personalized PageRank from the question's
 entities and the top dense hits. Each source of the JSON output then also carries ``why``: the walk's
 score, the question's entities and the path that reached the passage.
@@ -25,6 +26,10 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--kg-store", default=None, metavar="URI", help="knowledge graph of the kg source")
     group.add_argument("--glossary", default=None, metavar="FILE", help="glossary .json or .csv of the glossary source")
+    group.add_argument(
+        "--entity-store", default=None, metavar="URI",
+        help="also copy the entity graph into this graph store (ladybug://, falkordb://, neo4j://)",
+    )
 
 
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +77,12 @@ def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None) -> No
 
     graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
     graph.persist(args.index)
+    if args.entity_store:
+        from llama_index_kgplus.graph_stores import open_graph_store
+
+        counts = graph.write_to_store(open_graph_store(args.entity_store), docstore=index.docstore)
+        print(f"entity graph copied to {args.entity_store}: {counts['entities']} entities, {counts['passages']} "
+              f"passages, {counts['relationships']} relationships")
     print(
         f"entity graph ({','.join(linker.sources)}): {graph.n_entities} entities, {graph.n_mentions} links in "
         f"{graph.n_linked_passages} of {graph.n_passages} passages, {len(graph.entity_edges())} entity-entity "

@@ -76,10 +76,15 @@ def _walk_text(why: dict[str, Any]) -> str:
     steps = why.get("path") or []
     if not steps:
         return "dense hit"
-    names = [next(iter(steps[0]["seed"].values()))]
-    for step in steps[1:]:
-        names.append(f"-{step['edge']}- {next(iter(step['to'].values()))}")
-    return f"{'question entity' if steps[0]['by'] == 'question' else 'dense hit'} {' '.join(names)}"
+
+    def name(label: dict[str, str]) -> str:
+        return label["entity"] if "entity" in label else f"[{label['doc_id']}]"
+
+    start = steps[0]
+    words = [f"{'question entity' if start['by'] == 'question' else 'dense hit'} {name(start['seed'])}"] \
+        if "seed" in start else [name(start["from"])]
+    words += [f"-{step['edge']}- {name(step['to'])}" for step in steps if "to" in step]
+    return " ".join(words)
 
 
 def _ingest(args: argparse.Namespace) -> int:

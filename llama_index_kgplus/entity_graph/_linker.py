@@ -10,7 +10,8 @@ every node is matched against all of it (whole words, case-insensitive, leftmost
 (present even where the text does not name it): ``"title"``, its document title, or, for a document without
 a title entity, ``"lead"``, the first entity that the reading sources found in its first chunk (encyclopedic
 and news texts name their subject first). ``"extracted": "ner"|"llm"`` marks entities that the reading sources
-found in this node (they link it even if spelled differently in the text; ``aliases`` lists a person's surname).
+found in this node (they link it even if spelled differently in the text; ``aliases`` lists a person's short
+name and surname).
 The ``llm`` source also records the relationships it read, as ``metadata["entity_relationships"]``. Both keys
 are hidden from the embedding and the LLM.
 """
@@ -20,8 +21,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,16 @@ from llama_index_kgplus.entity_graph._sources import (
     add_kg,
     add_titles,
     extraction_records,
+    graph_extractor,
+    llm_usage,
     load_glossary,
+    metered_llm,
     node_text,
     parse_sources,
     read_kg,
 )
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
+from llama_index_kgplus.structured import StructuredOutputError
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +63,8 @@ class EntityLinker(TransformComponent):
     Sources: ``titles`` (document titles), ``kg`` (a knowledge graph in ``kg_store``), ``glossary``
     (``glossary``), ``ner`` (spaCy's English pipeline; the ``ner`` extra), ``llm`` (the GraphRAG extractor with
     an LLM: one call per node). After a call: ``dictionary_`` (the :class:`EntityDictionary` the sources
-    gave for these nodes), ``n_entities_``, ``n_linked_nodes_``, ``llm_calls_``.
+    gave for these nodes), ``n_entities_``, ``n_linked_nodes_``, ``llm_calls_`` and ``usage_`` (the LLM's own
+    call and token counts, retries included; zero without the ``llm`` source).
 
     Example::
 
@@ -77,7 +83,8 @@ class EntityLinker(TransformComponent):
         default=None, description="Name of the llm source's model (set by from_defaults; part of the cache key)."
     )
     extractor: Any = Field(
-        default=None, description="The GraphRAG GraphExtractor of the llm source (None: its defaults)."
+        default=None,
+        description="The GraphRAG GraphExtractor of the llm source (None: its defaults with min_entities=1).",
     )
     lead_entity: bool = Field(
         default=True, description="A document without a title entity is about the first entity ner/llm read in it."
@@ -129,7 +136,7 @@ class EntityLinker(TransformComponent):
                 from llama_index.core import Settings
 
                 llm = Settings.llm
-            linker._llm = llm
+            linker._llm = metered_llm(llm)
             if linker.llm_model is None:
                 linker.llm_model = str(getattr(llm.metadata, "model_name", type(llm).__name__))
         linker._known = known_entities
@@ -156,7 +163,12 @@ class EntityLinker(TransformComponent):
 
     @property
     def llm_calls_(self) -> int:
-        return self._get("llm_calls")
+        return self.usage_.llm_calls
+
+    @property
+    def usage_(self) -> Any:
+        """``LLMUsage`` of the last call: LLM calls, prompt and completion tokens."""
+        return self._get("usage")
 
     # ------------------------------------------------------------------ the dictionary
 
@@ -193,10 +205,10 @@ class EntityLinker(TransformComponent):
                     entities.add(name, source, aliases=aliases, doc_id=node.ref_doc_id or node.node_id)
             for source_name, target_name, rel_type in reading.relationships:
                 entities.relate(source_name, target_name, rel_type)
-        stop = {entity_key(s) for s in self.stop_names}
-        entities.remove([e.key for e in entities if not is_linkable_name(e.name, self.min_name_length, frozenset(stop))])
+        stop = frozenset(entity_key(s) for s in self.stop_names)
+        entities.remove([e.key for e in entities if not is_linkable_name(e.name, self.min_name_length, stop)])
         for entity in entities:
-            entity.aliases = {a for a in entity.aliases if is_linkable_name(a, self.min_name_length, frozenset(stop))}
+            entity.aliases = {a for a in entity.aliases if is_linkable_name(a, self.min_name_length, stop)}
         return entities
 
     # ------------------------------------------------------------------ reading sources
@@ -210,9 +222,7 @@ class EntityLinker(TransformComponent):
         if self._llm is None:
             raise KGPlusSetupError("The 'llm' entity source needs an LLM: build the linker with from_defaults(llm=...).")
         if self.extractor is None:
-            from llama_index_kgplus.graphrag import GraphExtractor
-
-            self.extractor = GraphExtractor(min_entities=0)
+            self.extractor = graph_extractor()
         return self.extractor
 
     def _read_ner(self, nodes: Sequence[BaseNode], readings: dict[str, _Reading], show_progress: bool) -> None:
@@ -223,13 +233,14 @@ class EntityLinker(TransformComponent):
 
     async def _aread_llm(self, nodes: Sequence[BaseNode], readings: dict[str, _Reading], show_progress: bool) -> None:
         extractor = self._graph_extractor()
+        before = llm_usage(self._llm)
         jobs = [self._aextract(extractor, node_text(n)) for n in nodes]
         results = await run_jobs(jobs, workers=self.num_workers, show_progress=show_progress,
                                  desc="Extracting entities (LLM)")
         for node, (found, relationships) in zip(nodes, results):
             readings[node.node_id].names["llm"] = [(name, ()) for name in found]
             readings[node.node_id].relationships = relationships
-        self._learned["llm_calls"] = len(jobs)
+        self._learned["usage"] = llm_usage(self._llm) - before
 
     def _ner_names(self, extractor: SpacyEntityExtractor, texts: list[str], show_progress: bool) -> list[list[Any]]:
         batch = 256
@@ -241,8 +252,6 @@ class EntityLinker(TransformComponent):
         return out
 
     async def _aextract(self, extractor: Any, text: str) -> tuple[list[str], list[list[str]]]:
-        from llama_index_kgplus.structured import StructuredOutputError
-
         try:
             return extraction_records(await extractor.aextract_text(text, llm=self._llm))
         except StructuredOutputError as exc:
@@ -256,10 +265,8 @@ class EntityLinker(TransformComponent):
         about = self._about(nodes, entities, readings)
         linked = 0
         for node in tqdm(nodes, desc="Linking entities", disable=not show_progress):
-            def record(key: str) -> dict[str, Any]:
-                return records.setdefault(key, {"id": key, "name": entities.entities[key].name, "count": 0})
-
             records: dict[str, dict[str, Any]] = {}
+            record = partial(_record, records, entities)
             for match in entities.find(node_text(node)):
                 record(match.key)["count"] += 1
             doc_about = about.get(node.ref_doc_id or node.node_id)
@@ -309,7 +316,7 @@ class EntityLinker(TransformComponent):
         self._check()
         if "llm" in self.sources:
             self._graph_extractor()  # fails now, not inside the event loop, without an LLM
-        self._learned["llm_calls"] = 0
+        self._learned["usage"] = llm_usage(None)
         return {n.node_id: _Reading() for n in nodes}
 
     def _finish(self, nodes: Sequence[BaseNode], readings: dict[str, _Reading], show_progress: bool) -> None:
@@ -337,6 +344,11 @@ class EntityLinker(TransformComponent):
             await self._aread_llm(nodes, readings, show_progress)
         await asyncio.to_thread(self._finish, nodes, readings, show_progress)
         return nodes
+
+
+def _record(records: dict[str, dict[str, Any]], entities: EntityDictionary, key: str) -> dict[str, Any]:
+    """The node's record of entity ``key`` (made on first use)."""
+    return records.setdefault(key, {"id": key, "name": entities.entities[key].name, "count": 0})
 
 
 class _Reading:

@@ -33,13 +33,16 @@ def personalized_pagerank(
     *,
     damping: float = 0.5,
     max_steps: int | None = None,
-    tol: float = 1e-10,
+    tol: float = 1e-6,
     max_iter: int = 200,
     transposed: sp.spmatrix | None = None,
+    dangling: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Scores of every node (they sum to 1), for the seed weights ``seeds`` (non-negative, not all zero).
+    """Scores of every node (they sum to 1), for the seed weights ``seeds`` (non-negative, not all zero). The
+    iteration stops when the scores change by less than ``tol`` (L1), or after ``max_steps``.
 
-    ``transposed`` may pass ``transition.T`` in CSR form, precomputed once for many queries.
+    ``transposed`` (``transition.T`` in CSR form) and ``dangling`` (the mask of nodes without edges) may be
+    precomputed once for many queries.
     """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}.")
@@ -51,7 +54,8 @@ def personalized_pagerank(
         raise ValueError("seeds must be a non-negative vector over the graph's nodes with a positive sum.")
     restart = seeds / total
     back = sp.csr_matrix(transition.T) if transposed is None else transposed
-    dangling = np.asarray(transition.sum(axis=1)).ravel() == 0
+    if dangling is None:
+        dangling = np.asarray(transition.sum(axis=1)).ravel() == 0
     scores = restart.copy()
     steps = max_iter if max_steps is None else min(max_steps, max_iter)
     for _ in range(steps):

@@ -3,7 +3,7 @@
 For a question: find its entities (the graph's own dictionary), seed a personalized PageRank with them
 (weighted by specificity, 1 / the number of passages naming the entity) and with the top dense hits (so a
 question that names no known entity still works), walk the graph (passages <-> entities <-> entities), and
-rank passages by the walk's score fused with the dense score. "When did Lothair II's mother die?" seeds
+rank passages by the walk (its ranking fused with the dense one). "When did Lothair II's mother die?" seeds
 *Lothair II*; the walk reaches the Lothair II passage, the entity *Ermengarde of Tours* it mentions and the
 passage about her, which the question never names.
 
@@ -85,6 +85,7 @@ class _Compiled:
 
     transition: sp.csr_matrix
     backward: sp.csr_matrix
+    dangling: np.ndarray  # nodes without edges
     specificity: np.ndarray  # per entity: 1 / passages naming it; 0 for left-out entities
     passage_index: dict[str, int]
     entity_column: dict[str, int]
@@ -196,6 +197,7 @@ class EntityGraphRetriever(BaseRetriever):
         self._compiled = _Compiled(
             transition=transition,
             backward=sp.csr_matrix(transition.T),
+            dangling=np.asarray(transition.sum(axis=1)).ravel() == 0,
             specificity=specificity,
             passage_index={pid: i for i, pid in enumerate(graph.passage_ids)},
             entity_column={key: j for j, key in enumerate(graph.entity_keys)},
@@ -227,7 +229,7 @@ class EntityGraphRetriever(BaseRetriever):
         if seeds.sum() <= 0:
             return [NodeWithScore(node=h.node, score=h.score) for h in dense[: s.similarity_top_k]]
         scores = personalized_pagerank(
-            c.transition, seeds, damping=s.damping, max_steps=s.max_hops, transposed=c.backward
+            c.transition, seeds, damping=s.damping, max_steps=s.max_hops, transposed=c.backward, dangling=c.dangling
         )
         passage_scores = scores[:n_p]
         graph_ranked = [
@@ -277,26 +279,28 @@ class EntityGraphRetriever(BaseRetriever):
         return [int(i) - c.n_passages for i in row]
 
     def _path(self, target: int, scores: np.ndarray, seeds: np.ndarray, max_len: int = 6) -> list[dict[str, Any]]:
-        """The walk's most likely way to ``target``: from each node, step back to the in-neighbour that sent
-        it the most, until a seed that keeps more than it receives."""
+        """The walk's most likely way to ``target``: from each node, step back to the not yet visited
+        in-neighbour that sent it the most, until a seed that keeps more than it receives. The first element
+        names the seed (``by`` "question" for a question entity, "dense" for a dense hit)."""
         c, s = self._matrices(), self.settings
         restart = seeds / seeds.sum()
         path, node, seen = [], target, {target}
         for _ in range(max_len):
             lo, hi = c.backward.indptr[node], c.backward.indptr[node + 1]
-            sources, probabilities = c.backward.indices[lo:hi], c.backward.data[lo:hi]
-            inflow = s.damping * scores[sources] * probabilities
+            sources = c.backward.indices[lo:hi]
+            inflow = s.damping * scores[sources] * c.backward.data[lo:hi]
+            inflow[np.isin(sources, list(seen))] = 0.0
             best = int(np.argmax(inflow)) if inflow.size else -1
-            if best < 0 or (1 - s.damping) * restart[node] >= inflow[best] or int(sources[best]) in seen:
+            if best < 0 or inflow[best] <= 0 or (1 - s.damping) * restart[node] >= inflow[best]:
                 break
             previous = int(sources[best])
             path.append({"from": self._label(previous), "edge": self._edge(previous, node), "to": self._label(node)})
             seen.add(previous)
             node = previous
         path.reverse()
-        if path or restart[target] > 0:
-            origin = path[0]["from"] if path else self._label(target)
-            path.insert(0, {"seed": origin, "by": "dense" if "passage" in origin else "question"})
+        if restart[node] > 0:
+            origin = self._label(node)
+            path.insert(0, {"seed": origin, "by": "dense" if "doc_id" in origin else "question"})
         return path
 
     def _edge(self, a: int, b: int) -> str:

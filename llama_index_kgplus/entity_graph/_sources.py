@@ -107,6 +107,27 @@ def node_text(node: BaseNode) -> str:
     return node.get_content(metadata_mode=MetadataMode.NONE)
 
 
+def graph_extractor() -> Any:
+    """The GraphRAG extractor with at least one entity per text (small local models answer "none" to zero)."""
+    from llama_index_kgplus.graphrag import GraphExtractor
+
+    return GraphExtractor(min_entities=1)
+
+
+def metered_llm(llm: Any) -> Any:
+    """``llm`` with its calls and tokens counted (see :func:`llm_usage`)."""
+    from llama_index_kgplus.graphrag import metered
+
+    return metered(llm)
+
+
+def llm_usage(llm: Any | None) -> Any:
+    """The ``LLMUsage`` so far of an LLM from :func:`metered_llm` (zero for None)."""
+    from llama_index_kgplus.graphrag import LLMUsage, usage_meter
+
+    return LLMUsage() if llm is None else usage_meter(llm).snapshot()
+
+
 def extraction_records(result: Any) -> tuple[list[str], list[list[str]]]:
     """Entity names and ``[source, target, type]`` relationships of a GraphRAG ``ExtractionResult``."""
     names = [e.name for e in result.entities]
@@ -121,7 +142,10 @@ __all__ = [
     "add_kg",
     "add_titles",
     "extraction_records",
+    "graph_extractor",
+    "llm_usage",
     "load_glossary",
+    "metered_llm",
     "node_text",
     "parse_sources",
     "read_kg",
