@@ -452,3 +452,53 @@ def test_graph_copies_into_falkordb(lothair_index, falkordb_port):
                                   param_map={"id": graph.passage_ids[0]})
     assert rows[0]["text"].startswith(CORPUS[0][1][:20])
     assert any(rel.label == "FATHER_OF" for _, rel, _ in store.get_triplets(entity_names=["Lothair I"]))
+
+
+# ----------------------------------------------------------------------------------------------- composition
+
+
+def test_graph_retriever_inside_the_kg_augmented_engine(lothair_index, tmp_path):
+    from llama_index.core.llms import MockLLM
+
+    from llama_index_kgplus import import_kg
+    from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
+
+    nodes_csv, rels_csv = tmp_path / "n.csv", tmp_path / "r.csv"
+    nodes_csv.write_text("cid:ID,name,:LABEL\nL2,Lothair II,Ent\nE,Ermengarde of Tours,Ent\n", encoding="utf-8")
+    rels_csv.write_text(":START_ID,:END_ID,:TYPE,relname\nL2,E,Rel,child of\n", encoding="utf-8")
+    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
+    import_kg(uri, nodes_csv, rels_csv, show_progress=False)
+    index, graph = lothair_index
+    engine = KGAugmentedQueryEngine.from_defaults(
+        KGPathRetriever.from_defaults(uri), EntityGraphRetriever.from_index(index, graph, similarity_top_k=5),
+        llm=MockLLM(),  # echoes the prompt: what reaches the LLM is checked, not an answer
+    )
+    response = engine.query("When did Lothair II's mother Ermengarde of Tours die?")
+    prompt = str(response)
+    assert "Lothair II -[child of]-> Ermengarde of Tours" in prompt
+    assert "died 20 March 851" in prompt  # the passage the walk reached
+    assert "entity_graph" not in prompt  # the walk's explanation is metadata, hidden from the LLM
+
+
+def test_graph_hits_followed_by_their_summary_parents(embed_model):
+    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.sample import SAMPLE_DIR
+    from llama_index_kgplus.summarizers import ExtractiveSummarizer
+
+    linker = EntityLinker.from_defaults(["titles"])
+    builder = SemanticChunkingSummaryNodeBuilder(
+        embed_model=embed_model, summarizer=ExtractiveSummarizer(embed_model=embed_model), cluster_size=3
+    )
+    index = build_index(load_corpus(SAMPLE_DIR / "longdoc.jsonl"), None, embed_model=embed_model, chunk_size=256,
+                        extra_transformations=[linker, builder], show_progress=False)
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    summaries = [n for n in index.docstore.docs.values() if n.metadata.get("level", 0) > 0]
+    assert summaries and graph.n_passages == len(index.docstore.docs) - len(summaries)  # summaries are not passages
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=3, include_parents=True)
+    hits = retriever.retrieve("How much of the Amazon rainforest is in Brazil?")
+    levels = [h.node.metadata.get("level", 0) for h in hits]
+    assert levels.count(0) == 3 and 1 in levels
+    for i, hit in enumerate(hits):  # each summary comes right after the first of its children among the hits
+        if levels[i] == 1:
+            assert hits[i - 1].node.node_id in {c.node_id for c in hit.node.child_nodes} or levels[i - 1] == 1

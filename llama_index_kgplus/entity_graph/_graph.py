@@ -102,8 +102,9 @@ class EntityGraph:
 
     @classmethod
     def from_nodes(cls, nodes: Iterable[BaseNode], entities: EntityDictionary, *, index_id: str | None = None) -> EntityGraph:
-        """The graph of ``nodes`` linked by :class:`EntityLinker` (nodes without ``metadata["entities"]``,
-        such as summary nodes, are not passages) and the dictionary they were linked with."""
+        """The graph of ``nodes`` linked by :class:`EntityLinker` and the dictionary they were linked with.
+        Nodes without ``metadata["entities"]`` and summary nodes (``metadata["level"]`` above 0) are not
+        passages."""
         graph = cls()
         graph.index_id = index_id
         graph.entities.merge(entities)
@@ -117,8 +118,8 @@ class EntityGraph:
         added = 0
         for node in nodes:
             records = node.metadata.get(ENTITIES_KEY)
-            if not isinstance(records, list):
-                continue
+            if not isinstance(records, list) or int(node.metadata.get("level") or 0) > 0:
+                continue  # not linked, or a summary node (which may inherit its children's shared metadata)
             p = len(self.passage_ids)
             self.passage_ids.append(node.node_id)
             self.passage_doc_ids.append(node.ref_doc_id or node.node_id)
