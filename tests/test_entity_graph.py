@@ -502,3 +502,18 @@ def test_graph_hits_followed_by_their_summary_parents(embed_model):
     for i, hit in enumerate(hits):  # each summary comes right after the first of its children among the hits
         if levels[i] == 1:
             assert hits[i - 1].node.node_id in {c.node_id for c in hit.node.child_nodes} or levels[i - 1] == 1
+
+
+def test_retriever_follows_edits_of_its_graph(lothair_index):
+    index, shared = lothair_index
+    graph = EntityGraph._from_header(*_header_of(shared))  # a copy: the module's graph stays as it is
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=5)
+    question = "When did Lothair II's mother die?"
+
+    def walk_score(doc_id):
+        return next((h.node.metadata["entity_graph"]["score"] for h in retriever.retrieve(question)
+                     if h.node.ref_doc_id == doc_id), None)
+
+    assert walk_score("Ermengarde of Tours") > 0
+    graph.delete_ref_doc("Ermengarde of Tours")  # still in the vector index: dense may return it, the walk cannot
+    assert walk_score("Ermengarde of Tours") in (None, 0.0)

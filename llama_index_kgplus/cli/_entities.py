@@ -33,8 +33,11 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
+    from llama_index_kgplus.entity_graph import GraphRetrievalSettings
+
+    damping = GraphRetrievalSettings().damping
     group = parser.add_argument_group("entity graph retrieval (--retrieval graph)")
-    group.add_argument("--damping", type=float, default=None, help="probability that the walk goes on (default 0.5)")
+    group.add_argument("--damping", type=float, default=None, help=f"probability that the walk goes on (default {damping})")
     group.add_argument("--max-hops", type=int, default=None, help="longest walk from a seed, in edges (default none)")
     group.add_argument("--with-parents", action="store_true", help="follow each hit by its summary parent")
 

@@ -48,13 +48,14 @@ class EntityGraph:
     """The passage-entity graph of an index.
 
     Attributes: ``entities`` (:class:`EntityDictionary`), ``passage_ids`` and ``passage_doc_ids`` (parallel
-    lists), ``index_id`` (the vector index it belongs to, when known). Build it with :meth:`from_nodes` or
-    :meth:`load`.
+    lists), ``index_id`` (the vector index it belongs to, when known), ``revision`` (counts the edits, so a
+    retriever knows when to rebuild its matrices). Build it with :meth:`from_nodes` or :meth:`load`.
     """
 
     def __init__(self) -> None:
         self.entities = EntityDictionary()
         self.index_id: str | None = None
+        self.revision = 0
         self.passage_ids: list[str] = []
         self.passage_doc_ids: list[str] = []
         self._entity_keys: list[str] = []
@@ -155,6 +156,7 @@ class EntityGraph:
         gone = set(ref_doc_ids)
         removed = self._drop_passages(gone)
         self._drop_entities(self.entities.forget_documents(gone))
+        self.revision += 1
         return removed
 
     def upsert_nodes(self, nodes: Sequence[BaseNode], entities: EntityDictionary, *, docstore: Any = None) -> int:
@@ -173,6 +175,7 @@ class EntityGraph:
         new_keys = [k for k in self._entity_keys if k not in before]
         if new_keys and docstore is not None and old_passages:
             self._link_older_passages(new_keys, old_passages, docstore)
+        self.revision += 1
         return added
 
     def _link_older_passages(self, keys: list[str], n_old: int, docstore: Any) -> None:

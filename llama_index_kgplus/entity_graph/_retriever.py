@@ -92,6 +92,7 @@ class _Compiled:
     about: sp.csr_matrix  # passages x entities: the passage's document is about the entity
     edge_types: dict[tuple[int, int], str]  # entity columns (both orders) -> relationship type
     n_passages: int
+    revision: int  # of the graph they were built from
 
 
 class EntityGraphRetriever(BaseRetriever):
@@ -163,12 +164,8 @@ class EntityGraphRetriever(BaseRetriever):
         self._matrices()
         _ = self.graph.entities.matcher
 
-    def invalidate(self) -> None:
-        """Forget the matrices (after editing the graph)."""
-        self._compiled = None
-
     def _matrices(self) -> _Compiled:
-        if self._compiled is not None:
+        if self._compiled is not None and self._compiled.revision == self.graph.revision:
             return self._compiled
         s, graph = self.settings, self.graph
         n_p, n_e = graph.n_passages, graph.n_entities
@@ -204,6 +201,7 @@ class EntityGraphRetriever(BaseRetriever):
             about=about_links,
             edge_types=edge_types,
             n_passages=n_p,
+            revision=graph.revision,
         )
         return self._compiled
 
