@@ -11,7 +11,10 @@
    answers a bridge question with the entity-graph retriever, showing the path that reached each passage and
    the passages plain vector search returns instead.
 
-Each answer is printed with its sources (document id, summary level, score).
+Each answer streams as it is generated, from passages compressed to the sentences the question needs
+(:class:`~llama_index_kgplus.compression.ContextCompressor`, ``context_budget`` tokens), and is followed by its
+sources (document id, summary level, score, sentences kept) and its usage (LLM calls, tokens, seconds, time to
+the first token).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from llama_index_kgplus import defaults
+from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET, ContextCompressor
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
 from llama_index_kgplus.glossary import GlossaryQueryEngine
@@ -37,6 +41,7 @@ from llama_index_kgplus.hierarchy import (
 )
 from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
     SAMPLE_KG_NODES,
@@ -61,7 +66,9 @@ def _sources(response: Any, out: TextIO) -> None:
         doc = meta.get("doc_id") or ",".join(meta.get("doc_ids", []))
         snippet = " ".join(hit.node.get_content().split())[:100]
         score = f"{hit.score:.2f}" if hit.score is not None else "-"
-        print(f"   - [{doc}] level {meta.get('level', 0)}, score {score}: {snippet}...", file=out)
+        kept = meta.get("compression")
+        kept = f", kept {kept['kept_units']}/{kept['units']} sentences" if kept else ""
+        print(f"   - [{doc}] level {meta.get('level', 0)}, score {score}{kept}: {snippet}...", file=out)
         steps = [step for step in meta.get("entity_graph", {}).get("path", []) if "to" in step]
         if steps:
             walk = " ".join(f"-{step['edge']}-> {_label(step['to'])}" for step in steps)
@@ -72,10 +79,12 @@ def _label(node: dict[str, str]) -> str:
     return node["entity"] if "entity" in node else f"[{node['doc_id']}]"
 
 
-def _answer(label: str, question: str, engine: Any, out: TextIO) -> Any:
-    started = time.perf_counter()
+def _answer(label: str, question: str, engine: Any, out: TextIO, llm: LLM) -> Any:
+    print(f"\n[{label}] Q: {question}", file=out, flush=True)
+    usage = AnswerUsage(llm)
     response = engine.query(question)
-    print(f"\n[{label}] Q: {question}", file=out)
+    if isinstance(engine, RetrieverQueryEngine):  # this pack's engines measure themselves
+        response = attach_usage(response, usage)
     meta = response.metadata or {}
     if "glossary_terms" in meta:
         print(f"   glossary terms: {', '.join(meta['glossary_terms']) or '-'}", file=out)
@@ -91,8 +100,16 @@ def _answer(label: str, question: str, engine: Any, out: TextIO) -> Any:
         print(f"   entities: {', '.join(e['name'] for e in meta['kg_entities']) or '-'}", file=out)
         for path in meta.get("kg_paths", [])[:5]:
             print(f"   path: {path['text']}", file=out)
-    print(f"A: {str(response).strip()}", file=out)
-    print(f"   ({time.perf_counter() - started:.1f} s) sources:", file=out)
+    print("A: ", end="", file=out, flush=True)
+    parts = []
+    for token in response.response_gen:
+        parts.append(token)
+        print(token, end="", file=out, flush=True)
+    response.response_txt = "".join(parts).strip()
+    used = response.metadata["usage"]
+    print(f"\n   ({used['seconds']:.1f} s, first token after {used['first_token_seconds'] or 0:.1f} s; "
+          f"{used['llm_calls']} LLM call(s), {used['prompt_tokens']} prompt + {used['completion_tokens']} "
+          "completion tokens) sources:", file=out)  # fmt: skip
     _sources(response, out)
     return response
 
@@ -144,36 +161,42 @@ def run_demo(
     llm: LLM | None = None,
     embed_model: BaseEmbedding | None = None,
     top_k: int = 3,
+    context_budget: int | None = DEFAULT_CONTEXT_BUDGET,
     out: TextIO = sys.stdout,
 ) -> dict[str, Any]:
-    """Run the demo; return the LlamaIndex ``Response`` of each step (``hierarchy``, ``glossary``, ``kg``,
-    ``multihop``)."""
+    """Run the demo; return the LlamaIndex ``StreamingResponse`` of each step (``hierarchy``, ``glossary``, ``kg``,
+    ``multihop``), already streamed (``str(response)`` is the answer). ``context_budget=None``: no compression."""
     embed_model = embed_model or defaults.default_embed_model()
-    llm = llm or defaults.default_llm()
+    llm = metered(llm or defaults.default_llm())
+    post = [ContextCompressor.from_defaults(context_budget, embed_model=embed_model, llm=llm)] if context_budget else []
     print(f"[demo] embedding model: {embed_model.model_name}", file=out)
     print(f"[demo] LLM: {getattr(llm, 'model_path', llm.metadata.model_name)}", file=out)
     Settings.embed_model, Settings.llm = embed_model, llm
 
     index = _demo_index(embed_model, out)
     retriever = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=top_k)
-    hierarchy_engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
-    responses = {"hierarchy": _answer("hierarchy", HIERARCHY_QUESTION, hierarchy_engine, out)}
+    hierarchy_engine = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=post, streaming=True)
+    responses = {"hierarchy": _answer("hierarchy", HIERARCHY_QUESTION, hierarchy_engine, out, llm)}
 
     glossary_engine = GlossaryQueryEngine.from_defaults(
-        sample_glossary_path(), index=index, similarity_top_k=top_k, llm=llm, embed_model=embed_model
-    )
-    responses["glossary"] = _answer("glossary", GLOSSARY_QUESTION, glossary_engine, out)
+        sample_glossary_path(), index=index, similarity_top_k=top_k, llm=llm, embed_model=embed_model,
+        node_postprocessors=post, streaming=True,
+    )  # fmt: skip
+    responses["glossary"] = _answer("glossary", GLOSSARY_QUESTION, glossary_engine, out, llm)
 
     # The tutorial pages say nothing about the UMLS semantic network, so this engine answers from the paths alone;
     # pass retriever=index.as_retriever() to combine both, as with a corpus that matches the graph.
     graph = _demo_graph(out)
-    kg_engine = KGAugmentedQueryEngine.from_defaults(KGPathRetriever.from_defaults(graph, max_paths=5), llm=llm)
-    responses["kg"] = _answer("kg", KG_QUESTION, kg_engine, out)
+    kg_retriever = KGPathRetriever.from_defaults(graph, max_paths=5)
+    kg_engine = KGAugmentedQueryEngine.from_defaults(kg_retriever, llm=llm, streaming=True)
+    responses["kg"] = _answer("kg", KG_QUESTION, kg_engine, out, llm)
 
     multihop_index, entity_graph = _demo_multihop(embed_model, out)
     graph_retriever = EntityGraphRetriever.from_index(multihop_index, entity_graph, similarity_top_k=4)
-    multihop_engine = RetrieverQueryEngine.from_args(graph_retriever, llm=llm)
-    responses["multihop"] = _answer("multi-hop", MULTIHOP_QUESTION, multihop_engine, out)
+    multihop_engine = RetrieverQueryEngine.from_args(
+        graph_retriever, llm=llm, node_postprocessors=post, streaming=True
+    )
+    responses["multihop"] = _answer("multi-hop", MULTIHOP_QUESTION, multihop_engine, out, llm)
     vector_hits = multihop_index.as_retriever(similarity_top_k=4).retrieve(MULTIHOP_QUESTION)
     print(f"   plain vector search, top 4: {', '.join(h.node.metadata['doc_id'] for h in vector_hits)}", file=out)
     return responses

@@ -26,6 +26,7 @@ from llama_index.core.llms import LLM
 from pydantic import BaseModel, ValidationError
 
 from llama_index_kgplus.errors import KGPlusError
+from llama_index_kgplus.llm._tokens import llama_model
 
 M = TypeVar("M", bound=BaseModel)
 _LOCKS: dict[int, threading.Lock] = {}
@@ -71,14 +72,8 @@ def _grammar(schema_json: str) -> Any:
     return LlamaGrammar.from_json_schema(schema_json, verbose=False)
 
 
-def _llama_model(llm: LLM) -> Any | None:
-    """The ``llama_cpp.Llama`` behind a ``LlamaCPP`` LLM, else None."""
-    model = getattr(llm, "_model", None)
-    return model if type(model).__name__ == "Llama" else None
-
-
 def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
-    model = _llama_model(llm)
+    model = llama_model(llm)
     if model is None:
         return llm.complete(prompt + _schema_hint(schema)).text
     full_prompt = llm.completion_to_prompt(prompt) if hasattr(llm, "completion_to_prompt") else prompt
@@ -132,7 +127,7 @@ async def agenerate_json(
     llm: LLM, prompt: str, output_cls: type[M], *, max_retries: int = 2, max_tokens: int = 1024
 ) -> M:
     """Async twin of :func:`generate_json` (a local model runs in a worker thread, one call at a time)."""
-    if _llama_model(llm) is not None:
+    if llama_model(llm) is not None:
         return await asyncio.to_thread(
             generate_json, llm, prompt, output_cls, max_retries=max_retries, max_tokens=max_tokens
         )

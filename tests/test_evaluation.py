@@ -206,7 +206,8 @@ async def test_one_unparseable_verdict_makes_the_score_invalid():
     ("line", "message"),
     [
         ('{"ground_truth": "x"}', 'needs a non-empty "question"'),
-        ('{"question": "q"}', 'needs "ground_truth" or "gold_ids"'),
+        ('{"question": "q"}', 'needs "ground_truth", "answers" or "gold_ids"'),
+        ('{"question": "q", "answers": [""]}', '"answers" must be a list of non-empty strings'),
         ('{"question": "q", "gold_ids": "a"}', "must be a list of strings"),
         ("{not json", "invalid JSON"),
     ],
@@ -363,3 +364,38 @@ def test_pipelines_share_the_chunks_of_a_hierarchical_index(tmp_path, embed_mode
     ctx.index_dir = None  # an index without summaries: no hierarchy pipeline
     with pytest.raises(InputDataError, match="index with summary nodes"):
         build_pipelines(["hierarchy"], ctx)
+
+
+# ------------------------------------------------------------------ short-answer metrics (judge-free)
+
+
+def test_short_answer_metrics_follow_squad_normalisation():
+    from llama_index_kgplus.evaluation import answer_contains, exact_match, normalize_answer, token_f1
+
+    assert normalize_answer("The  Norman-Conquest, of England!") == "normanconquest of england"
+    assert exact_match("the Normans.", ["Normans", "Norse"]) == 1.0
+    assert exact_match("Normans of France", ["Normans"]) == 0.0
+    # 1 common token; precision 1/7, recall 1: F1 = 2 * (1/7) / (8/7) = 0.25; the best gold answer counts
+    assert token_f1("It was founded in 1066 by William.", ["1066", "in 1067"]) == pytest.approx(0.25)
+    assert token_f1("William the Conqueror", ["William"]) == pytest.approx(2 * 0.5 / 1.5)
+    assert answer_contains("It was founded in 1066 by William.", ["1066"]) == 1.0
+    assert answer_contains("It was founded in 10660.", ["1066"]) == 0.0  # whole words only
+    with pytest.raises(ValueError, match="No gold answer"):
+        token_f1("x", ["the", "!"])
+
+
+def test_runner_scores_short_answers_without_a_judge(tmp_path):
+    class Answering(CustomQueryEngine):
+        def custom_query(self, query_str: str) -> Response:
+            return Response(response="In 1066, William led it.", source_nodes=[])
+
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text('{"question": "When?", "answers": ["1066", "in 1066"], "id": "q1"}\n'
+                       '{"question": "Who?", "ground_truth": "William.", "id": "q2"}\n')  # fmt: skip
+    samples = load_dataset(dataset)
+    assert samples[0].answers == ("1066", "in 1066") and samples[1].answers == ()
+    metrics = ["exact_match", "token_f1", "answer_contains"]
+    records = EvalRunner(samples, {"p": Answering()}, tmp_path, metrics=metrics, show_progress=False).run()
+    scores = {(r.sample_id, r.metric): r.score for r in records}
+    assert scores == {("q1", "exact_match"): 0.0, ("q1", "token_f1"): pytest.approx(2 * (2 / 5) / (2 / 5 + 1)),
+                      ("q1", "answer_contains"): 1.0}  # fmt: skip

@@ -374,7 +374,10 @@ async def test_engine_async_matches_sync(selector, index, embed_model):
     engine, _ = make_engine(selector, index, embed_model, [GOOD_REWRITE, GOOD_REWRITE], similarity_top_k=3)
     sync = engine.query(QUESTION)
     asynchronous = await engine.aquery(QUESTION)
+    usage = [r.metadata.pop("usage") for r in (sync, asynchronous)]
     assert asynchronous.metadata == sync.metadata
+    same = ("prompt_tokens", "completion_tokens", "llm_calls")
+    assert [usage[0][k] for k in same] == [usage[1][k] for k in same]
     assert [n.node.node_id for n in asynchronous.source_nodes] == [n.node.node_id for n in sync.source_nodes]
 
 

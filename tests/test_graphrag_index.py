@@ -150,6 +150,31 @@ def test_global_search_answers_with_citations(tmp_path):
     assert "curie" in cited
 
 
+def test_map_step_reads_compressed_reports(tmp_path, embed_model):
+    from llama_index_kgplus.compression import ContextCompressor
+
+    class Recording(RuleBasedGraphRAGLLM):
+        prompts: list[str] = []
+
+        def reply(self, prompt: str) -> str:
+            self.prompts.append(prompt)
+            return super().reply(prompt)
+
+    question = "Where did Marie Curie study physics?"
+    lengths = {}
+    for budget in (None, 30):
+        llm = Recording()
+        post = [ContextCompressor.from_defaults(budget, embed_model=embed_model)] if budget else []
+        with _index(tmp_path / f"s{budget}", llm=llm) as index:
+            index.build(_docs(*ALL))
+            llm.prompts.clear()
+            response = index.as_query_engine(level=0, map_postprocessors=post).query(question)
+        maps = [p for p in llm.prompts if "-Key points-" not in p]
+        lengths[budget] = sum(len(p) for p in maps) / len(maps)
+        assert response.metadata["usage"]["llm_calls"] == len(llm.prompts)
+    assert lengths[30] < 0.8 * lengths[None]  # every report read in its most relevant sentences only
+
+
 def test_a_question_no_report_can_answer(tmp_path):
     with _index(tmp_path / "s") as index:
         index.build(_docs("curie", "chopin"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from llama_index_kgplus.cli import _compression
+
 
 def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
@@ -41,6 +43,7 @@ def _eval(args: argparse.Namespace) -> int:
     ctx = PipelineContext(
         index=index, llm=llm, embed_model=embed_model, top_k=args.top_k,
         glossary_path=args.glossary, kg_store_uri=args.kg_store, index_dir=index_dir,
+        context_budget=args.context_budget if args.compress == "sentences" else None,
     )  # fmt: skip
     settings = {
         "llm": _model_name(llm),
@@ -50,6 +53,7 @@ def _eval(args: argparse.Namespace) -> int:
         "index": str(index_dir.resolve()),
         "glossary": str(args.glossary.resolve()) if args.glossary else None,
         "kg_store": args.kg_store,
+        "context_budget": ctx.context_budget or 0,  # 0: no compression (None would match any earlier run)
     }
     runner = EvalRunner(
         samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=judge, embed_model=embed_model,
@@ -82,4 +86,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--limit", type=int, default=None, help="only the first N questions")
     cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers, and judge by default)")
     cmd.add_argument("--judge-llm", default=None, help="another local model or .gguf path for the metrics' judge")
+    _compression.add_options(cmd, synthesize=False, compress="none")  # cached answers of earlier runs are uncompressed
     cmd.set_defaults(func=_eval)

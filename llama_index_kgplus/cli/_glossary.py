@@ -42,17 +42,21 @@ def _glossary_file(path: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def make_engine(args: argparse.Namespace, retriever: Any, index: Any, synthesize: bool) -> Any | None:
-    """The glossary engine over ``retriever``, or None without ``--glossary``."""
+def make_engine(
+    args: argparse.Namespace, retriever: Any, index: Any, llm: Any | None, postprocessors: list[Any]
+) -> Any | None:
+    """The glossary engine over ``retriever`` (streaming), or None without ``--glossary``."""
     if getattr(args, "glossary", None) is None:
         return None
     from llama_index_kgplus import defaults
     from llama_index_kgplus.glossary import GlossaryQueryEngine
 
-    llm = defaults.default_llm(args.llm) if (synthesize or args.mode != "original") else _no_llm()
+    if llm is None:
+        llm = defaults.default_llm(args.llm) if args.mode != "original" else _no_llm()
     return GlossaryQueryEngine.from_defaults(
-        args.glossary, retriever=retriever, llm=llm, embed_model=index._embed_model, mode=args.mode
-    )
+        args.glossary, retriever=retriever, llm=llm, embed_model=index._embed_model, mode=args.mode,
+        node_postprocessors=postprocessors, streaming=True,
+    )  # fmt: skip
 
 
 def _no_llm() -> Any:
@@ -61,15 +65,17 @@ def _no_llm() -> Any:
     return MockLLM()  # retrieve --mode original: the rewrite step selects terms only and never calls an LLM
 
 
-def run(engine: Any, question: str, synthesize: bool, source_record: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """One question through the engine, as the command's JSON record."""
-    if synthesize:
+def run(engine: Any, question: str, answer: Callable[[Any], dict[str, Any]] | None,
+        source_record: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """One question through the engine, as the command's JSON record (``answer`` reads a response; None: no
+    synthesis)."""
+    if answer is not None:
         response = engine.query(question)
+        record: dict[str, Any] = answer(response)
         meta, nodes = response.metadata, response.source_nodes
-        record: dict[str, Any] = {"answer": str(response)}
     else:
         retrieval = engine.rewrite_and_retrieve(question)
-        meta, nodes, record = retrieval.to_metadata(), retrieval.nodes, {}
+        meta, nodes, record = retrieval.to_metadata(), engine.postprocess(retrieval), {}
     record.update(
         original_query=meta["original_query"],
         rewritten_query=meta["rewritten_query"],
@@ -78,4 +84,6 @@ def run(engine: Any, question: str, synthesize: bool, source_record: Callable[[A
         retrieval_mode=meta["retrieval_mode"],
         sources=[source_record(h) for h in nodes],
     )
+    if "usage" in meta:
+        record["usage"] = meta["usage"]
     return record

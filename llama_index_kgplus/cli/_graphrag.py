@@ -7,7 +7,8 @@
 
 ``--json`` of ``query`` prints ``{"answer", "question", "response_type", "level", "reports", "documents",
 "sources": [{"doc_id", "chunk_id", "title", "score", "text"}], "key_points", "llm_calls", "prompt_tokens",
-"completion_tokens", "seconds"}``. Progress bars and warnings go to stderr. The exit status is 1 when some
+"completion_tokens", "seconds", "usage"}`` (``usage`` as in ``kgplus query``). ``--compress sentences`` reads
+each community report through the context compressor (``--context-budget`` tokens per report). Progress bars and warnings go to stderr. The exit status is 1 when some
 chunks or reports failed (they are retried by the next ``update``), 2 on an error.
 """
 
@@ -24,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.cli import _compression
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 
 LLM_HELP = (
@@ -160,6 +162,14 @@ def _update(args: argparse.Namespace) -> int:
     return _report_stats(args, stats, "updated")
 
 
+def _map_postprocessors(args: argparse.Namespace, index: Any) -> list[Any]:
+    if args.compress == "none":
+        return []
+    from llama_index_kgplus import defaults
+
+    return _compression.postprocessors(args, defaults.default_embed_model(), index.llm)
+
+
 def _query(args: argparse.Namespace) -> int:
     from llama_index_kgplus.graphrag._index import STATE_FILE
 
@@ -171,6 +181,7 @@ def _query(args: argparse.Namespace) -> int:
         engine = index.as_query_engine(
             response_type=args.response_type, level=args.level, max_reports=args.max_reports,
             show_progress=not args.quiet,
+            map_postprocessors=_map_postprocessors(args, index),
         )
         response = engine.query(args.question)
     meta = response.metadata
@@ -193,7 +204,7 @@ def _query(args: argparse.Namespace) -> int:
         "documents": meta["documents"],
         "sources": sources,
         "key_points": meta["key_points"],
-        **{k: meta[k] for k in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds")},
+        **{k: meta[k] for k in ("llm_calls", "prompt_tokens", "completion_tokens", "seconds", "usage")},
     }
     if args.json:
         print(json.dumps(record, ensure_ascii=False), flush=True)
@@ -255,4 +266,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--response-type", default="multiple paragraphs", help='shape of the answer, e.g. "bulleted report", "matrix table"')
     query.add_argument("--level", type=int, default=1, help="community level of the reports read (default 1; 0 is the coarsest)")
     query.add_argument("--max-reports", type=int, default=None, help="read only the highest-rated reports")
+    _compression.add_options(query, synthesize=False, compress="none")
     query.set_defaults(func=_query)

@@ -2,12 +2,15 @@
 
 ``--json`` output of ``query``::
 
-    {"answer", "original_query", "rewritten_query", "glossary_terms", "sources": [{"id", "score", "text", "level", "doc_ids"}]}
+    {"answer", "original_query", "rewritten_query", "glossary_terms",
+     "sources": [{"id", "score", "text", "level", "doc_ids"}],
+     "usage": {"prompt_tokens", "completion_tokens", "llm_calls", "seconds", "first_token_seconds", "estimated"}}
 
-``retrieve`` prints the same without ``answer``. ``id`` is the source document's corpus id (null for a summary
+``retrieve`` prints the same without ``answer`` and ``usage``. ``usage`` counts every LLM call of the answer
+(the glossary rewrite too) in the model's own tokens; ``seconds`` runs from the question to the last token. ``id`` is the source document's corpus id (null for a summary
 that spans documents; ``doc_ids`` lists them all); ``level`` is 0 for a chunk and 1 or more for a summary node.
 Hierarchy options (``--hierarchy``, ``--retrieval``): see ``_hierarchy``; glossary options (``--glossary``,
-``--mode``): see ``_glossary``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
+``--mode``): see ``_glossary``; ``--compress``, ``--context-budget`` and ``--stream``: see ``_compression``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
 question gives one JSON line, and the models and index are loaded once.
 """
 
@@ -20,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.cli import _entities, _glossary, _hierarchy
+from llama_index_kgplus.cli import _compression, _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.jsonl import iter_jsonl
 
@@ -50,6 +53,8 @@ def source_record(hit: Any) -> dict[str, Any]:
     }
     if "entity_graph" in node.metadata:  # --retrieval graph: why the walk chose it
         record["why"] = node.metadata["entity_graph"]
+    if "compression" in node.metadata:
+        record["compression"] = node.metadata["compression"]
     return record
 
 
@@ -57,7 +62,7 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
     if args.json or args.questions:
         print(json.dumps(record, ensure_ascii=False), flush=True)
         return
-    if "answer" in record:
+    if "answer" in record and not getattr(args, "stream", False):
         print(record["answer"].strip())
     if record.get("rewritten_query") and record["rewritten_query"] != record["original_query"]:
         print(f"\nrewritten query: {record['rewritten_query']}")
@@ -69,6 +74,36 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
         print(f"- [{src['id']}] level {src['level']} score {src['score']:.3f}: {snippet}")
         if "why" in src:
             print(f"    why: {_walk_text(src['why'])}")
+        if src.get("compression", {}).get("dropped"):
+            print("    (no sentence of it within the context budget: not shown to the LLM)")
+    if record.get("usage"):
+        print(f"\n{_usage_text(record['usage'])}")
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    first = usage.get("first_token_seconds")
+    tokens = "?" if usage["prompt_tokens"] is None else f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']}"
+    return (
+        f"usage: {usage['llm_calls']} LLM call(s), {tokens} completion tokens, {usage['seconds']:.1f} s"
+        + (f" (first token after {first:.1f} s)" if first is not None else "")
+    )
+
+
+def _read_answer(response: Any, stream: bool) -> dict[str, Any]:
+    """The answer text of a (streaming) response, printed token by token with ``stream``, and its usage."""
+    tokens = getattr(response, "response_gen", None)
+    if tokens is None:
+        text = str(response)
+    else:
+        parts = []
+        for token in tokens:
+            parts.append(token)
+            if stream:
+                print(token, end="", flush=True)
+        text = "".join(parts)
+        if stream:
+            print(flush=True)
+    return {"answer": text, "usage": (response.metadata or {}).get("usage")}
 
 
 def _walk_text(why: dict[str, Any]) -> str:
@@ -114,27 +149,38 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     from llama_index.core.query_engine import RetrieverQueryEngine
 
     from llama_index_kgplus import defaults
+    from llama_index_kgplus.compression import query_with_hints, run_postprocessors
     from llama_index_kgplus.indexing import load_index
+    from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
+    _compression.check(args)
     questions = _questions(args)
     index = load_index(args.index, embed_model=defaults.default_embed_model())
     if args.retrieval == "graph":
         retriever = _entities.make_retriever(index, args)
     else:
         retriever = _hierarchy.make_retriever(index, args)
-    glossary_engine = _glossary.make_engine(args, retriever, index, synthesize)
+    llm = metered(defaults.default_llm(args.llm)) if synthesize else None
+    postprocessors = _compression.postprocessors(args, index._embed_model, llm)
+    glossary_engine = _glossary.make_engine(args, retriever, index, llm, postprocessors)
     engine = None
     if synthesize and glossary_engine is None:
-        engine = RetrieverQueryEngine.from_args(retriever, llm=defaults.default_llm(args.llm))
+        engine = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=postprocessors, streaming=True)
+    stream = bool(getattr(args, "stream", False))
+    answer = (lambda response: _read_answer(response, stream)) if synthesize else None
     for question in questions:
         record: dict[str, Any] = {"original_query": question, "rewritten_query": None, "glossary_terms": []}
+        if stream:
+            print(f"Q: {question}\n", flush=True)
         if glossary_engine is not None:
-            record = _glossary.run(glossary_engine, question, synthesize, source_record)
+            record = _glossary.run(glossary_engine, question, answer, source_record)
         elif engine is not None:
-            response = engine.query(question)
-            record = {"answer": str(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
+            usage = AnswerUsage(llm)
+            response = attach_usage(engine.query(question), usage)
+            record = {**answer(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
         else:
-            record["sources"] = [source_record(h) for h in retriever.retrieve(question)]
+            nodes = run_postprocessors(postprocessors, retriever.retrieve(question), query_with_hints(question))
+            record["sources"] = [source_record(h) for h in nodes]
         _print_result(args, record)
     sys.stdout.flush()
     return 0
@@ -164,5 +210,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
         _hierarchy.add_retrieval_options(cmd)
         _entities.add_retrieval_options(cmd)
+        _compression.add_options(cmd, synthesize, compress=_compression.DEFAULT_COMPRESS if synthesize else "none")
         _glossary.add_options(cmd)
         cmd.set_defaults(func=lambda args, s=synthesize: _retrieve_or_query(args, s))

@@ -1,4 +1,5 @@
-"""Evaluation datasets: JSONL with ``question`` and any of ``ground_truth``, ``gold_ids`` (and optional ``id``)."""
+"""Evaluation datasets: JSONL with ``question`` and any of ``ground_truth``, ``answers`` (short gold answers, for
+the judge-free ``exact_match``, ``token_f1`` and ``answer_contains``), ``gold_ids`` (and optional ``id``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class EvalSample:
     id: str
     ground_truth: str | None = None
     gold_ids: tuple[str, ...] = field(default_factory=tuple)
+    answers: tuple[str, ...] = field(default_factory=tuple)
 
 
 def load_dataset(path: str | Path) -> list[EvalSample]:
@@ -26,18 +28,23 @@ def load_dataset(path: str | Path) -> list[EvalSample]:
             raise InputDataError(f'{where}: a line needs a non-empty "question".')
         truth = record.get("ground_truth")
         gold = record.get("gold_ids") or []
-        if truth is None and not gold:
-            raise InputDataError(f'{where}: a line needs "ground_truth" or "gold_ids" to be scored.')
+        answers = record.get("answers") or []
+        if truth is None and not gold and not answers:
+            raise InputDataError(f'{where}: a line needs "ground_truth", "answers" or "gold_ids" to be scored.')
         if truth is not None and not isinstance(truth, str):
             raise InputDataError(f'{where}: "ground_truth" must be a string.')
         if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
             raise InputDataError(f'{where}: "gold_ids" must be a list of strings.')
+        if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
+            raise InputDataError(f'{where}: "answers" must be a list of non-empty strings.')
         question = record["question"].strip()
         sample_id = str(record.get("id") or hashlib.sha1(question.encode()).hexdigest()[:12])
         if sample_id in seen:
             raise InputDataError(f"{where}: duplicate id {sample_id!r}.")
         seen.add(sample_id)
-        samples.append(EvalSample(question=question, id=sample_id, ground_truth=truth, gold_ids=tuple(gold)))
+        samples.append(
+            EvalSample(question=question, id=sample_id, ground_truth=truth, gold_ids=tuple(gold), answers=tuple(answers))
+        )
     if not samples:
         raise InputDataError(f"Dataset {path} holds no question.")
     return samples

@@ -7,7 +7,8 @@
 - ``hierarchy`` / ``hierarchy-tree``: :class:`HierarchicalRetriever` collapsed / tree traversal (needs an index
   built with summary nodes, e.g. ``kgplus ingest --hierarchy semantic``).
 
-When the index holds summary nodes, ``baseline``, ``glossary`` and ``kg`` retrieve chunks only (``level`` 0), so
+With ``context_budget`` every pipeline compresses its retrieved passages to that many tokens before synthesis
+(:class:`~llama_index_kgplus.compression.ContextCompressor`). When the index holds summary nodes, ``baseline``, ``glossary`` and ``kg`` retrieve chunks only (``level`` 0), so
 every pipeline sees the same chunks. A factory takes a :class:`PipelineContext` and returns a LlamaIndex query
 engine; register your own with :func:`register_pipeline` to compare it in ``kgplus eval``.
 """
@@ -22,6 +23,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
@@ -38,6 +40,7 @@ class PipelineContext:
     glossary_path: Path | None = None
     kg_store_uri: str | None = None
     index_dir: Path | None = None
+    context_budget: int | None = None
 
     @property
     def hierarchical(self) -> bool:
@@ -53,11 +56,18 @@ class PipelineContext:
         return self.index.as_retriever(similarity_top_k=self.top_k, filters=chunks_only)
 
 
+    def postprocessors(self) -> list[BaseNodePostprocessor]:
+        """A ContextCompressor of ``context_budget`` tokens, or nothing."""
+        from llama_index_kgplus.compression import postprocessors_for
+
+        return postprocessors_for(None, self.context_budget, embed_model=self.embed_model, llm=self.llm)
+
+
 PipelineFactory = Callable[[PipelineContext], BaseQueryEngine]
 
 
 def _baseline(ctx: PipelineContext) -> BaseQueryEngine:
-    return RetrieverQueryEngine.from_args(ctx.chunk_retriever(), llm=ctx.llm)
+    return RetrieverQueryEngine.from_args(ctx.chunk_retriever(), llm=ctx.llm, node_postprocessors=ctx.postprocessors())
 
 
 def _glossary(ctx: PipelineContext) -> BaseQueryEngine:
@@ -66,8 +76,9 @@ def _glossary(ctx: PipelineContext) -> BaseQueryEngine:
     if ctx.glossary_path is None:
         raise InputDataError("The glossary pipeline needs --glossary FILE.")
     return GlossaryQueryEngine.from_defaults(
-        ctx.glossary_path, retriever=ctx.chunk_retriever(), llm=ctx.llm, embed_model=ctx.embed_model
-    )
+        ctx.glossary_path, retriever=ctx.chunk_retriever(), llm=ctx.llm, embed_model=ctx.embed_model,
+        node_postprocessors=ctx.postprocessors(),
+    )  # fmt: skip
 
 
 def _kg(path_format: str) -> PipelineFactory:
@@ -76,8 +87,9 @@ def _kg(path_format: str) -> PipelineFactory:
 
         kg_retriever = KGPathRetriever.from_defaults(ctx.kg_store_uri)
         return KGAugmentedQueryEngine.from_defaults(
-            kg_retriever, ctx.chunk_retriever(), llm=ctx.llm, path_format=path_format
-        )
+            kg_retriever, ctx.chunk_retriever(), llm=ctx.llm, path_format=path_format,
+            node_postprocessors=ctx.postprocessors(),
+        )  # fmt: skip
 
     return factory
 
@@ -95,7 +107,7 @@ def _hierarchy(mode: str) -> PipelineFactory:
         retriever = HierarchicalRetriever.from_index(
             ctx.index, mode=mode, similarity_top_k=ctx.top_k, root_ids=manifest.get("root_ids")
         )
-        return RetrieverQueryEngine.from_args(retriever, llm=ctx.llm)
+        return RetrieverQueryEngine.from_args(retriever, llm=ctx.llm, node_postprocessors=ctx.postprocessors())
 
     return factory
 

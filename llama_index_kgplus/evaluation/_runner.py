@@ -2,7 +2,7 @@
 
 The cache is two append-only JSONL files under ``<out>/cache``: an interrupted run resumes where it stopped
 (a half-written last line is ignored and recomputed). An answer is reused while its question is unchanged, a score
-while its question, ground truth and gold ids are. ``settings.json`` there records what the cached answers
+while its question, ground truth, gold ids and short answers are. ``settings.json`` there records what the cached answers
 depend on (model, top-k, index, ...): a run with different settings is refused instead of mixing results.
 
 Example::
@@ -31,6 +31,7 @@ from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.evaluation._dataset import EvalSample
 from llama_index_kgplus.evaluation._metrics import METRICS
 from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
+from llama_index_kgplus.evaluation._short_answer import SHORT_ANSWER_METRICS
 
 RETRIEVAL_METRICS = ("hit@5", "recall@5", "recall@10", "mrr")
 DEFAULT_METRICS = ("answer_correctness", "answer_similarity", "answer_relevance", "faithfulness", *RETRIEVAL_METRICS)
@@ -65,7 +66,10 @@ def _append_jsonl(path: Path, record: dict) -> None:
 
 def _sample_key(sample: EvalSample) -> str:
     """What a cached score depends on in the dataset line."""
-    text = json.dumps([sample.question, sample.ground_truth, list(sample.gold_ids)], ensure_ascii=False)
+    parts: list[Any] = [sample.question, sample.ground_truth, list(sample.gold_ids)]
+    if sample.answers:  # older caches (no answers) keep their keys
+        parts.append(list(sample.answers))
+    text = json.dumps(parts, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -92,11 +96,10 @@ class EvalRunner:
         settings: Mapping[str, Any] | None = None,
         show_progress: bool = True,
     ) -> None:
-        unknown = [m for m in metrics if m not in METRICS and m not in RETRIEVAL_METRICS]
+        known = [*METRICS, *SHORT_ANSWER_METRICS, *RETRIEVAL_METRICS]
+        unknown = [m for m in metrics if m not in known]
         if unknown:
-            raise InputDataError(
-                f"Unknown metric(s) {', '.join(unknown)}; choose from {', '.join([*METRICS, *RETRIEVAL_METRICS])}."
-            )
+            raise InputDataError(f"Unknown metric(s) {', '.join(unknown)}; choose from {', '.join(known)}.")
         self.samples = list(samples)
         self.pipelines = dict(pipelines)
         self.metrics = list(metrics)
@@ -157,6 +160,8 @@ class EvalRunner:
     def _applicable(self, metric: str, sample: EvalSample) -> bool:
         if metric in RETRIEVAL_METRICS:
             return bool(sample.gold_ids)
+        if metric in SHORT_ANSWER_METRICS:
+            return bool(sample.answers)
         needs_truth = metric in ("answer_correctness", "answer_similarity", "context_recall", "context_precision")
         return sample.ground_truth is not None or not needs_truth
 
@@ -171,6 +176,9 @@ class EvalRunner:
                 "mrr": lambda: mrr(retrieved, gold),
             }[metric]()
             return ScoreRecord(name, sample.id, metric, value, details={"retrieved_ids": retrieved})
+        if metric in SHORT_ANSWER_METRICS:
+            value = SHORT_ANSWER_METRICS[metric](answer["answer"], sample.answers)
+            return ScoreRecord(name, sample.id, metric, value, details={"answers": list(sample.answers)})
         evaluator = METRICS[metric](llm=self.llm, embed_model=self.embed_model)
         result = await evaluator.aevaluate(
             query=sample.question, response=answer["answer"], contexts=answer["contexts"], reference=sample.ground_truth

@@ -7,7 +7,10 @@ it; retrieve with the original query, the rewrite, or both fused by reciprocal r
 
 ``Response.metadata`` carries ``original_query``, ``rewritten_query``, ``glossary_terms``, ``fallback_reason``
 (None when the rewrite was used), ``proposed_query`` (the LLM's rewrite even when refused), ``rewrite_similarity``,
-``rewrite_edited`` and ``retrieval_mode``.
+``rewrite_edited``, ``retrieval_mode`` and ``usage`` (LLM calls, tokens, seconds; see
+:class:`~llama_index_kgplus.llm.AnswerUsage`). ``node_postprocessors`` (or ``context_budget`` in ``from_defaults``)
+run on the retrieved nodes before synthesis, with the rewrite and the glossary terms as hints for a query-aware
+compressor.
 """
 
 from __future__ import annotations
@@ -22,16 +25,24 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
+from llama_index_kgplus.compression import (
+    arun_postprocessors,
+    postprocessors_for,
+    query_with_hints,
+    run_postprocessors,
+)
 from llama_index_kgplus.glossary._fusion import DEFAULT_RRF_K, reciprocal_rank_fusion
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_GLOSSARY_CONTEXT_PROMPT
 from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
 RetrievalMode = Literal["fused", "rewritten", "original"]
 RETRIEVAL_MODES: tuple[str, ...] = ("fused", "rewritten", "original")
@@ -82,6 +93,9 @@ class GlossaryQueryEngine(CustomQueryEngine):
         default=DEFAULT_GLOSSARY_CONTEXT_PROMPT,
         description="How the glossary is appended to the original question ({query_str}, {glossary_str}).",
     )
+    node_postprocessors: list[BaseNodePostprocessor] = Field(
+        default_factory=list, description="Run on the retrieved nodes before synthesis (e.g. a ContextCompressor)."
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -107,6 +121,8 @@ class GlossaryQueryEngine(CustomQueryEngine):
         max_words: int = 100,
         min_similarity: float = 0.5,
         rewriter: GlossaryQueryRewriter | None = None,
+        node_postprocessors: list[BaseNodePostprocessor] | None = None,
+        context_budget: int | None = None,
         **kwargs: Any,
     ) -> GlossaryQueryEngine:
         """Build the engine over a ``retriever`` or an ``index`` (``index.as_retriever(similarity_top_k=...)``).
@@ -115,6 +131,8 @@ class GlossaryQueryEngine(CustomQueryEngine):
         the index's embedding model and to ``Settings``. ``whole_glossary=True`` shows every entry to the LLM
         (the original recipe, for comparison); ``min_similarity`` and ``max_words`` configure the drift guard.
         A ready ``rewriter`` replaces all the rewrite settings (and then ``glossary`` may be None).
+        ``context_budget`` appends a :class:`~llama_index_kgplus.compression.ContextCompressor` of that many tokens
+        to ``node_postprocessors``. The LLM is metered (``Response.metadata["usage"]``).
         """
         from llama_index.core import Settings
 
@@ -126,8 +144,9 @@ class GlossaryQueryEngine(CustomQueryEngine):
             retriever = index.as_retriever(similarity_top_k=similarity_top_k)
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"mode must be one of {RETRIEVAL_MODES}, got {mode!r}")
-        llm = llm or Settings.llm
+        llm = metered(llm or Settings.llm)
         embed_model = embed_model or getattr(index, "_embed_model", None) or Settings.embed_model
+        postprocessors = postprocessors_for(node_postprocessors, context_budget, embed_model=embed_model, llm=llm)
         if rewriter is None:
             rewriter = GlossaryQueryRewriter.from_defaults(
                 glossary,
@@ -141,7 +160,10 @@ class GlossaryQueryEngine(CustomQueryEngine):
                 review_hook=review_hook,
             )
         synthesizer = get_response_synthesizer(llm=llm, response_mode=response_mode, streaming=streaming)
-        return cls(retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, mode=mode, **kwargs)
+        return cls(
+            retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, mode=mode,
+            node_postprocessors=postprocessors, **kwargs,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ prompts (PromptMixin)
 
@@ -219,22 +241,39 @@ class GlossaryQueryEngine(CustomQueryEngine):
             query_str=rewrite.original_query, glossary_str=rewrite.selection.text
         )
 
-    def _finish(self, response: RESPONSE_TYPE, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
+    def compression_query(self, rewrite: QueryRewrite) -> QueryBundle:
+        """The original question, with the rewrite and the selected terms as hints for the postprocessors."""
+        return query_with_hints(rewrite.original_query, rewrite.rewritten_query, "; ".join(rewrite.glossary_terms))
+
+    def postprocess(self, retrieval: GlossaryRetrieval) -> list[NodeWithScore]:
+        """The retrieved nodes after ``node_postprocessors`` (what synthesis reads)."""
+        return run_postprocessors(self.node_postprocessors, retrieval.nodes, self.compression_query(retrieval.rewrite))
+
+    async def apostprocess(self, retrieval: GlossaryRetrieval) -> list[NodeWithScore]:
+        query = self.compression_query(retrieval.rewrite)
+        return await arun_postprocessors(self.node_postprocessors, retrieval.nodes, query)
+
+    def _finish(self, response: RESPONSE_TYPE, retrieval: GlossaryRetrieval, usage: AnswerUsage) -> RESPONSE_TYPE:
         response.metadata = {**(response.metadata or {}), **retrieval.to_metadata()}
-        return response
+        return attach_usage(response, usage)
 
-    def synthesize_from(self, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
+    def synthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
         """Answer from an existing retrieval (e.g. after showing its sources to a user)."""
-        response = self.response_synthesizer.synthesize(self.synthesis_query(retrieval.rewrite), retrieval.nodes)
-        return self._finish(response, retrieval)
+        usage = usage or AnswerUsage(self.response_synthesizer._llm)
+        nodes = self.postprocess(retrieval)
+        response = self.response_synthesizer.synthesize(self.synthesis_query(retrieval.rewrite), nodes)
+        return self._finish(response, retrieval, usage)
 
-    async def asynthesize_from(self, retrieval: GlossaryRetrieval) -> RESPONSE_TYPE:
-        query = self.synthesis_query(retrieval.rewrite)
-        response = await self.response_synthesizer.asynthesize(query, retrieval.nodes)
-        return self._finish(response, retrieval)
+    async def asynthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
+        usage = usage or AnswerUsage(self.response_synthesizer._llm)
+        nodes = await self.apostprocess(retrieval)
+        response = await self.response_synthesizer.asynthesize(self.synthesis_query(retrieval.rewrite), nodes)
+        return self._finish(response, retrieval, usage)
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
-        return self.synthesize_from(self.rewrite_and_retrieve(query_str))
+        usage = AnswerUsage(self.response_synthesizer._llm)
+        return self.synthesize_from(self.rewrite_and_retrieve(query_str), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
-        return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str))
+        usage = AnswerUsage(self.response_synthesizer._llm)
+        return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str), usage)

@@ -28,7 +28,7 @@ from llama_index_kgplus.graphrag._merge import Entity, Relationship, merge_extra
 from llama_index_kgplus.graphrag._ray_executor import RayExecutor
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, Finding, ReportContext
 from llama_index_kgplus.graphrag._search import GlobalSearchEngine, KeyPoint, MapAnswer
-from llama_index_kgplus.graphrag._usage import LLMUsage, MeteredLLM, UsageMeter, metered, usage_meter
+from llama_index_kgplus.llm._usage import LLMUsage, MeteredLLM, UsageMeter, metered, usage_meter
 
 __all__ = [
     "AsyncioExecutor",

@@ -24,7 +24,7 @@ from llama_index.core.async_utils import asyncio_run, run_jobs
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ConfigDict, Field
 
-from llama_index_kgplus.graphrag._usage import LLMUsage
+from llama_index_kgplus.llm._usage import LLMUsage
 
 
 @dataclass(frozen=True)

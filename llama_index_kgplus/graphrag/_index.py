@@ -47,7 +47,7 @@ from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, Ladybu
 from llama_index_kgplus.graphrag._merge import ChunkExtraction, Entity, Relationship, merge_extractions
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, ReportContext
 from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
-from llama_index_kgplus.graphrag._usage import LLMUsage, metered, usage_meter
+from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 
 logger = logging.getLogger(__name__)
 

@@ -118,9 +118,9 @@ def _llama_lock(model: Any) -> threading.Lock:
 
 def text_call(llm: LLM, prompt: str, *, max_tokens: int = 512) -> str:
     """Plain completion; with a llama.cpp model ``max_tokens`` bounds the answer."""
-    from llama_index_kgplus.graphrag._usage import _llama_model
+    from llama_index_kgplus.llm._tokens import llama_model
 
-    model = _llama_model(llm)
+    model = llama_model(llm)
     if model is None:
         return llm.complete(prompt).text
     full_prompt = llm.completion_to_prompt(prompt) if hasattr(llm, "completion_to_prompt") else prompt
@@ -133,8 +133,8 @@ def text_call(llm: LLM, prompt: str, *, max_tokens: int = 512) -> str:
 
 async def atext_call(llm: LLM, prompt: str, *, max_tokens: int = 512) -> str:
     """Async twin of :func:`text_call` (a local model runs in a worker thread)."""
-    from llama_index_kgplus.graphrag._usage import _llama_model
+    from llama_index_kgplus.llm._tokens import llama_model
 
-    if _llama_model(llm) is not None:
+    if llama_model(llm) is not None:
         return await asyncio.to_thread(text_call, llm, prompt, max_tokens=max_tokens)
     return (await llm.acomplete(prompt)).text

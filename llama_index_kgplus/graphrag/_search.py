@@ -6,7 +6,10 @@ bounded number of workers, and yields up to ``max_points`` key points, each scor
 rating. Reduce: the best points that fit ``reduce_context_tokens`` go to the LLM, which writes the answer in
 the free-text ``response_type`` ("multiple paragraphs", "bulleted report", "matrix table", ...). The response
 carries the supporting passages as ``source_nodes`` and the reports, documents, key points and LLM usage in
-its ``metadata`` (see :mod:`._citations`).
+its ``metadata`` (see :mod:`._citations`; ``usage`` holds the same figures as every engine of the pack).
+``map_postprocessors`` (e.g. a :class:`~llama_index_kgplus.compression.ContextCompressor`) run on each report,
+as one node, before its map prompt: with a compressor, a report keeps the sentences the question needs, within
+the compressor's budget, instead of being cut at ``map_context_tokens``.
 
 Example::
 
@@ -26,16 +29,19 @@ from typing import Any
 from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus.compression import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
 from llama_index_kgplus.graphrag._llm_calls import ajson_call, atext_call
 from llama_index_kgplus.graphrag._prompts import MAP_PROMPT, NO_DATA_ANSWER, REDUCE_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.graphrag._usage import metered, usage_meter
+from llama_index_kgplus.llm._usage import metered, usage_meter
 
 _CANNOT = re.compile(r"^\W*(cannot answer|can't answer|i do not know|i don't know|not relevant|no relevant)", re.I)
 
@@ -105,6 +111,9 @@ class GlobalSearchEngine(CustomQueryEngine):
     reduce_max_tokens: int = Field(default=600, ge=32, description="Token limit of the answer.")
     passages_per_document: int = Field(default=2, ge=1, description="Supporting passages cited per document.")
     show_progress: bool = Field(default=False, description="Show a progress bar for the map step.")
+    map_postprocessors: list[BaseNodePostprocessor] = Field(
+        default_factory=list, description="Run on each report (one node) before its map prompt, e.g. a compressor."
+    )
 
     _index: Any = PrivateAttr(default=None)
 
@@ -141,7 +150,7 @@ class GlobalSearchEngine(CustomQueryEngine):
             LLMTask(
                 r.community.id,
                 partial(_map_task, self.max_points, self.map_max_tokens, query_str,
-                        _truncate(r.report.to_text(), self.map_context_tokens)),
+                        await self._report_context(r.community.id, r.report.to_text(), query_str)),
             )
             for r in stored
         ]
@@ -205,7 +214,20 @@ class GlobalSearchEngine(CustomQueryEngine):
             "tokens_estimated": usage.estimated,
             "seconds": round(time.perf_counter() - started, 2),
         }
+        metadata["usage"] = {
+            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "llm_calls": usage.llm_calls, "seconds": metadata["seconds"], "first_token_seconds": None,
+            "estimated": usage.estimated,
+        }  # fmt: skip
         return Response(response=answer, source_nodes=citations.source_nodes if citations else [], metadata=metadata)
+
+    async def _report_context(self, community_id: Any, text: str, query_str: str) -> str:
+        """The report as the map prompt reads it: through ``map_postprocessors``, then cut to the token budget."""
+        if self.map_postprocessors:
+            node = NodeWithScore(node=TextNode(id_=f"community-report-{community_id}", text=text), score=1.0)
+            [node] = await arun_postprocessors(self.map_postprocessors, [node], QueryBundle(query_str))
+            text = node.node.get_content() or text
+        return _truncate(text, self.map_context_tokens)
 
     def _pack(self, points: list[ScoredPoint]) -> tuple[str, list[ScoredPoint]]:
         """The reduce context: best points first, until the token budget is spent."""

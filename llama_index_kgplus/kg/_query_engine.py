@@ -5,7 +5,9 @@ section, followed by the retrieved passages. ``path_format="arrows"`` writes ``a
 prompt tells the model how to read the arrows; ``"facts"`` writes ``a R b; c S b``, which small local models
 turn into prose instead of copying the notation (see benchmarks/README.md). Any standard LlamaIndex response
 synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's ``metadata`` gains
-``kg_entities`` (the mentions) and ``kg_paths`` (the structured paths used).
+``kg_entities`` (the mentions), ``kg_paths`` (the structured paths used) and ``usage``. ``node_postprocessors`` (or
+``context_budget`` in ``from_defaults``) run on the passages only, with the paths' facts as a hint to a query-aware
+compressor; the paths section is never compressed.
 """
 
 from __future__ import annotations
@@ -18,14 +20,22 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from llama_index_kgplus.compression import (
+    arun_postprocessors,
+    postprocessors_for,
+    query_with_hints,
+    run_postprocessors,
+)
 from llama_index_kgplus.kg._finder import KGPathResult
 from llama_index_kgplus.kg._retriever import PATH_METADATA_KEYS, KGPathRetriever
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
 KG_SECTION_HEADER = "Knowledge graph relationship paths between entities of the query:"
 KG_SECTION_FOOTER = "(end of knowledge graph paths)"
@@ -109,6 +119,9 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
     path_format: PathFormat = Field(
         default="arrows", description="How paths are written in the prompt: 'arrows' (a -[R]-> b) or 'facts' (a R b)."
     )
+    node_postprocessors: list[BaseNodePostprocessor] = Field(
+        default_factory=list, description="Run on the passages before synthesis (e.g. a ContextCompressor)."
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -126,14 +139,20 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         text_qa_template: BasePromptTemplate | None = None,
         summary_template: BasePromptTemplate | None = None,
         path_format: PathFormat = "arrows",
+        node_postprocessors: list[BaseNodePostprocessor] | None = None,
+        context_budget: int | None = None,
+        embed_model: Any | None = None,
         **synthesizer_kwargs: Any,
     ) -> KGAugmentedQueryEngine:
         """Build the synthesizer (``response_mode`` with the KG templates of ``path_format``) unless one is
-        given; ``llm`` falls back to ``Settings.llm``."""
+        given; ``llm`` falls back to ``Settings.llm`` and is metered. ``context_budget`` appends a
+        :class:`~llama_index_kgplus.compression.ContextCompressor` (``embed_model``, else ``Settings``)."""
+        llm = metered(llm or Settings.llm) if response_synthesizer is None else llm
+        postprocessors = postprocessors_for(node_postprocessors, context_budget, embed_model=embed_model, llm=llm)
         if response_synthesizer is None:
             arrows = path_format == "arrows"
             response_synthesizer = get_response_synthesizer(
-                llm=llm or Settings.llm,
+                llm=llm,
                 response_mode=ResponseMode(response_mode),
                 text_qa_template=text_qa_template or (KG_TEXT_QA_TEMPLATE if arrows else KG_FACTS_TEXT_QA_TEMPLATE),
                 summary_template=summary_template or (KG_SUMMARY_TEMPLATE if arrows else KG_FACTS_SUMMARY_TEMPLATE),
@@ -141,7 +160,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
             )
         return cls(
             retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer,
-            path_format=path_format,
+            path_format=path_format, node_postprocessors=postprocessors,
         )  # fmt: skip
 
     def _get_prompt_modules(self) -> PromptMixinType:
@@ -159,18 +178,28 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         response.metadata = metadata
         return response
 
+    @staticmethod
+    def compression_query(query_str: str, kg: KGPathResult) -> QueryBundle:
+        """The question, with the paths as plain facts for a query-aware postprocessor."""
+        return query_with_hints(query_str, "; ".join(p.facts for p in kg.paths))
+
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        usage = AnswerUsage(self.response_synthesizer._llm)
         kg = self.kg_retriever.retrieve_paths(query_str)
         passages = self.retriever.retrieve(query_str) if self.retriever is not None else []
+        passages = run_postprocessors(self.node_postprocessors, passages, self.compression_query(query_str, kg))
         response = self.response_synthesizer.synthesize(query_str, nodes=self._nodes(passages, kg))
-        return self._annotate(response, kg)
+        return attach_usage(self._annotate(response, kg), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        usage = AnswerUsage(self.response_synthesizer._llm)
         if self.retriever is not None:
             kg, passages = await asyncio.gather(
                 self.kg_retriever.aretrieve_paths(query_str), self.retriever.aretrieve(query_str)
             )
         else:
             kg, passages = await self.kg_retriever.aretrieve_paths(query_str), []
+        query = self.compression_query(query_str, kg)
+        passages = await arun_postprocessors(self.node_postprocessors, passages, query)
         response = await self.response_synthesizer.asynthesize(query_str, nodes=self._nodes(passages, kg))
-        return self._annotate(response, kg)
+        return attach_usage(self._annotate(response, kg), usage)

@@ -14,7 +14,7 @@ Example::
 from llama_index_kgplus.summarizers._abstractive import DEFAULT_SUMMARY_PROMPT, AbstractiveSummarizer
 from llama_index_kgplus.summarizers._base import BaseSummarizer, SummarizationError, Summarizer
 from llama_index_kgplus.summarizers._extractive import ExtractiveSummarizer
-from llama_index_kgplus.summarizers._sentences import split_sentences
+from llama_index_kgplus.text import split_sentences
 from llama_index_kgplus.summarizers._two_stage import TwoStageSummarizer
 
 __all__ = [

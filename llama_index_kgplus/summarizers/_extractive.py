@@ -13,7 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint, resolve_embed_model
-from llama_index_kgplus.summarizers._sentences import split_sentences
+from llama_index_kgplus.text import split_sentences
 
 _CACHE_LIMIT = 50_000
 

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,6 +26,8 @@ from llama_index.core.base.llms.types import CompletionResponse, CompletionRespo
 from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import BaseModel, PrivateAttr
+
+from llama_index_kgplus.llm._tokens import TokenCounter, llama_model
 
 _METER_ATTR = "_kgplus_usage_meter"
 
@@ -77,17 +80,6 @@ class UsageMeter:
             return self._total
 
 
-def _llama_model(llm: Any) -> Any | None:
-    model = getattr(llm, "_model", None)
-    return model if type(model).__name__ == "Llama" else None
-
-
-def _count_tokens(text: str) -> int:
-    from llama_index.core.utils import get_tokenizer
-
-    return len(get_tokenizer()(text))
-
-
 def _reported_usage(response: CompletionResponse) -> tuple[int, int] | None:
     """``(prompt, completion)`` tokens from a provider response (OpenAI-style ``usage``), if it has them."""
     for source in (response.raw, response.additional_kwargs):
@@ -126,10 +118,11 @@ class MeteredLLM(CustomLLM):
 
     def _record(self, prompt: str, response: CompletionResponse) -> CompletionResponse:
         reported = _reported_usage(response)
+        estimate = TokenCounter.estimate()
         if reported is not None:
             self._meter.record(*reported)
         else:
-            self._meter.record(_count_tokens(prompt), _count_tokens(response.text or ""), estimated=True)
+            self._meter.record(estimate.count(prompt), estimate.count(response.text or ""), estimated=True)
         return response
 
     @llm_completion_callback()
@@ -173,20 +166,32 @@ def _meter_llama(model: Any) -> UsageMeter:
         out = original(*args, **kwargs)
         if isinstance(out, dict) and isinstance(out.get("usage"), dict):
             meter.record(out["usage"].get("prompt_tokens", 0), out["usage"].get("completion_tokens", 0))
-        else:  # a stream: llama.cpp gives no usage figures for it
-            meter.record(0, 0, estimated=True)
-        return out
+            return out
+        prompt = kwargs.get("prompt", args[0] if args else "")
+        return _counted_stream(out, model, prompt if isinstance(prompt, str) else "", meter)
 
     model.create_completion = create_completion
     setattr(model, _METER_ATTR, meter)
     return meter
 
 
+def _counted_stream(chunks: Any, model: Any, prompt: str, meter: UsageMeter) -> Any:
+    """llama.cpp reports no usage for a stream: count the prompt and the streamed text with its tokenizer."""
+    parts: list[str] = []
+    try:
+        for chunk in chunks:
+            parts.append(chunk["choices"][0].get("text") or "")
+            yield chunk
+    finally:
+        counter = TokenCounter.for_llm_model(model)
+        meter.record(counter.count(prompt), counter.count("".join(parts)))
+
+
 def metered(llm: LLM) -> LLM:
     """``llm`` with its calls counted: the same object for llama.cpp models, else a :class:`MeteredLLM`."""
     if isinstance(llm, MeteredLLM):
         return llm
-    model = _llama_model(llm)
+    model = llama_model(llm)
     if model is not None:
         _meter_llama(model)
         return llm
@@ -197,7 +202,81 @@ def usage_meter(llm: LLM) -> UsageMeter:
     """The meter of an LLM returned by :func:`metered`."""
     if isinstance(llm, MeteredLLM):
         return llm._meter
-    model = _llama_model(llm)
+    model = llama_model(llm)
     if model is None or getattr(model, _METER_ATTR, None) is None:
         raise ValueError("This LLM is not metered: wrap it with metered(llm) first.")
     return getattr(model, _METER_ATTR)
+
+
+def is_metered(llm: Any) -> bool:
+    """Whether :func:`usage_meter` can read ``llm``'s calls (it went through :func:`metered`)."""
+    model = llama_model(llm)
+    return isinstance(llm, MeteredLLM) or (model is not None and getattr(model, _METER_ATTR, None) is not None)
+
+
+class AnswerUsage:
+    """The cost of one answer: LLM calls and tokens (from the meter of a :func:`metered` LLM), wall time, and the
+    time to the first streamed token.
+
+    Start it before retrieval; :func:`attach_usage` puts ``as_dict()`` into ``response.metadata["usage"]``, at
+    once or, for a streaming response, when its stream ends. Token figures are ``None`` for an LLM that was not
+    metered; ``first_token_seconds`` is ``None`` unless the answer was streamed. Concurrent answers on one LLM
+    share its meter, so their token figures mix.
+
+    Example::
+
+        usage = AnswerUsage(llm)
+        response = engine.query(question)
+        attach_usage(response, usage).metadata["usage"]   # {"prompt_tokens": 812, "completion_tokens": 41, ...}
+    """
+
+    def __init__(self, llm: Any) -> None:
+        self._meter = usage_meter(llm) if llm is not None and is_metered(llm) else None
+        self._before = self._meter.snapshot() if self._meter is not None else None
+        self._started = time.perf_counter()
+        self._first_token: float | None = None
+
+    def first_token(self) -> None:
+        if self._first_token is None:
+            self._first_token = time.perf_counter() - self._started
+
+    def as_dict(self) -> dict[str, Any]:
+        used = self._meter.snapshot() - self._before if self._meter is not None and self._before is not None else None
+        return {
+            "prompt_tokens": used.prompt_tokens if used else None,
+            "completion_tokens": used.completion_tokens if used else None,
+            "llm_calls": used.llm_calls if used else None,
+            "seconds": round(time.perf_counter() - self._started, 3),
+            "first_token_seconds": None if self._first_token is None else round(self._first_token, 3),
+            "estimated": True if used is None else used.estimated,
+        }
+
+
+def attach_usage(response: Any, usage: AnswerUsage) -> Any:
+    """Set ``response.metadata["usage"]`` now, or when the stream of a (sync or async) streaming response ends."""
+
+    def finish() -> None:
+        response.metadata = {**(response.metadata or {}), "usage": usage.as_dict()}
+
+    tokens = getattr(response, "response_gen", None)
+    if tokens is None:
+        finish()
+    elif hasattr(tokens, "__anext__"):
+
+        async def timed_async() -> Any:
+            async for token in tokens:
+                usage.first_token()
+                yield token
+            finish()
+
+        response.response_gen = timed_async()
+    else:
+
+        def timed() -> Any:
+            for token in tokens:
+                usage.first_token()
+                yield token
+            finish()
+
+        response.response_gen = timed()
+    return response

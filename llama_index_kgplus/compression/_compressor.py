@@ -1,0 +1,224 @@
+"""Query-aware context compression: keep the sentences a question needs, within a token budget.
+
+Coarse to fine, after LongLLMLingua: every retrieved node gets a relevance to the question (the embedding
+similarity of its whole text), every sentence its own; a sentence's score mixes the two (``node_weight``), and
+the best sentences are kept, greedily, until the budget is full. What is kept of a node stays in passage order
+in a copy of the node (same id, metadata and relationships, so sources and citations stay exact), and
+``metadata["compression"]`` says what happened. A node reduced to nothing keeps its place in the list (and in
+``Response.source_nodes``) with empty text and no metadata shown to the LLM, so the synthesizers leave it out of
+the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+from llama_index_kgplus.compression._units import Unit, join_units, split_units
+from llama_index_kgplus.llm import TokenCounter
+
+COMPRESSION_KEY = "compression"
+DEFAULT_CONTEXT_BUDGET = 512
+_CACHE_SIZE = 20_000
+
+
+def _unit_vectors(vectors: list[list[float]]) -> np.ndarray:
+    array = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms == 0, 1.0, norms)
+
+
+class ContextCompressor(BaseNodePostprocessor):
+    """Keep the most relevant sentences of the retrieved nodes within ``context_budget`` tokens.
+
+    Example::
+
+        from llama_index_kgplus.compression import ContextCompressor
+
+        compressor = ContextCompressor.from_defaults(context_budget=512, llm=llm)   # llm: count its tokens
+        engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
+        response = engine.query("When was the Normans' first raid?")
+        response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}
+    """
+
+    method: Literal["sentences"] = Field(
+        default="sentences", description="What is kept or dropped: 'sentences' (lines or windows where none)."
+    )
+    context_budget: int = Field(
+        default=DEFAULT_CONTEXT_BUDGET, ge=1, description="Tokens of passage text kept across all nodes."
+    )
+    node_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="Share of a sentence's score that comes from its node's relevance (the coarse step).",
+    )  # fmt: skip
+    max_unit_chars: int = Field(
+        default=400, ge=20, description="Longer sentences are split into lines, then character windows."
+    )
+    passthrough_keys: list[str] = Field(
+        default_factory=lambda: ["kg_path"],
+        description="Nodes with one of these metadata keys (e.g. KG path sections) pass whole; their tokens count.",
+    )
+    _embed_model: BaseEmbedding = PrivateAttr()
+    _counter: TokenCounter = PrivateAttr()
+    _vectors: OrderedDict[str, np.ndarray] = PrivateAttr(default_factory=OrderedDict)
+
+    def __init__(self, embed_model: BaseEmbedding, counter: TokenCounter | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._embed_model = embed_model
+        self._counter = counter or TokenCounter.estimate()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ContextCompressor"
+
+    @classmethod
+    def from_defaults(
+        cls,
+        context_budget: int = DEFAULT_CONTEXT_BUDGET,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        llm: Any | None = None,
+        **kwargs: Any,
+    ) -> ContextCompressor:
+        """``embed_model`` falls back to ``Settings.embed_model``; tokens are counted with ``llm``'s tokenizer
+        (an estimate without one, and ``metadata["compression"]["tokenizer"]`` says so)."""
+        from llama_index.core import Settings
+
+        counter = TokenCounter.for_llm(llm) if llm is not None else TokenCounter.estimate()
+        return cls(embed_model or Settings.embed_model, counter, context_budget=context_budget, **kwargs)
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._counter
+
+    # ------------------------------------------------------------------ embeddings (cached per text)
+
+    def _missing(self, texts: list[str]) -> list[str]:
+        return list(dict.fromkeys(t for t in texts if t not in self._vectors))
+
+    def _remember(self, texts: list[str], vectors: list[list[float]]) -> None:
+        for text, vector in zip(texts, _unit_vectors(vectors)):
+            self._vectors[text] = vector
+        while len(self._vectors) > _CACHE_SIZE:
+            self._vectors.popitem(last=False)
+
+    def _matrix(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
+
+    # ------------------------------------------------------------------ the plan (shared by sync and async)
+
+    def _split(self, nodes: list[NodeWithScore]) -> list[list[Unit] | None]:
+        """Units per node; None for a node that passes whole (no text, or a passthrough key)."""
+        plans: list[list[Unit] | None] = []
+        for hit in nodes:
+            text = hit.node.get_content(MetadataMode.NONE) if isinstance(hit.node, TextNode) else ""
+            passthrough = not text.strip() or any(key in hit.node.metadata for key in self.passthrough_keys)
+            plans.append(None if passthrough else split_units(text, self.max_unit_chars))
+        return plans
+
+    def _texts_to_embed(self, nodes: list[NodeWithScore], plans: list[list[Unit] | None]) -> list[str]:
+        texts = []
+        for hit, units in zip(nodes, plans):
+            if units:
+                texts.append(hit.node.get_content(MetadataMode.NONE))
+                texts += [unit.text for unit in units]
+        return self._missing(texts)
+
+    def _select(
+        self, nodes: list[NodeWithScore], plans: list[list[Unit] | None], queries: np.ndarray
+    ) -> list[NodeWithScore]:
+        budget = self.context_budget
+        for hit, units in zip(nodes, plans):
+            if units is None:
+                budget -= self._counter.count(hit.node.get_content(MetadataMode.LLM))
+        candidates = []  # (score, node index, unit index, tokens)
+        for i, (hit, units) in enumerate(zip(nodes, plans)):
+            if not units:
+                continue
+            node_score = float((self._matrix([hit.node.get_content(MetadataMode.NONE)]) @ queries.T).max())
+            unit_scores = (self._matrix([u.text for u in units]) @ queries.T).max(axis=1)
+            for j, (unit, score) in enumerate(zip(units, unit_scores)):
+                mixed = self.node_weight * node_score + (1 - self.node_weight) * float(score)
+                # +1: the space or newline that joins it to the sentence before it
+                candidates.append((mixed, i, j, self._counter.count(unit.text) + 1))
+        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+        kept: dict[int, set[int]] = {}
+        remaining, note = budget, None
+        for _, i, j, tokens in candidates:
+            if tokens <= remaining:
+                kept.setdefault(i, set()).add(j)
+                remaining -= tokens
+        if not kept and candidates:  # the budget is smaller than any sentence: keep the best one anyway
+            _, i, j, _ = candidates[0]
+            kept[i] = {j}
+            note = "budget smaller than one sentence: kept the single best sentence"
+        return [
+            hit if units is None else self._compressed(hit, units, sorted(kept.get(i, ())), note)
+            for i, (hit, units) in enumerate(zip(nodes, plans))
+        ]
+
+    def _compressed(self, hit: NodeWithScore, units: list[Unit], keep: list[int], note: str | None) -> NodeWithScore:
+        node = hit.node
+        text = join_units([units[j] for j in keep])
+        record = {
+            "method": self.method,
+            "kept_units": len(keep),
+            "units": len(units),
+            "tokens": self._counter.count(text),
+            "original_tokens": self._counter.count(node.get_content(MetadataMode.NONE)),
+            "budget": self.context_budget,
+            "tokenizer": self._counter.name,
+            "dropped": not keep,
+        }
+        if note and keep:
+            record["note"] = note
+        metadata = {**node.metadata, COMPRESSION_KEY: record}
+        hidden = list(metadata) if not keep else [*node.excluded_llm_metadata_keys, COMPRESSION_KEY]
+        copy = node.model_copy(
+            update={
+                "text": text,
+                "metadata": metadata,
+                "excluded_llm_metadata_keys": hidden,
+                "excluded_embed_metadata_keys": [*node.excluded_embed_metadata_keys, COMPRESSION_KEY],
+            }
+        )
+        return NodeWithScore(node=copy, score=hit.score)
+
+    @staticmethod
+    def _query_texts(query_bundle: QueryBundle | None) -> list[str]:
+        if query_bundle is None:
+            raise ValueError("ContextCompressor needs the query: pass query_bundle or query_str.")
+        return [q for q in dict.fromkeys(query_bundle.embedding_strs) if q.strip()] or [query_bundle.query_str]
+
+    # ------------------------------------------------------------------ BaseNodePostprocessor
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        queries = self._query_texts(query_bundle)
+        plans = self._split(nodes)
+        missing = self._texts_to_embed(nodes, plans)
+        if missing:
+            self._remember(missing, self._embed_model.get_text_embedding_batch(missing))
+        query_vectors = _unit_vectors([self._embed_model.get_query_embedding(q) for q in queries])
+        return self._select(nodes, plans, query_vectors)
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        queries = self._query_texts(query_bundle)
+        plans = await asyncio.to_thread(self._split, nodes)
+        missing = self._texts_to_embed(nodes, plans)
+        if missing:
+            self._remember(missing, await self._embed_model.aget_text_embedding_batch(missing))
+        query_vectors = _unit_vectors(
+            list(await asyncio.gather(*(self._embed_model.aget_query_embedding(q) for q in queries)))
+        )
+        return self._select(nodes, plans, query_vectors)
