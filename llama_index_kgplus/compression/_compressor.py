@@ -1,8 +1,10 @@
 """Query-aware context compression: keep the sentences a question needs, within a token budget.
 
-Coarse to fine, after LongLLMLingua: every retrieved node gets a relevance to the question (the embedding
-similarity of its whole text), every sentence its own; a sentence's score mixes the two (``node_weight``), and
-the best sentences are kept, greedily, until the budget is full. What is kept of a node stays in passage order
+Coarse to fine, after LongLLMLingua: every sentence gets its embedding similarity to the question (the best over
+the question and the engine's hints), every node the similarity of its best sentence; a sentence's score mixes
+its own and its node's (``node_weight``), so a sentence next to strong evidence beats an equally similar stray
+one, and the best sentences are kept, greedily, until the budget is full. Only sentences are embedded (short
+texts, cached across questions), never whole nodes. What is kept of a node stays in passage order
 in a copy of the node (same id, metadata and relationships, so sources and citations stay exact), and
 ``metadata["compression"]`` says what happened. A node reduced to nothing keeps its place in the list (and in
 ``Response.source_nodes``) with empty text and no metadata shown to the LLM, so the synthesizers leave it out of
@@ -56,7 +58,7 @@ class ContextCompressor(BaseNodePostprocessor):
     )
     node_weight: float = Field(
         default=0.5, ge=0.0, le=1.0,
-        description="Share of a sentence's score that comes from its node's relevance (the coarse step).",
+        description="Share of a sentence's score that comes from its node's best sentence (the coarse step).",
     )  # fmt: skip
     max_unit_chars: int = Field(
         default=400, ge=20, description="Longer sentences are split into lines, then character windows."
@@ -123,13 +125,8 @@ class ContextCompressor(BaseNodePostprocessor):
             plans.append(None if passthrough else split_units(text, self.max_unit_chars))
         return plans
 
-    def _texts_to_embed(self, nodes: list[NodeWithScore], plans: list[list[Unit] | None]) -> list[str]:
-        texts = []
-        for hit, units in zip(nodes, plans):
-            if units:
-                texts.append(hit.node.get_content(MetadataMode.NONE))
-                texts += [unit.text for unit in units]
-        return self._missing(texts)
+    def _texts_to_embed(self, plans: list[list[Unit] | None]) -> list[str]:
+        return self._missing([unit.text for units in plans if units for unit in units])
 
     def _select(
         self, nodes: list[NodeWithScore], plans: list[list[Unit] | None], queries: np.ndarray
@@ -142,8 +139,8 @@ class ContextCompressor(BaseNodePostprocessor):
         for i, (hit, units) in enumerate(zip(nodes, plans)):
             if not units:
                 continue
-            node_score = float((self._matrix([hit.node.get_content(MetadataMode.NONE)]) @ queries.T).max())
             unit_scores = (self._matrix([u.text for u in units]) @ queries.T).max(axis=1)
+            node_score = float(unit_scores.max())
             for j, (unit, score) in enumerate(zip(units, unit_scores)):
                 mixed = self.node_weight * node_score + (1 - self.node_weight) * float(score)
                 # +1: the space or newline that joins it to the sentence before it
@@ -204,7 +201,7 @@ class ContextCompressor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         queries = self._query_texts(query_bundle)
         plans = self._split(nodes)
-        missing = self._texts_to_embed(nodes, plans)
+        missing = self._texts_to_embed(plans)
         if missing:
             self._remember(missing, self._embed_model.get_text_embedding_batch(missing))
         query_vectors = _unit_vectors([self._embed_model.get_query_embedding(q) for q in queries])
@@ -215,7 +212,7 @@ class ContextCompressor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         queries = self._query_texts(query_bundle)
         plans = await asyncio.to_thread(self._split, nodes)
-        missing = self._texts_to_embed(nodes, plans)
+        missing = self._texts_to_embed(plans)
         if missing:
             self._remember(missing, await self._embed_model.aget_text_embedding_batch(missing))
         query_vectors = _unit_vectors(
