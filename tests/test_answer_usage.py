@@ -131,3 +131,40 @@ def test_query_reports_usage_and_streams(index_dir, capsys):
     assert main([*common, "--stream"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"Q: {QUESTION}") and "\nsources:\n" in out and "\nusage: 1 LLM call(s), " in out
+
+
+async def test_metered_chat_keeps_the_inner_chat_and_counts_it():
+    from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
+    from llama_index.core.llms import CustomLLM
+
+    class ChatOnly(CustomLLM):
+        """A chat model whose replies carry OpenAI-style usage figures (the provider's own count)."""
+
+        seen: list = []
+
+        @property
+        def metadata(self):
+            return LLMMetadata(is_chat_model=True, model_name="chat-only")
+
+        def chat(self, messages, **kwargs):
+            self.seen.append([m.role.value for m in messages])
+            return ChatResponse(message=ChatMessage(role="assistant", content="ok"),
+                                raw={"usage": {"prompt_tokens": 11, "completion_tokens": 2}})  # fmt: skip
+
+        async def achat(self, messages, **kwargs):
+            return self.chat(messages, **kwargs)
+
+        def complete(self, prompt, formatted=False, **kwargs):
+            raise AssertionError("a chat model's chat must not become a completion")
+
+        def stream_complete(self, prompt, formatted=False, **kwargs):
+            raise AssertionError("a chat model's chat must not become a completion")
+
+    inner = ChatOnly()
+    llm = metered(inner)
+    messages = [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="Hi")]
+    assert llm.chat(messages).message.content == "ok"
+    assert (await llm.achat(messages)).message.content == "ok"
+    assert inner.seen == [["system", "user"]] * 2
+    used = usage_meter(llm).snapshot()
+    assert (used.llm_calls, used.prompt_tokens, used.completion_tokens, used.estimated) == (2, 22, 4, False)

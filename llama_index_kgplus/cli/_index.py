@@ -7,11 +7,12 @@
      "usage": {"prompt_tokens", "completion_tokens", "llm_calls", "seconds", "first_token_seconds", "estimated"}}
 
 ``retrieve`` prints the same without ``answer`` and ``usage``. ``usage`` counts every LLM call of the answer
-(the glossary rewrite too) in the model's own tokens; ``seconds`` runs from the question to the last token. ``id`` is the source document's corpus id (null for a summary
-that spans documents; ``doc_ids`` lists them all); ``level`` is 0 for a chunk and 1 or more for a summary node.
-Hierarchy options (``--hierarchy``, ``--retrieval``): see ``_hierarchy``; glossary options (``--glossary``,
-``--mode``): see ``_glossary``; ``--compress``, ``--context-budget`` and ``--stream``: see ``_compression``. With ``--questions FILE.jsonl`` (a ``question`` field per line) each
-question gives one JSON line, and the models and index are loaded once.
+(the glossary rewrite too) in the model's own tokens; ``seconds`` runs from the question to the last token.
+``id`` is the source document's corpus id (null for a summary that spans documents; ``doc_ids`` lists them
+all); ``level`` is 0 for a chunk and 1 or more for a summary node. Hierarchy options (``--hierarchy``,
+``--retrieval``): see ``_hierarchy``; glossary options (``--glossary``, ``--mode``): see ``_glossary``;
+``--compress``, ``--context-budget`` and ``--stream``: see ``_compression``. With ``--questions FILE.jsonl`` (a
+``question`` field per line) each question gives one JSON line, and the models and index are loaded once.
 """
 
 from __future__ import annotations

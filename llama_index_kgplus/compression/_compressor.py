@@ -27,7 +27,7 @@ from llama_index_kgplus.compression._units import Unit, join_units, split_units
 from llama_index_kgplus.llm import TokenCounter
 
 COMPRESSION_KEY = "compression"
-DEFAULT_CONTEXT_BUDGET = 512
+DEFAULT_CONTEXT_BUDGET = 256  # chosen in benchmarks/compression.py (see benchmarks/README.md)
 _CACHE_SIZE = 20_000
 
 
@@ -44,7 +44,7 @@ class ContextCompressor(BaseNodePostprocessor):
 
         from llama_index_kgplus.compression import ContextCompressor
 
-        compressor = ContextCompressor.from_defaults(context_budget=512, llm=llm)   # llm: count its tokens
+        compressor = ContextCompressor.from_defaults(context_budget=256, llm=llm)   # llm: count its tokens
         engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
         response = engine.query("When was the Normans' first raid?")
         response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}

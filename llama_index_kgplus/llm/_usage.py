@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseAsyncGen,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+)
 from llama_index.core.llms import LLM, CustomLLM
-from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from pydantic import BaseModel, PrivateAttr
 
 from llama_index_kgplus.llm._tokens import TokenCounter, llama_model
@@ -116,14 +124,46 @@ class MeteredLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return self._inner.metadata
 
-    def _record(self, prompt: str, response: CompletionResponse) -> CompletionResponse:
+    def _record(self, prompt: str, response: Any, text: str | None = None) -> Any:
         reported = _reported_usage(response)
         estimate = TokenCounter.estimate()
         if reported is not None:
             self._meter.record(*reported)
         else:
-            self._meter.record(estimate.count(prompt), estimate.count(response.text or ""), estimated=True)
+            answer = response.text if text is None else text
+            self._meter.record(estimate.count(prompt), estimate.count(answer or ""), estimated=True)
         return response
+
+    def _record_chat(self, messages: Sequence[ChatMessage], response: ChatResponse) -> ChatResponse:
+        return self._record("\n".join(str(m.content or "") for m in messages), response, response.message.content)
+
+    # Chat goes to the inner LLM's own chat, so a chat model keeps its roles (CustomLLM would flatten them).
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return self._record_chat(messages, self._inner.chat(messages, **kwargs))
+
+    @llm_chat_callback()
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        return self._record_chat(messages, await self._inner.achat(messages, **kwargs))
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        last = None
+        for last in self._inner.stream_chat(messages, **kwargs):
+            yield last
+        if last is not None:
+            self._record_chat(messages, last)
+
+    @llm_chat_callback()
+    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
+        async def gen() -> ChatResponseAsyncGen:
+            last = None
+            async for last in await self._inner.astream_chat(messages, **kwargs):
+                yield last
+            if last is not None:
+                self._record_chat(messages, last)
+
+        return gen()
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
