@@ -11,6 +11,7 @@ helps every configuration alike (only the template's first tokens are shared bet
 
     .venv/bin/python benchmarks/compression.py                         # both models, budgets 256/512/1024, ~1.5 h
     .venv/bin/python benchmarks/compression.py --models qwen2.5-coder-0.5b --per-article 4 --no-demo   # a quick look
+    .venv/bin/python benchmarks/compression.py --demo-only             # the demo's questions, whole vs compressed
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def print_table(model, results):
 
 
 def demo_questions(model, budget):
-    """The demo's answers with and without compression (its own indexes under a temporary KGPLUS_HOME)."""
+    """The demo's answers with and without compression (its own indexes under a temporary KGPLUS_HOME, built by the
+    first run; the usage figures start at each question, so they do not include the indexing)."""
     import io
 
     from llama_index_kgplus import defaults
@@ -111,7 +113,6 @@ def demo_questions(model, budget):
     print(f"\n### The demo's questions ({model})\n")
     print("| question | context | prompt tokens | first token s | answer s |")
     print("|---|---|---|---|---|")
-    run_demo(llm=llm, embed_model=embed_model, context_budget=None, out=io.StringIO())  # builds the indexes once
     for label, value in (("whole passages", None), (f"sentences, {budget}", budget)):
         responses = run_demo(llm=llm, embed_model=embed_model, context_budget=value, out=io.StringIO())
         for step, response in responses.items():
@@ -125,22 +126,28 @@ def main() -> None:
     parser.add_argument("--budgets", default="256,512,1024")
     parser.add_argument("--per-article", type=int, default=14, help="questions per article (3 articles)")
     parser.add_argument("--no-demo", action="store_true", help="skip the demo's questions")
+    parser.add_argument("--demo-only", action="store_true", help="only the demo's questions")
     parser.add_argument("--answers", type=Path, help="write every answer to this JSONL file")
     args = parser.parse_args()
 
     from llama_index_kgplus import defaults
+    from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
     from llama_index_kgplus.indexing import build_index
     from llama_index_kgplus.llm import metered
 
     os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
     os.environ[defaults.HOME_ENV] = tempfile.mkdtemp(prefix="kgplus-compression-")
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    demo_budget = DEFAULT_CONTEXT_BUDGET if DEFAULT_CONTEXT_BUDGET in budgets else budgets[0]
+    if args.demo_only:
+        demo_questions(defaults.DEFAULT_LLM, demo_budget)
+        return
     docs, questions = load(args.per_article)
     embed_model = defaults.default_embed_model()
     index = build_index(docs, Path(os.environ[defaults.HOME_ENV]) / "index", embed_model=embed_model, chunk_size=384,
                         chunk_overlap=32, show_progress=False)  # fmt: skip
     print(f"## Context compression: {len(questions)} SQuAD questions over {', '.join(ARTICLES)} "
           f"({len(index.docstore.docs)} chunks of 384 tokens), top {TOP_K}")  # fmt: skip
-    budgets = [int(b) for b in args.budgets.split(",") if b]
     for model in [m for m in args.models.split(",") if m]:
         llm = metered(defaults.default_llm(model, max_new_tokens=128))
         results, base = [], None
@@ -158,7 +165,7 @@ def main() -> None:
         print_table(model, results)
         del llm
     if not args.no_demo:
-        demo_questions(defaults.DEFAULT_LLM, budgets[1] if len(budgets) > 1 else budgets[0])
+        demo_questions(defaults.DEFAULT_LLM, demo_budget)
 
 
 if __name__ == "__main__":
