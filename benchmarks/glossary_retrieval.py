@@ -262,7 +262,7 @@ def report(rows: list[dict[str, Any]], n_examples: int) -> None:
     mean = {m: {k: sum(r["metrics"][m][k] for r in rows) / n for k in ("recall@5", "recall@10", "mrr")} for m in MODES}
     base = mean["original"]
     print(f"\nPage-level retrieval, {n} questions (baseline: original question)\n")
-    print(f"| mode | recall@5 | recall@10 | MRR | recall@10 vs original | 95% CI of the difference | better / worse questions |")
+    print("| mode | recall@5 | recall@10 | MRR | recall@10 vs original | 95% CI of the difference | better / worse questions |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for m in MODES:
         deltas = [r["metrics"][m]["recall@10"] - r["metrics"]["original"]["recall@10"] for r in rows]

@@ -18,7 +18,7 @@ from pathlib import Path
 from llama_index.core import Document
 
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import iter_jsonl
+from llama_index_kgplus.jsonl import id_field, iter_jsonl, text_field
 
 logger = logging.getLogger(__name__)
 
@@ -43,19 +43,30 @@ def _read_jsonl(path: Path) -> list[Document]:
     for where, record in iter_jsonl(path, "Corpus"):
         if "id" not in record or "text" not in record:
             raise InputDataError(f'{where}: a record needs at least "id" and "text" fields.')
-        doc_id = str(record["id"])
+        doc_id = id_field(record, "id", where)
         if doc_id in seen:
             raise InputDataError(f"{where}: duplicate document id {doc_id!r}.")
         seen.add(doc_id)
-        title = str(record.get("title") or "").strip() or None
-        docs.append(_document(doc_id, title, str(record["text"] or "")))
+        title = (text_field(record, "title", where, required=False) or "").strip() or None
+        docs.append(_document(doc_id, title, text_field(record, "text", where, required=False) or ""))
     return docs
 
 
 def _read_folder(path: Path) -> list[Document]:
-    docs = []
-    for file in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        doc_id = file.relative_to(path).with_suffix("").as_posix()
+    """Every visible file (hidden files and folders such as ``.git/`` are skipped); the id is the relative
+    path without its extension, so ``a.txt`` and ``a.md`` side by side are refused."""
+    docs, seen = [], {}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        relative = file.relative_to(path)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        doc_id = relative.with_suffix("").as_posix()
+        if doc_id in seen:
+            raise InputDataError(
+                f"{seen[doc_id]} and {file} would both be document {doc_id!r}: rename one (a document's id is "
+                "its path without the extension)."
+            )
+        seen[doc_id] = file
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError:

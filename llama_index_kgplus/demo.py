@@ -41,7 +41,7 @@ from llama_index_kgplus.hierarchy import (
 )
 from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
-from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, format_usage, metered
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
     SAMPLE_KG_NODES,
@@ -106,10 +106,7 @@ def _answer(label: str, question: str, engine: Any, out: TextIO, llm: LLM) -> An
         parts.append(token)
         print(token, end="", file=out, flush=True)
     response.response_txt = "".join(parts).strip()
-    used = response.metadata["usage"]
-    print(f"\n   ({used['seconds']:.1f} s, first token after {used['first_token_seconds'] or 0:.1f} s; "
-          f"{used['llm_calls']} LLM call(s), {used['prompt_tokens']} prompt + {used['completion_tokens']} "
-          "completion tokens) sources:", file=out)  # fmt: skip
+    print(f"\n   {format_usage(response.metadata['usage'])}\n   sources:", file=out)
     _sources(response, out)
     return response
 

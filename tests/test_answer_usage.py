@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index_kgplus import sample
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.glossary import GlossaryQueryEngine
-from llama_index_kgplus.llm import AnswerUsage, TokenCounter, attach_usage, metered, usage_meter
+from llama_index_kgplus.llm import AnswerUsage, TokenCounter, attach_usage, format_usage, metered, usage_meter
 
 QUESTION = "How do I create a virtual environment?"
 USAGE_FIELDS = {"prompt_tokens", "completion_tokens", "llm_calls", "seconds", "first_token_seconds"}
@@ -47,6 +47,13 @@ def test_usage_without_a_meter_says_it_has_no_token_figures():
     figures = response.metadata["usage"]
     assert figures["prompt_tokens"] is None and figures["llm_calls"] is None and figures["first_token_seconds"] is None
     assert figures["seconds"] >= 0
+    assert format_usage(figures).startswith("usage: None LLM call(s), ? completion tokens, ")
+
+
+def test_format_usage_names_every_figure():
+    line = format_usage({"prompt_tokens": 812, "completion_tokens": 41, "llm_calls": 1, "seconds": 6.24,
+                         "first_token_seconds": 3.06})  # fmt: skip
+    assert line == "usage: 1 LLM call(s), 812 prompt + 41 completion tokens, 6.2 s (first token after 3.1 s)"
 
 
 def test_glossary_engine_counts_the_rewrite_and_the_answer(embed_model):

@@ -22,8 +22,14 @@ def test_folder_corpus(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "one.txt").write_text("first text")
     (tmp_path / "two.md").write_text("second")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]")
+    (tmp_path / ".notes.txt").write_text("hidden")
     docs = load_corpus(tmp_path)
     assert [d.id_ for d in docs] == ["a/one", "two"]
+    (tmp_path / "two.txt").write_text("same id as two.md")
+    with pytest.raises(InputDataError, match=r"two\.md and .*two\.txt would both be document 'two'"):
+        load_corpus(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -33,6 +39,13 @@ def test_folder_corpus(tmp_path):
         (['{"id": "a"}'], r':1: a record needs at least "id" and "text"'),
         (['{"id": "a", "text": "x"}', '{"id": "a", "text": "y"}'], r":2: duplicate document id 'a'"),
         (['{"id": "a", "text": "  "}'], "holds no document with text"),
+        (['{"id": "a", "text": ["x", "y"]}'], r':1: "text" must be a string, not a list'),
+        (['{"id": "a", "text": {"x": 1}}'], r':1: "text" must be a string, not an object'),
+        (['{"id": "a", "text": 3}'], r':1: "text" must be a string, not a number'),
+        (['{"id": null, "text": "x"}'], r':1: "id" must be a non-empty string or an integer, not null'),
+        (['{"id": ["a"], "text": "x"}'], r":1: \"id\" must be a non-empty string or an integer, not \['a'\]"),
+        (['{"id": true, "text": "x"}'], r':1: "id" must be a non-empty string or an integer, not True'),
+        (['{"id": "a", "title": 5, "text": "x"}'], r':1: "title" must be a string, not a number'),
     ],
 )
 def test_bad_jsonl_gives_position(tmp_path, lines, message):
@@ -53,3 +66,10 @@ def test_non_utf8_and_missing_path(tmp_path):
         load_corpus(bad)
     with pytest.raises(InputDataError, match="does not exist"):
         load_corpus(tmp_path / "nope.jsonl")
+
+
+def test_unicode_line_separators_inside_strings_are_text(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": 7, "text": "one\u2028two\u0085three\u2029"}\r\n', encoding="utf-8")
+    [doc] = load_corpus(path)
+    assert (doc.id_, doc.text) == ("7", "one\u2028two\u0085three\u2029")

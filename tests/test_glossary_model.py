@@ -131,20 +131,34 @@ def test_bad_json_records(tmp_path: Path, content: str, expected: str):
         Glossary.load(write(tmp_path, "g.json", content))
 
 
-def test_duplicate_terms_ignoring_case_name_both_positions(tmp_path: Path):
-    content = '{"terms": [\n  {"term": "Lambda", "explanation": "x"},\n  {"term": "lambda ", "explanation": "y"}\n]}'
+def test_duplicate_terms_name_both_positions(tmp_path: Path):
+    content = '{"terms": [\n  {"term": "Lambda", "explanation": "x"},\n  {"term": "Lambda ", "explanation": "y"}\n]}'
     with pytest.raises(InputDataError) as err:
         Glossary.load(write(tmp_path, "g.json", content))
     message = str(err.value)
-    assert "g.json:3:3: terms[1] ('lambda')" in message
-    assert "duplicate term 'lambda'" in message and "already defined by 'Lambda' at" in message
+    assert "g.json:3:3: terms[1] ('Lambda')" in message
+    assert "duplicate term 'Lambda'" in message and "already defined by 'Lambda' at" in message
     assert "g.json:2:3: terms[0]" in message
 
 
 def test_alias_clashing_with_another_term(tmp_path: Path):
-    content = json.dumps({"terms": [{"term": "GIL", "explanation": "x"}, {"term": "lock", "explanation": "y", "aliases": ["gil"]}]})
-    with pytest.raises(InputDataError, match=r"terms\[1\] \('lock'\): duplicate term 'gil'.*'GIL'"):
+    content = json.dumps({"terms": [{"term": "GIL", "explanation": "x"}, {"term": "lock", "explanation": "y", "aliases": ["GIL"]}]})
+    with pytest.raises(InputDataError, match=r"terms\[1\] \('lock'\): duplicate term 'GIL'.*'GIL'"):
         Glossary.load(write(tmp_path, "g.json", content))
+
+
+def test_terms_differing_only_in_case_are_distinct_and_matched_as_written():
+    """git's glossary defines both ``head`` and ``HEAD``; every other term still matches ignoring case."""
+    glossary = Glossary.from_dict({"terms": [
+        {"term": "head", "explanation": "A named reference to the commit at the tip of a branch."},
+        {"term": "HEAD", "explanation": "The current branch.", "see_also": ["head"]},
+        {"term": "branch", "explanation": "A line of development."},
+    ]})  # fmt: skip
+    assert [e.term for e in glossary.match("Where does HEAD point?")] == ["HEAD"]
+    assert [e.term for e in glossary.match("Each head of a BRANCH")] == ["head", "branch"]
+    assert [e.term for e in glossary.match("Move the heads")] == ["head"]
+    assert glossary["HEAD"].term == "HEAD" and glossary["head"].term == "head" and glossary["Branch"].term == "branch"
+    assert glossary.get("Head") is None  # two entries differ from it only in case
 
 
 def test_invalid_json_gives_line_and_column(tmp_path: Path):
@@ -194,7 +208,7 @@ def test_missing_file_and_unknown_suffix(tmp_path: Path):
         ("term,explanation\nGIL,x\nlock,\n", r"g\.csv:3: row 2 \('lock'\): empty 'explanation'"),
         ("term,explanation\nGIL,x\n,y\n", r"g\.csv:3: row 2: empty 'term'"),
         ("term,explanation\nGIL,x,extra\n", r"g\.csv:2: 3 fields, the header has 2"),
-        ("term,explanation\ngil,x\n\nGIL,y\n", r"g\.csv:4: row 2 \('GIL'\): duplicate term 'GIL'.*already defined by 'gil' at .*g\.csv:2: row 1"),
+        ("term,explanation\nGIL,x\n\nGIL,y\n", r"g\.csv:4: row 2 \('GIL'\): duplicate term 'GIL'.*already defined by 'GIL' at .*g\.csv:2: row 1"),
         ("term,explanation,aliases\nGIL,x,a||b\n", r"g\.csv:2: row 1 \('GIL'\): 'aliases' must be a list of non-empty strings"),
         ("term,explanation,see_also\nGIL,x,lock\n", r"g\.csv:2: row 1 \('GIL'\): see_also names 'lock'"),
         ("term,explanation\n", r"g\.csv: the glossary has no terms \(only a header\)"),
@@ -218,11 +232,11 @@ def test_dict_errors_name_the_entry():
     with pytest.raises(InputDataError, match=r"<dict>: terms\[1\] \('b'\): empty 'explanation'"):
         Glossary.from_dict({"terms": [{"term": "a", "explanation": "x"}, {"term": "b", "explanation": ""}]})
     with pytest.raises(InputDataError, match=r"mine: terms\[1\] \('A'\): duplicate term 'A'"):
-        Glossary.from_dict({"terms": [{"term": "a", "explanation": "x"}, {"term": "A", "explanation": "y"}]}, "mine")
+        Glossary.from_dict({"terms": [{"term": "A", "explanation": "x"}, {"term": "A", "explanation": "y"}]}, "mine")
 
 
 def test_direct_construction_validates_too():
     with pytest.raises(ValidationError, match=r"entries\[1\] \('A'\): duplicate term 'A'"):
-        Glossary(entries=[GlossaryEntry(term="a", explanation="x"), GlossaryEntry(term="A", explanation="y")])
+        Glossary(entries=[GlossaryEntry(term="A", explanation="x"), GlossaryEntry(term="A", explanation="y")])
     with pytest.raises(ValidationError, match="explanation is empty"):
         GlossaryEntry(term="a", explanation=" ")

@@ -62,10 +62,12 @@ def test_built_from_csv_reproduces_the_bench_reference_matches():
 
 def test_save_and_load(tmp_path):
     matcher = EntityMatcher.from_pairs([("C1", "aspirin")], [("C1", "ASA")], min_length=2)
-    matcher.save(tmp_path / "m.pkl")
-    loaded = EntityMatcher.load(tmp_path / "m.pkl")
+    matcher.save(tmp_path / "m.json", import_id="i1")
+    loaded = EntityMatcher.load(tmp_path / "m.json", expect={"import_id": "i1"})
     assert mentions(loaded, "asa or Aspirin") == mentions(matcher, "asa or Aspirin")
     assert (loaded.min_length, loaded.n_entities_, loaded.n_names_) == (2, 1, 2)
-    (tmp_path / "bad.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(InputDataError, match="saved for another import_id"):
+        EntityMatcher.load(tmp_path / "m.json", expect={"import_id": "i2"})
+    (tmp_path / "bad.json").write_bytes(b"\x80\x04not json")
     with pytest.raises(InputDataError, match="Cannot load the entity dictionary"):
-        EntityMatcher.load(tmp_path / "bad.pkl")
+        EntityMatcher.load(tmp_path / "bad.json")

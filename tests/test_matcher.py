@@ -36,6 +36,20 @@ def test_empty_dictionary_and_blank_keys():
 
 def test_save_and_load_roundtrip(tmp_path):
     m = PhraseMatcher.from_pairs([("aspirin", "C1"), ("headache", "C2")])
-    m.save(tmp_path / "dict.pkl")
-    loaded = PhraseMatcher.load(tmp_path / "dict.pkl")
+    m.save(tmp_path / "dict.json")
+    loaded = PhraseMatcher.load(tmp_path / "dict.json")
     assert spans(loaded, "Aspirin for headache") == spans(m, "Aspirin for headache")
+
+
+def test_tuple_payloads_survive_the_json_file(tmp_path):
+    m = PhraseMatcher.from_pairs([("aspirin", ("C1", "aspirin")), ("aspirin", ("C9", "other"))])
+    m.save(tmp_path / "dict.json")
+    assert PhraseMatcher.load(tmp_path / "dict.json").get("ASPIRIN") == (("C1", "aspirin"), ("C9", "other"))
+
+
+def test_whitespace_runs_in_the_text_match_like_one_space():
+    m = PhraseMatcher.from_pairs([("disease or syndrome", 1), ("cell", 2)])
+    text = "Is a disease  or\tsyndrome,\n\n a cell?"
+    found = spans(m, text)
+    assert [(s, e, t) for s, e, t, _ in found] == [(5, 25, "disease  or\tsyndrome"), (31, 35, "cell")]
+    assert all(text[s:e] == t for s, e, t, _ in found)

@@ -53,9 +53,13 @@ def check(args: argparse.Namespace) -> None:
         )
 
 
-def postprocessors(args: argparse.Namespace, embed_model: Any, llm: Any | None) -> list[Any]:
-    """The node postprocessors the options ask for (empty for ``--compress none``)."""
+def postprocessors(args: argparse.Namespace, llm: Any | None, embed_model: Any | None = None) -> list[Any]:
+    """The node postprocessors the options ask for (empty for ``--compress none``); the compressor embeds with
+    ``embed_model``, by default the pack's local model (loaded only when needed)."""
+    if args.compress == "none":
+        return []
+    from llama_index_kgplus import defaults
     from llama_index_kgplus.compression import postprocessors_for
 
-    budget = args.context_budget if args.compress == "sentences" else None
-    return postprocessors_for(None, budget, embed_model=embed_model, llm=llm)
+    embed_model = embed_model or defaults.default_embed_model()
+    return postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)

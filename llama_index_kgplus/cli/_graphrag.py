@@ -162,14 +162,6 @@ def _update(args: argparse.Namespace) -> int:
     return _report_stats(args, stats, "updated")
 
 
-def _map_postprocessors(args: argparse.Namespace, index: Any) -> list[Any]:
-    if args.compress == "none":
-        return []
-    from llama_index_kgplus import defaults
-
-    return _compression.postprocessors(args, defaults.default_embed_model(), index.llm)
-
-
 def _query(args: argparse.Namespace) -> int:
     from llama_index_kgplus.graphrag._index import STATE_FILE
 
@@ -181,7 +173,7 @@ def _query(args: argparse.Namespace) -> int:
         engine = index.as_query_engine(
             response_type=args.response_type, level=args.level, max_reports=args.max_reports,
             show_progress=not args.quiet,
-            map_postprocessors=_map_postprocessors(args, index),
+            map_postprocessors=_compression.postprocessors(args, index.llm),
         )
         response = engine.query(args.question)
     meta = response.metadata

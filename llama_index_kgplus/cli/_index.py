@@ -26,14 +26,15 @@ from typing import Any
 
 from llama_index_kgplus.cli import _compression, _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import iter_jsonl
+from llama_index_kgplus.jsonl import iter_jsonl, text_field
 
 
 def _read_questions(path: Path, field: str = "question") -> Iterator[str]:
     for where, record in iter_jsonl(path, "Questions file"):
-        if not str(record.get(field) or "").strip():
+        text = text_field(record, field, where, required=False) or ""
+        if not text.strip():
             raise InputDataError(f'{where}: each line needs a non-empty "{field}" field.')
-        yield str(record[field])
+        yield text
 
 
 def _questions(args: argparse.Namespace) -> list[str]:
@@ -78,16 +79,10 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
         if src.get("compression", {}).get("dropped"):
             print("    (no sentence of it within the context budget: not shown to the LLM)")
     if record.get("usage"):
-        print(f"\n{_usage_text(record['usage'])}")
+        from llama_index_kgplus.llm import format_usage
 
+        print(f"\n{format_usage(record['usage'])}")
 
-def _usage_text(usage: dict[str, Any]) -> str:
-    first = usage.get("first_token_seconds")
-    tokens = "?" if usage["prompt_tokens"] is None else f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']}"
-    return (
-        f"usage: {usage['llm_calls']} LLM call(s), {tokens} completion tokens, {usage['seconds']:.1f} s"
-        + (f" (first token after {first:.1f} s)" if first is not None else "")
-    )
 
 
 def _read_answer(response: Any, stream: bool) -> dict[str, Any]:
@@ -162,7 +157,7 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     else:
         retriever = _hierarchy.make_retriever(index, args)
     llm = metered(defaults.default_llm(args.llm)) if synthesize else None
-    postprocessors = _compression.postprocessors(args, index._embed_model, llm)
+    postprocessors = _compression.postprocessors(args, llm, index._embed_model)
     glossary_engine = _glossary.make_engine(args, retriever, index, llm, postprocessors)
     engine = None
     if synthesize and glossary_engine is None:

@@ -96,10 +96,6 @@ class ContextCompressor(BaseNodePostprocessor):
         counter = TokenCounter.for_llm(llm) if llm is not None else TokenCounter.estimate()
         return cls(embed_model or Settings.embed_model, counter, context_budget=context_budget, **kwargs)
 
-    @property
-    def token_counter(self) -> TokenCounter:
-        return self._counter
-
     # ------------------------------------------------------------------ embeddings (cached per text)
 
     def _missing(self, texts: list[str]) -> list[str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from llama_index.core.schema import BaseNode
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_open
 
 GRAPH_FILE = "entity_graph.npz"
 FORMAT = "kgplus-entity-graph"
@@ -284,9 +284,7 @@ class EntityGraph:
             "relationships": [[column[a], column[b], t] for a, b, t in sorted(self.entities.relationships)],
         }
         path = Path(persist_dir) / GRAPH_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
+        with atomic_open(path) as handle:
             np.savez(
                 handle,
                 header=np.frombuffer(json.dumps(header, ensure_ascii=False).encode("utf-8"), dtype=np.uint8),
@@ -295,9 +293,6 @@ class EntityGraph:
                 mention_count=self._mention_count,
                 mention_about=self._mention_about,
             )
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(path)
         return path
 
     @classmethod

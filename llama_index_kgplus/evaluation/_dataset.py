@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import iter_jsonl
+from llama_index_kgplus.jsonl import id_field, iter_jsonl, text_field
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ def load_dataset(path: str | Path) -> list[EvalSample]:
     """Read and validate a dataset; every problem names its line."""
     samples, seen = [], set()
     for where, record in iter_jsonl(path, "Dataset"):
-        if not str(record.get("question") or "").strip():
+        if not (text_field(record, "question", where, required=False) or "").strip():
             raise InputDataError(f'{where}: a line needs a non-empty "question".')
         truth = record.get("ground_truth")
         gold = record.get("gold_ids") or []
@@ -38,7 +38,8 @@ def load_dataset(path: str | Path) -> list[EvalSample]:
         if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
             raise InputDataError(f'{where}: "answers" must be a list of non-empty strings.')
         question = record["question"].strip()
-        sample_id = str(record.get("id") or hashlib.sha1(question.encode()).hexdigest()[:12])
+        sample_id = id_field(record, "id", where) if record.get("id") is not None else None
+        sample_id = sample_id or hashlib.sha1(question.encode()).hexdigest()[:12]
         if sample_id in seen:
             raise InputDataError(f"{where}: duplicate id {sample_id!r}.")
         seen.add(sample_id)

@@ -16,11 +16,13 @@ Every error is an :class:`~llama_index_kgplus.errors.InputDataError` whose messa
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import json
 import json.decoder
 import json.scanner
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +71,14 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+def _line_starts(text: str) -> list[int]:
+    return [0, *(m.end() for m in re.finditer("\n", text))]
+
+
+def _line_col(starts: list[int], offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset``, from the offsets where lines start (logarithmic per call)."""
+    line = bisect.bisect_right(starts, offset)
+    return line, offset - starts[line - 1] + 1
 
 
 def _loads_with_offsets(text: str) -> tuple[Any, dict[int, int]]:
@@ -98,12 +105,15 @@ def read_json_glossary(path: str | Path) -> Glossary:
         data, offsets = _loads_with_offsets(text)
     except json.JSONDecodeError as exc:
         raise InputDataError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}.") from exc
+    except RecursionError as exc:
+        raise InputDataError(f"{path}: JSON nested too deeply to be a glossary.") from exc
+    starts = _line_starts(text)
 
     def where(obj: Any, label: str) -> str:
         offset = offsets.get(id(obj))
         if offset is None:
             return f"{path}: {label}"
-        line, col = _line_col(text, offset)
+        line, col = _line_col(starts, offset)
         return f"{path}:{line}:{col}: {label}"
 
     return _build(data, str(path), where)

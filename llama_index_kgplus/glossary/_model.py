@@ -12,18 +12,24 @@ Load files with :meth:`Glossary.load` (JSON or CSV), see :mod:`._load` for the f
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.text import PhraseMatch, PhraseMatcher
+from llama_index_kgplus.text import PhraseMatch, PhraseMatcher, normalize_phrase
+
+
+def _spelling(name: str) -> str:
+    """A name as written, whitespace collapsed: the identity of a term or alias."""
+    return " ".join(name.split())
 
 
 def _normalise(name: str) -> str:
-    """The identity of a term or alias: case-insensitive, whitespace collapsed."""
-    return " ".join(name.split()).casefold()
+    """A name for case-insensitive look-up, whitespace collapsed."""
+    return _spelling(name).casefold()
 
 
 def plural_forms(phrase: str) -> list[str]:
@@ -87,30 +93,34 @@ class GlossaryEntry(BaseModel):
 
 
 def check_entries(entries: Sequence[GlossaryEntry], where: Callable[[int], str]) -> None:
-    """Raise :class:`InputDataError` on a duplicate name (ignoring case) or a see-also to an unknown term.
+    """Raise :class:`InputDataError` on a name spelt the same way by two entries or a see-also to an unknown
+    term. Names that differ only in case (git's ``head`` and ``HEAD``) are distinct terms.
 
     ``where(i)`` names the position of entry ``i`` in the source (e.g. ``glossary.json:12:5: terms[3]``).
     """
     owner: dict[str, int] = {}
     for i, entry in enumerate(entries):
         for name in entry.names:
-            key = _normalise(name)
-            first = owner.setdefault(key, i)
+            first = owner.setdefault(_spelling(name), i)
             if first != i:
                 raise InputDataError(
-                    f"{where(i)}: duplicate term {name!r} (ignoring case): already defined by "
-                    f"{entries[first].term!r} at {where(first)}. Merge the two entries or rename one."
+                    f"{where(i)}: duplicate term {name!r}: already defined by {entries[first].term!r} at "
+                    f"{where(first)}. Merge the two entries or rename one."
                 )
+    folded = {_normalise(name) for name in owner}
     for i, entry in enumerate(entries):
         for name in entry.see_also:
-            if _normalise(name) not in owner:
+            if _spelling(name) not in owner and _normalise(name) not in folded:
                 raise InputDataError(
                     f"{where(i)}: see_also names {name!r}, which is not a term or alias of this glossary."
                 )
 
 
 class Glossary(BaseModel):
-    """A validated glossary: unique terms and aliases (ignoring case), see-also links to existing terms.
+    """A validated glossary: unique terms and aliases, see-also links to existing terms.
+
+    Names are matched ignoring case, except names that differ only in case from another entry's (``head`` and
+    ``HEAD``): those match only as written.
 
     Example::
 
@@ -126,7 +136,9 @@ class Glossary(BaseModel):
     )
 
     _matcher: PhraseMatcher | None = PrivateAttr(default=None)
+    _exact: dict[str, dict[str, set[int]]] | None = PrivateAttr(default=None)
     _index: dict[str, int] | None = PrivateAttr(default=None)
+    _folded: dict[str, set[int]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _consistent(self) -> Glossary:
@@ -188,12 +200,20 @@ class Glossary(BaseModel):
 
     def _name_index(self) -> dict[str, int]:
         if self._index is None:
-            self._index = {_normalise(n): i for i, e in enumerate(self.entries) for n in e.names}
+            self._index, self._folded = {}, {}
+            for i, entry in enumerate(self.entries):
+                for name in entry.names:
+                    self._index[_spelling(name)] = i
+                    self._folded.setdefault(_normalise(name), set()).add(i)
         return self._index
 
     def get(self, name: str) -> GlossaryEntry | None:
-        """The entry whose term or alias is ``name`` (ignoring case), or None."""
-        i = self._name_index().get(_normalise(name))
+        """The entry whose term or alias is ``name``: as written, else ignoring case when only one entry has it
+        (``None`` when none, or when several entries differ from it only in case)."""
+        i = self._name_index().get(_spelling(name))
+        if i is None:
+            owners = self._folded.get(_normalise(name), set()) if self._folded is not None else set()
+            i = next(iter(owners)) if len(owners) == 1 else None
         return None if i is None else self.entries[i]
 
     def __getitem__(self, name: str) -> GlossaryEntry:
@@ -210,19 +230,35 @@ class Glossary(BaseModel):
     def matcher(self) -> PhraseMatcher:
         """The shared whole-word matcher over terms and aliases (payload: entry position), built once."""
         if self._matcher is None:
-            names = self._name_index()
+            self._name_index()
+            assert self._folded is not None
             pairs = []
             for i, entry in enumerate(self.entries):
                 for name in entry.names:
                     pairs.append((name, i))
                     if self.match_plurals:  # a plural that is itself a term keeps pointing at that term only
-                        pairs.extend((f, i) for f in plural_forms(name) if _normalise(f) not in names)
+                        pairs.extend((f, i) for f in plural_forms(name) if _normalise(f) not in self._folded)
+            spellings: dict[str, dict[str, set[int]]] = {}
+            for name, i in pairs:
+                spellings.setdefault(normalize_phrase(name), {}).setdefault(_spelling(name), set()).add(i)
+            # keys shared by entries whose names differ in case are matched as written
+            self._exact = {k: v for k, v in spellings.items() if len(set().union(*v.values())) > 1 and len(v) > 1}
             self._matcher = PhraseMatcher.from_pairs(pairs)
         return self._matcher
 
     def find(self, text: str) -> list[PhraseMatch]:
         """Whole-word, leftmost-longest spans of ``text`` naming a term or alias (``values``: entry positions)."""
-        return self.matcher().find(text)
+        found = self.matcher().find(text)
+        if not self._exact:
+            return found
+        out = []
+        for match in found:
+            exact = self._exact.get(match.key)
+            if exact is None:
+                out.append(match)
+            elif owners := exact.get(_spelling(match.text)):
+                out.append(replace(match, values=tuple(v for v in match.values if v in owners)))
+        return out
 
     def match(self, text: str) -> list[GlossaryEntry]:
         """Entries named in ``text``, each once, in order of first mention."""

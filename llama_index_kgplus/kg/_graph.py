@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from llama_index_kgplus.errors import GraphStoreError
+from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
 from llama_index_kgplus.graph_stores._dialects import (
     GraphDialect,
@@ -37,6 +37,8 @@ from llama_index_kgplus.graph_stores._dialects import (
 from llama_index_kgplus.kg._matcher import EntityMatcher
 
 logger = logging.getLogger(__name__)
+
+_MATCHER_CACHE_PREFIX = "entity-matcher-"
 
 MANIFEST_VERSION = 1
 
@@ -132,9 +134,12 @@ class KnowledgeGraph:
     # ------------------------------------------------------------------ dictionary
 
     def matcher_cache_path(self) -> Path | None:
+        """The dictionary cache of the current import; its name is a hash of the import id (text read from the
+        store never becomes a path)."""
         if self.cache_dir is None:
             return None
-        return self.cache_dir / f"entity-matcher-{self.manifest.import_id}.pkl"
+        digest = hashlib.sha256(self.manifest.import_id.encode("utf-8")).hexdigest()[:32]
+        return self.cache_dir / f"{_MATCHER_CACHE_PREFIX}{digest}.json"
 
     def entity_matcher(self) -> EntityMatcher:
         """The dictionary of the graph's names and synonyms: from memory, the disk cache, or the store."""
@@ -143,10 +148,10 @@ class KnowledgeGraph:
         path = self.matcher_cache_path()
         if path is not None and path.is_file():
             try:
-                self._matcher = EntityMatcher.load(path)
+                self._matcher = EntityMatcher.load(path, expect={"import_id": self.manifest.import_id})
                 return self._matcher
-            except Exception as exc:  # noqa: BLE001 - a broken cache is rebuilt, never fatal
-                logger.warning("Rebuilding the entity dictionary: cannot load %s (%s).", path, exc)
+            except InputDataError as exc:  # a broken or foreign cache is rebuilt, never fatal
+                logger.warning("Rebuilding the entity dictionary: %s", exc)
         self._matcher = EntityMatcher.from_graph(self)
         self.save_matcher(self._matcher)
         return self._matcher
@@ -159,10 +164,10 @@ class KnowledgeGraph:
             return None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            for old in path.parent.glob("entity-matcher-*.pkl"):
-                if old != path:
+            for old in path.parent.glob(f"{_MATCHER_CACHE_PREFIX}*"):
+                if old != path and old.is_file():
                     old.unlink(missing_ok=True)
-            matcher.save(path)
+            matcher.save(path, import_id=self.manifest.import_id)
         except OSError as exc:
             logger.warning("Cannot cache the entity dictionary in %s (%s); it is rebuilt next time.", path, exc)
             return None

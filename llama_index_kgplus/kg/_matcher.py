@@ -6,19 +6,20 @@ Case-insensitive, whole words only, leftmost-longest and non-overlapping (see
 
 from __future__ import annotations
 
-import pickle
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.text import PhraseMatcher
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph
 
-_FORMAT = "kgplus-entity-matcher/1"
+_FORMAT = "kgplus-entity-matcher/2"
 
 
 @dataclass(frozen=True)
@@ -136,32 +137,42 @@ class EntityMatcher:
 
     # ------------------------------------------------------------------ persistence
 
-    def save(self, path: str | Path) -> None:
-        """Persist the built dictionary (a pickle; loading 10^6 names from it is far faster than rebuilding)."""
-        matcher = self._fitted()
-        matcher.find("")  # builds the automaton once, so the pickle holds the finished structure
+    def save(self, path: str | Path, **extra: Any) -> None:
+        """Write the built dictionary as JSON (data only: loading it never runs code), atomically; ``extra``
+        JSON fields are stored beside it (the knowledge graph records its import id)."""
         payload = {
+            **extra,
             "format": _FORMAT,
             "params": {"min_length": self.min_length, "ambiguous": self.ambiguous},
             "n_entities": self.n_entities_,
-            "matcher": matcher,
+            "matcher": self._fitted().to_dict(),
         }
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
-        tmp.replace(path)
+        atomic_write_json(path, payload)
 
     @classmethod
-    def load(cls, path: str | Path) -> EntityMatcher:
-        """Load a dictionary written by :meth:`save` (a pickle: only load files you made yourself)."""
+    def load(cls, path: str | Path, *, expect: dict[str, Any] | None = None) -> EntityMatcher:
+        """Read a dictionary written by :meth:`save`; ``InputDataError`` names what is wrong with it, or which
+        ``expect`` field (extra fields given to :meth:`save`) differs."""
         try:
-            payload = pickle.loads(Path(path).read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError) as exc:
+            payload = json.loads(Path(path).read_bytes())
+        except (OSError, ValueError, RecursionError) as exc:
             raise InputDataError(f"Cannot load the entity dictionary {path}: {exc}") from exc
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
             raise InputDataError(f"{path} is not an entity dictionary saved by EntityMatcher.save().")
-        matcher = cls(**payload["params"])
-        matcher.phrase_matcher_ = payload["matcher"]
+        for key, value in (expect or {}).items():
+            if payload.get(key) != value:
+                raise InputDataError(f"{path} was saved for another {key} ({payload.get(key)!r}, not {value!r}).")
+        params, n_entities = payload.get("params"), payload.get("n_entities")
+        if not isinstance(params, dict) or set(params) != {"min_length", "ambiguous"} or not isinstance(n_entities, int):
+            raise InputDataError(f"{path} is an entity dictionary with malformed fields.")
+        matcher = cls(**params)
+        try:
+            matcher.phrase_matcher_ = PhraseMatcher.from_dict(payload["matcher"])
+        except InputDataError as exc:
+            raise InputDataError(f"{path}: {exc}") from exc
+        pairs = (v for values in matcher.phrase_matcher_.payloads() for v in values)
+        if not all(isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in pairs):
+            raise InputDataError(f"{path}: entity dictionary payloads must be [id, name] pairs.")
         matcher.n_names_ = len(matcher.phrase_matcher_)
-        matcher.n_entities_ = payload["n_entities"]
+        matcher.n_entities_ = n_entities
         return matcher

@@ -292,6 +292,17 @@ class AnswerUsage:
         }
 
 
+def format_usage(usage: dict[str, Any]) -> str:
+    """One line for people: ``usage: 1 LLM call(s), 812 prompt + 41 completion tokens, 6.2 s (first token after
+    3.1 s)`` from a ``metadata["usage"]`` dict."""
+    first = usage.get("first_token_seconds")
+    tokens = "?" if usage["prompt_tokens"] is None else f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']}"
+    return (
+        f"usage: {usage['llm_calls']} LLM call(s), {tokens} completion tokens, {usage['seconds']:.1f} s"
+        + (f" (first token after {first:.1f} s)" if first is not None else "")
+    )
+
+
 def attach_usage(response: Any, usage: AnswerUsage) -> Any:
     """Set ``response.metadata["usage"]`` now, or when the stream of a (sync or async) streaming response ends."""
 

@@ -1,7 +1,8 @@
 """Whole-word, case-insensitive, leftmost-longest dictionary matching over Aho-Corasick (pyahocorasick).
 
 One automaton finds every dictionary key in a text in a single pass, whatever the dictionary size; the
-matches are then filtered to whole words and reduced to leftmost-longest, non-overlapping spans.
+matches are then filtered to whole words and reduced to leftmost-longest, non-overlapping spans. Runs of
+whitespace count as one space on both sides: in the keys and in the text searched.
 
 Example::
 
@@ -12,12 +13,20 @@ Example::
 
 from __future__ import annotations
 
-import pickle
+import json
+import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ahocorasick
+
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json
+
+_FORMAT = "kgplus-phrase-matcher/2"
+_IRREGULAR_SPACE = re.compile(r"\s{2,}|[^\S ]")
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,27 @@ class PhraseMatch:
 
 def _is_word_char(ch: str) -> bool:
     return ch.isalnum() or ch == "_"
+
+
+def normalize_phrase(phrase: str) -> str:
+    """The dictionary form of a phrase: whitespace runs as one space, lower case (same length per character)."""
+    return _lower_same_length(" ".join(phrase.split()))
+
+
+def _collapse_spaces(text: str) -> tuple[str, list[int] | None]:
+    """``text`` with every whitespace run as one space, and the offset in ``text`` of each kept character
+    (``None`` when nothing changed)."""
+    if not _IRREGULAR_SPACE.search(text):
+        return text, None
+    chars, offsets = [], []
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if chars and chars[-1] == " ":
+                continue
+            ch = " "
+        chars.append(ch)
+        offsets.append(i)
+    return "".join(chars), offsets
 
 
 def _lower_same_length(text: str) -> str:
@@ -62,7 +92,7 @@ class PhraseMatcher:
         return matcher
 
     def add(self, phrase: str, value: Hashable) -> None:
-        key = _lower_same_length(" ".join(phrase.split()))
+        key = normalize_phrase(phrase)
         if not key:
             return
         existing = self._automaton.get(key, None)
@@ -75,9 +105,13 @@ class PhraseMatcher:
     def __len__(self) -> int:
         return len(self._automaton)
 
+    def payloads(self) -> Iterable[tuple[Hashable, ...]]:
+        """The payload tuple of every key."""
+        return (values for _, values in self._automaton.values())
+
     def get(self, phrase: str) -> tuple[Hashable, ...]:
         """Payloads of an exact phrase (case-insensitive), or ``()``."""
-        found = self._automaton.get(_lower_same_length(" ".join(phrase.split())), None)
+        found = self._automaton.get(normalize_phrase(phrase), None)
         return found[1] if found else ()
 
     def find(self, text: str) -> list[PhraseMatch]:
@@ -87,36 +121,71 @@ class PhraseMatcher:
         if not self._finalized:
             self._automaton.make_automaton()
             self._finalized = True
-        haystack = _lower_same_length(text)
-        n = len(text)
+        spaced, offsets = _collapse_spaces(text)
+        haystack = _lower_same_length(spaced)
+        n = len(haystack)
         candidates = []
         for end_index, (key, values) in self._automaton.iter(haystack):
             end = end_index + 1
             start = end - len(key)
-            if _is_word_char(key[0]) and start > 0 and _is_word_char(text[start - 1]):
+            if _is_word_char(key[0]) and start > 0 and _is_word_char(haystack[start - 1]):
                 continue
-            if _is_word_char(key[-1]) and end < n and _is_word_char(text[end]):
+            if _is_word_char(key[-1]) and end < n and _is_word_char(haystack[end]):
                 continue
             candidates.append((start, -end, key, values))
         candidates.sort()
         matches, covered_to = [], 0
         for start, neg_end, key, values in candidates:
+            end = -neg_end
             if start >= covered_to:
-                matches.append(PhraseMatch(start, -neg_end, text[start:-neg_end], key, values))
-                covered_to = -neg_end
+                covered_to = end
+                if offsets is not None:
+                    start, end = offsets[start], offsets[end - 1] + 1
+                matches.append(PhraseMatch(start, end, text[start:end], key, values))
         return matches
 
+    # ------------------------------------------------------------------ persistence (JSON: data, never code)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dictionary as JSON data: ``{"format", "entries": [[key, [payload, ...]], ...]}`` (tuple payloads
+        become lists; payloads must be JSON values)."""
+        return {"format": _FORMAT, "entries": [[key, list(values)] for key, (_, values) in self._automaton.items()]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PhraseMatcher:
+        """Rebuild from :meth:`to_dict` output, checking its shape (``InputDataError`` when it is not one)."""
+        if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("entries"), list):
+            raise InputDataError(f"Not a phrase dictionary of format {_FORMAT}.")
+        matcher = cls()
+        for i, entry in enumerate(data["entries"]):
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and entry[0]
+                    and isinstance(entry[1], list) and entry[1]):  # fmt: skip
+                raise InputDataError(f"Phrase dictionary entry {i} is not [key, [payload, ...]].")
+            key, values = entry
+            matcher._automaton.add_word(key, (key, tuple(_hashable(v) for v in values)))
+        return matcher
+
     def save(self, path: str | Path) -> None:
-        """Persist the dictionary (a pickled automaton: loads far faster than rebuilding 10^6 keys)."""
-        if not self._finalized and len(self._automaton):
-            self._automaton.make_automaton()
-            self._finalized = True
-        Path(path).write_bytes(pickle.dumps(self._automaton, protocol=pickle.HIGHEST_PROTOCOL))
+        """Write the dictionary as JSON, atomically."""
+        atomic_write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | Path) -> PhraseMatcher:
-        """Load a dictionary saved by :meth:`save` (a pickle: only load files you made yourself)."""
-        matcher = cls()
-        matcher._automaton = pickle.loads(Path(path).read_bytes())
-        matcher._finalized = matcher._automaton.kind == ahocorasick.AHOCORASICK
-        return matcher
+        """Read a dictionary written by :meth:`save`."""
+        return cls.from_dict(_read_json(path))
+
+
+def _hashable(value: Any) -> Hashable:
+    """A JSON payload back in its hashable form (lists were tuples)."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        raise InputDataError("A phrase dictionary payload is an object; payloads are strings, numbers or lists.")
+    return value
+
+
+def _read_json(path: str | Path) -> Any:
+    try:
+        return json.loads(Path(path).read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputDataError(f"Cannot read the dictionary {path}: {exc}") from exc

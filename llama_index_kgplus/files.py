@@ -1,0 +1,70 @@
+"""Files that are whole or absent: every state file of the pack is written beside its target, flushed to disk and
+renamed over it, so a crash, ``kill -9`` or a full disk leaves the old file or the new one, never a half.
+
+Example::
+
+    from llama_index_kgplus.files import atomic_write_json
+
+    atomic_write_json("index/hierarchy.json", {"version": 1, ...})
+
+    with atomic_open("index/entity_graph.npz") as handle:   # any writer that takes a binary file
+        np.savez(handle, ...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "wb", encoding: str | None = None) -> Iterator[IO[Any]]:
+    """A handle on a hidden file beside ``path`` that replaces ``path`` when the block ends without an error
+    (and is removed when it raises)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode, encoding=encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_open(path, "wb") as handle:
+        handle.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
