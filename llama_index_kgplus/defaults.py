@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.errors import KGPlusSetupError
+from llama_index_kgplus.files import sha256_file
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -166,13 +167,6 @@ def verify_gguf(path: Path, expected_size: int | None = None) -> None:
         )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def gguf_path(model: str = DEFAULT_LLM, *, check_sha256: bool = False) -> Path:
     """Path of a packaged model's GGUF file, joined from its chunks on first use and verified.
@@ -190,7 +184,7 @@ def gguf_path(model: str = DEFAULT_LLM, *, check_sha256: bool = False) -> Path:
     sidecar = target.with_suffix(".json")
     if target.is_file() and target.stat().st_size == expected and sidecar.is_file():
         verify_gguf(target, expected)
-        if check_sha256 and _sha256(target) != json.loads(sidecar.read_text())["sha256"]:
+        if check_sha256 and sha256_file(target) != json.loads(sidecar.read_text())["sha256"]:
             raise KGPlusSetupError(f"{target} does not match the sha256 recorded at assembly; delete it.")
         return target
     ensure_writable_dir(target.parent, "model cache")

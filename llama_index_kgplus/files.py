@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -39,7 +40,7 @@ def atomic_open(path: str | Path, mode: str = "wb", encoding: str | None = None)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -56,7 +57,7 @@ def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     """Make the rename itself durable (a no-op where directories cannot be opened)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -68,3 +69,12 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

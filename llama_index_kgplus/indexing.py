@@ -3,6 +3,11 @@
 The default vector store is LlamaIndex's simple vector store persisted in a folder; pass any LlamaIndex
 ``vector_store`` instead. Extra transformations (e.g. summary node builders) run after splitting and embedding.
 
+The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``kill -9`` or a full disk never
+leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
+(``ingest.json``: ingest id, sha256 of every file), then moved into place; an interrupted move is finished by
+the next :func:`load_index` (or ingest), and files that do not match the stamp are refused with a clear error.
+
 Example::
 
     index = build_index(load_corpus("docs.jsonl"), "./index")
@@ -11,6 +16,10 @@ Example::
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,9 +31,14 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TransformComponent
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json, fsync_dir, sha256_file
 
 DEFAULT_CHUNK_SIZE = 384
 DEFAULT_CHUNK_OVERLAP = 32
+INGEST_FILE = "ingest.json"
+STAGING_DIR = ".ingest-staging"
+# written beside the index by later steps of an ingest; a new ingest removes the old ones with the old index
+_DERIVED_FILES = ("hierarchy.json", "entity_graph.npz")
 
 
 def build_index(
@@ -56,15 +70,89 @@ def build_index(
     storage.docstore.add_documents(nodes)
     index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress)
     if persist_dir is not None:
-        Path(persist_dir).mkdir(parents=True, exist_ok=True)
-        index.storage_context.persist(persist_dir=str(persist_dir))
+        persist_index(index, persist_dir)
     return index
+
+
+def persist_index(index: VectorStoreIndex, persist_dir: str | Path) -> str:
+    """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id."""
+    persist_dir = Path(persist_dir)
+    persist_dir.mkdir(parents=True, exist_ok=True)
+    _finish_interrupted_persist(persist_dir)
+    staging = persist_dir / STAGING_DIR
+    shutil.rmtree(staging, ignore_errors=True)
+    index.storage_context.persist(persist_dir=str(staging))
+    files = {}
+    for path in sorted(staging.iterdir()):
+        with path.open("rb") as handle:
+            os.fsync(handle.fileno())
+        files[path.name] = sha256_file(path)
+    ingest_id = uuid.uuid4().hex
+    atomic_write_json(staging / INGEST_FILE, {"ingest_id": ingest_id, "index_id": index.index_id, "files": files})
+    _finish_interrupted_persist(persist_dir)
+    return ingest_id
+
+
+def _finish_interrupted_persist(persist_dir: Path) -> None:
+    """Move a complete staging folder into place (an incomplete one is the start of a write that never
+    finished: dropped, the old index stays)."""
+    staging = persist_dir / STAGING_DIR
+    if not staging.is_dir():
+        return
+    stamp = staging / INGEST_FILE
+    if stamp.is_file():
+        for name in _DERIVED_FILES:
+            (persist_dir / name).unlink(missing_ok=True)
+        for name in json.loads(stamp.read_text(encoding="utf-8"))["files"]:
+            if (staging / name).exists():
+                os.replace(staging / name, persist_dir / name)
+        os.replace(stamp, persist_dir / INGEST_FILE)
+        fsync_dir(persist_dir)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+
+def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
+    """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
+    written by plain LlamaIndex: nothing to check)."""
+    persist_dir = Path(persist_dir)
+    fix = f"re-run `kgplus ingest DOCS --index {persist_dir}`"
+    try:
+        _finish_interrupted_persist(persist_dir)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{persist_dir}: cannot finish an interrupted ingest ({exc}): {fix}.") from exc
+    path = persist_dir / INGEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+        files = dict(stamp["files"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{path} is unreadable ({exc}): {fix}.") from exc
+    for name, digest in files.items():
+        file = persist_dir / name
+        if not file.is_file():
+            raise InputDataError(f"{persist_dir} lacks {name}, written by its last ingest: {fix}.")
+        if sha256_file(file) != digest:
+            raise InputDataError(
+                f"{file} is not the file the last ingest wrote (changed, truncated or copied from another "
+                f"index): the index files would not match each other; {fix}."
+            )
+    return stamp
 
 
 def load_index(persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> VectorStoreIndex:
     """Load an index persisted by :func:`build_index`."""
     persist_dir = Path(persist_dir)
+    if persist_dir.is_dir():
+        check_index_files(persist_dir)
     if not (persist_dir / "docstore.json").is_file():
         raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
-    storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
-    return load_index_from_storage(storage, embed_model=embed_model)
+    try:
+        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
+        return load_index_from_storage(storage, embed_model=embed_model)
+    except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
+        raise InputDataError(
+            f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "
+            f"--index {persist_dir}`."
+        ) from exc

@@ -107,8 +107,8 @@ def test_retrieve_passes_sources_whole_unless_asked(index_dir, capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--context-budget", "0"], "--context-budget takes a positive number of tokens"),
-        (["--context-budget", "many"], "--context-budget takes a positive number of tokens"),
+        (["--context-budget", "0"], "argument --context-budget: takes a number of at least 1, not 0"),
+        (["--context-budget", "many"], "argument --context-budget: 'many' is not a whole number"),
         (["--compress", "tokens"], "invalid choice: 'tokens'"),
     ],
 )

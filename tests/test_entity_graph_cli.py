@@ -127,6 +127,7 @@ def test_graph_retrieval_on_an_index_without_entities(tmp_path, capsys):
 def test_graph_of_another_index_is_refused_with_the_fix(titles_index, tmp_path, capsys):
     other = tmp_path / "other"
     shutil.copytree(titles_index, other)
+    (other / "ingest.json").unlink()  # as if written by plain LlamaIndex, whose files are not checked
     (other / "index_store.json").write_text(
         (other / "index_store.json").read_text().replace(EntityGraph.load(titles_index).index_id, "another-index-id")
     )

@@ -195,7 +195,7 @@ def test_cli_import_fails_or_skips_unknown_ids_and_writes_nothing_on_failure(fil
     assert main(args) == 2
     assert "2 relationships point at ids that are not in the nodes file" in capsys.readouterr().err
     assert main(["kg", "paths", "aspirin", "--store", store]) == 2  # nothing was written
-    assert "No knowledge graph" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err  # not even an empty store file
     assert main([*args, "--skip-unknown-ids", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["nodes"], report["relationships"], report["skipped_relationships"]) == (3, 1, 2)

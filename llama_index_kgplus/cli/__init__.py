@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from llama_index_kgplus import __version__
 from llama_index_kgplus.errors import KGPlusError
@@ -14,9 +15,17 @@ from llama_index_kgplus.errors import KGPlusError
 _COMMAND_MODULES = ("_setup", "_index", "_eval", "_graphrag", "_kg")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``kgplus ingest: error: ... (see kgplus ingest --help)``, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kgplus", description="llama-index-kgplus: structure-aware RAG, offline.")
+    parser = _Parser(prog="kgplus", description="llama-index-kgplus: structure-aware RAG, offline.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
@@ -24,12 +33,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command: 0 on success, 2 with one line for bad input or set-up, 1 with one line (and a hint to
+    re-run with ``--debug``, accepted anywhere on the line) for anything unexpected."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    args = build_parser().parse_args(["--debug", *(a for a in argv if a != "--debug")] if debug else argv)
     try:
         return args.func(args)
     except KGPlusError as exc:
         print(f"kgplus: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("kgplus: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"kgplus: unexpected error: {type(exc).__name__}{': ' + detail if detail else ''} "
+              "(re-run with --debug for the traceback)", file=sys.stderr)  # fmt: skip
+        return 1
 
 
 __all__ = ["build_parser", "main"]

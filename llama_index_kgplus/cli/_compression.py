@@ -12,20 +12,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llama_index_kgplus.cli import _args
 from llama_index_kgplus.errors import InputDataError
 
 COMPRESS_CHOICES = ("none", "sentences")
 DEFAULT_COMPRESS = "sentences"
-
-
-def _budget(value: str) -> int:
-    try:
-        tokens = int(value)
-    except ValueError:
-        tokens = 0
-    if tokens < 1:
-        raise argparse.ArgumentTypeError(f"--context-budget takes a positive number of tokens, not {value!r}")
-    return tokens
 
 
 def add_options(parser: argparse.ArgumentParser, synthesize: bool, compress: str = DEFAULT_COMPRESS) -> None:
@@ -37,7 +28,7 @@ def add_options(parser: argparse.ArgumentParser, synthesize: bool, compress: str
         help=f"keep the question's most relevant sentences of the passages (default {compress})",
     )  # fmt: skip
     group.add_argument(
-        "--context-budget", type=_budget, default=DEFAULT_CONTEXT_BUDGET, metavar="TOKENS",
+        "--context-budget", type=_args.positive_int, default=DEFAULT_CONTEXT_BUDGET, metavar="TOKENS",
         help=f"with --compress sentences: tokens of passage text kept (default {DEFAULT_CONTEXT_BUDGET})",
     )  # fmt: skip
     if synthesize:

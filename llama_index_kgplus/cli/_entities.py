@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.cli import _args
+
 
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     from llama_index_kgplus.entity_graph import ENTITY_SOURCES
@@ -37,8 +39,8 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
 
     damping = GraphRetrievalSettings().damping
     group = parser.add_argument_group("entity graph retrieval (--retrieval graph)")
-    group.add_argument("--damping", type=float, default=None, help=f"probability that the walk goes on (default {damping})")
-    group.add_argument("--max-hops", type=int, default=None, help="longest walk from a seed, in edges (default none)")
+    group.add_argument("--damping", type=_args.fraction, default=None, help=f"probability that the walk goes on (default {damping})")
+    group.add_argument("--max-hops", type=_args.positive_int, default=None, help="longest walk from a seed, in edges (default none)")
     group.add_argument("--with-parents", action="store_true", help="follow each hit by its summary parent")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from llama_index_kgplus.cli import _compression
+from llama_index_kgplus.cli import _args, _compression
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -82,8 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--pipelines", required=True, help="comma-separated pipeline names, e.g. baseline,glossary")
     cmd.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
     cmd.add_argument("--out", required=True, type=Path, help="output folder (tables, plots, cache)")
-    cmd.add_argument("--top-k", type=int, default=5, help="retrieved nodes per question (default 5)")
-    cmd.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="retrieved nodes per question (default 5)")
+    cmd.add_argument("--limit", type=_args.positive_int, default=None, help="only the first N questions")
     cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers, and judge by default)")
     cmd.add_argument("--judge-llm", default=None, help="another local model or .gguf path for the metrics' judge")
     _compression.add_options(cmd, synthesize=False, compress="none")  # cached answers of earlier runs are uncompressed

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.cli import _compression
+from llama_index_kgplus.cli import _args, _compression
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 
 LLM_HELP = (
@@ -120,6 +120,8 @@ def _index(args: argparse.Namespace) -> int:
     from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
 
     store = Path(args.store)
+    _args.check_chunking(args.chunk_size, args.chunk_overlap)
+    _args.check_output_dir(store, "--store", STATE_FILE)
     docs = load_corpus(args.docs_path)
     if args.rebuild:
         (store / STATE_FILE).unlink(missing_ok=True)
@@ -221,10 +223,10 @@ def _query(args: argparse.Namespace) -> int:
 def _common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)")
     cmd.add_argument("--llm", default=None, help=LLM_HELP)
-    cmd.add_argument("--context-window", type=int, default=None, help="LLM context window in tokens (default: the model's)")
-    cmd.add_argument("--threads", type=int, default=None,
+    cmd.add_argument("--context-window", type=_args.positive_int, default=None, help="LLM context window in tokens (default: the model's)")
+    cmd.add_argument("--threads", type=_args.positive_int, default=None,
                      help="llama.cpp threads (default: all cores; 1 is much faster when other jobs share the cores)")
-    cmd.add_argument("--workers", type=int, default=4, help="LLM tasks in flight at once (default 4)")
+    cmd.add_argument("--workers", type=_args.positive_int, default=4, help="LLM tasks in flight at once (default 4)")
     cmd.add_argument("--executor", choices=("asyncio", "ray"), default="asyncio", help="run LLM batches in this process (asyncio, default) or on Ray")
     cmd.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
     cmd.add_argument("--json", action="store_true", help="print JSON on stdout (progress and notes go to stderr)")
@@ -239,11 +241,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     index.add_argument("docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)")
     _common(index)
     index.add_argument("--rebuild", action="store_true", help="delete the store's graph and state first")
-    index.add_argument("--chunk-size", type=int, default=512, help="chunk size in tokens (default 512)")
-    index.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
-    index.add_argument("--max-cluster-size", type=int, default=10, help="communities larger than this are split (default 10)")
+    index.add_argument("--chunk-size", type=_args.positive_int, default=512, help="chunk size in tokens (default 512)")
+    index.add_argument("--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)")
+    index.add_argument("--max-cluster-size", type=_args.positive_int, default=10, help="communities larger than this are split (default 10)")
     index.add_argument("--seed", type=int, default=42, help="Leiden seed (default 42)")
-    index.add_argument("--min-entities", type=int, default=0,
+    index.add_argument("--min-entities", type=_args.non_negative_int, default=0,
                        help="fewest entities per chunk (default 0; 1 stops a 0.5B model from replying with empty lists)")
     index.set_defaults(func=_index)
 
@@ -256,7 +258,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     query.add_argument("question", metavar="QUESTION")
     _common(query)
     query.add_argument("--response-type", default="multiple paragraphs", help='shape of the answer, e.g. "bulleted report", "matrix table"')
-    query.add_argument("--level", type=int, default=1, help="community level of the reports read (default 1; 0 is the coarsest)")
-    query.add_argument("--max-reports", type=int, default=None, help="read only the highest-rated reports")
+    query.add_argument("--level", type=_args.non_negative_int, default=1, help="community level of the reports read (default 1; 0 is the coarsest)")
+    query.add_argument("--max-reports", type=_args.positive_int, default=None, help="read only the highest-rated reports")
     _compression.add_options(query, synthesize=False, compress="none")
     query.set_defaults(func=_query)

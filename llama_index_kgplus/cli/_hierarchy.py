@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.cli import _args
+
 
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("hierarchical summaries")
@@ -24,8 +26,8 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help="how summaries are written: extractive sentences then the LLM (default), sentences only (no LLM), LLM only",
     )
     group.add_argument("--llm", default=None, help="local model name or .gguf path for summaries; default $KGPLUS_LLM")
-    group.add_argument("--cluster-size", type=int, default=5, help="semantic: desired chunks per summary (default 5)")
-    group.add_argument("--max-levels", type=int, default=None, help="levels of summaries (default: semantic 1, raptor 3)")
+    group.add_argument("--cluster-size", type=_args.positive_int, default=5, help="semantic: desired chunks per summary (default 5)")
+    group.add_argument("--max-levels", type=_args.positive_int, default=None, help="levels of summaries (default: semantic 1, raptor 3)")
     group.add_argument("--seed", type=int, default=0, help="random seed of the clustering (default 0)")
 
 
@@ -82,13 +84,12 @@ def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> N
 
 def make_retriever(index: Any, args: argparse.Namespace) -> Any:
     """A HierarchicalRetriever over the index folder (flat top-k when the index has no summaries)."""
-    from llama_index_kgplus.hierarchy import HierarchicalRetriever, read_manifest
+    from llama_index_kgplus.hierarchy import HierarchicalRetriever, manifest_root_ids
 
-    manifest = read_manifest(Path(args.index)) or {}
     return HierarchicalRetriever.from_index(
         index,
         mode=args.retrieval,
         similarity_top_k=args.top_k,
         expand_children=args.expand_children,
-        root_ids=manifest.get("root_ids"),
+        root_ids=manifest_root_ids(Path(args.index), index.docstore),
     )

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus.cli import _compression, _entities, _glossary, _hierarchy
+from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.jsonl import iter_jsonl, text_field
 
@@ -123,6 +123,8 @@ def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus.corpus import load_corpus
     from llama_index_kgplus.indexing import build_index
 
+    _args.check_chunking(args.chunk_size, args.chunk_overlap)
+    _args.check_output_dir(args.index, "--index", "docstore.json")
     docs = load_corpus(args.docs_path)
     linker = _entities.make_linker(args)
     embed_model = defaults.default_embed_model()
@@ -186,8 +188,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ingest = sub.add_parser("ingest", help="split, embed and index a corpus into a persisted vector index")
     ingest.add_argument("docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)")
     ingest.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
-    ingest.add_argument("--chunk-size", type=int, default=384, help="chunk size in tokens (default 384)")
-    ingest.add_argument("--chunk-overlap", type=int, default=32, help="chunk overlap in tokens (default 32)")
+    ingest.add_argument("--chunk-size", type=_args.positive_int, default=384, help="chunk size in tokens (default 384)")
+    ingest.add_argument("--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)")
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)
     ingest.set_defaults(func=_ingest)
@@ -200,7 +202,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         cmd.add_argument("question", nargs="?", metavar="QUESTION")
         cmd.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
         cmd.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
-        cmd.add_argument("--top-k", type=int, default=5, help="how many nodes to retrieve (default 5)")
+        cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="how many nodes to retrieve (default 5)")
         cmd.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
         if synthesize:
             cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")

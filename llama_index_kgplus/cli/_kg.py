@@ -17,25 +17,25 @@ import json
 import sys
 from pathlib import Path
 
+from llama_index_kgplus.cli import _args
 from llama_index_kgplus.cli._index import _read_questions
 from llama_index_kgplus.errors import InputDataError
 
 
 def _import(args: argparse.Namespace) -> int:
     from llama_index_kgplus.graph_stores import GraphStoreURI
-    from llama_index_kgplus.kg import KnowledgeGraph, import_kg, neo4j_admin_import_command
+    from llama_index_kgplus.kg import import_kg, neo4j_admin_import_command
 
     if args.neo4j_admin_command:
         print(neo4j_admin_import_command(args.nodes, args.relationships, database=args.neo4j_database,
                                          node_label=args.label))
         return 0
-    with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
-        report = import_kg(
-            kg, args.nodes, args.relationships, args.synonyms,
-            node_label=args.label, name_column=args.name_column, default_type=args.default_type,
-            on_unknown_id="skip" if args.skip_unknown_ids else "fail", replace=args.replace,
-            metadata_only=args.metadata_only, batch_size=args.batch_size, show_progress=not args.quiet,
-        )
+    report = import_kg(
+        args.store, args.nodes, args.relationships, args.synonyms,
+        node_label=args.label, name_column=args.name_column, default_type=args.default_type,
+        on_unknown_id="skip" if args.skip_unknown_ids else "fail", replace=args.replace,
+        metadata_only=args.metadata_only, batch_size=args.batch_size, show_progress=not args.quiet,
+    )  # fmt: skip
     print(report.model_dump_json() if args.json else report.summary())
     engine = GraphStoreURI.parse(args.store).engine if args.store else "ladybug"
     if engine == "neo4j" and not args.metadata_only and not args.json:
@@ -78,16 +78,9 @@ def _paths(args: argparse.Namespace) -> int:
 def _hops(value: str) -> int:
     from llama_index_kgplus.graph_stores._dialects import MAX_HOPS_LIMIT
 
-    number = int(value)
-    if not 1 <= number <= MAX_HOPS_LIMIT:
+    number = _args.positive_int(value)
+    if number > MAX_HOPS_LIMIT:
         raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_HOPS_LIMIT}, got {number}")
-    return number
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
     return number
 
 
@@ -110,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--replace", action="store_true", help="delete an existing graph with this label first")
     imp.add_argument("--metadata-only", action="store_true",
                      help="nodes are already in the store (e.g. neo4j-admin): write only synonyms and manifest")
-    imp.add_argument("--batch-size", type=_positive, default=10_000, help="rows per write statement (default 10000)")
+    imp.add_argument("--batch-size", type=_args.positive_int, default=10_000, help="rows per write statement (default 10000)")
     imp.add_argument("--neo4j-admin-command", action="store_true",
                      help="only print the neo4j-admin database import command for these files")
     imp.add_argument("--neo4j-database", default="neo4j", help="database name for that command (default neo4j)")
@@ -124,7 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     paths.add_argument("--store", help=store_help)
     paths.add_argument("--label", default="Ent", help="label of the graph's nodes (default Ent)")
     paths.add_argument("--max-hops", type=_hops, default=2, help="longest path in relationships (default 2, max 6)")
-    paths.add_argument("--max-paths", type=_positive, default=1000, help="paths per text after ranking (default 1000)")
+    paths.add_argument("--max-paths", type=_args.positive_int, default=1000, help="paths per text after ranking (default 1000)")
     paths.add_argument("--no-neighbours", action="store_true",
                        help="with a single entity print no paths (default: its direct relationships)")
     paths.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")

@@ -12,8 +12,9 @@ from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
 
-def open_graph_store(uri: str | None = None, **kwargs: Any) -> PropertyGraphStore:
-    """Open the graph store named by ``uri`` (default: :func:`defaults.default_graph_store_uri`).
+def open_graph_store(uri: str | None = None, *, create: bool = True, **kwargs: Any) -> PropertyGraphStore:
+    """Open the graph store named by ``uri`` (default: :func:`defaults.default_graph_store_uri`); with
+    ``create=False`` an embedded store that does not exist is an error (nothing is created).
 
     Example::
 
@@ -27,6 +28,11 @@ def open_graph_store(uri: str | None = None, **kwargs: Any) -> PropertyGraphStor
     parsed = GraphStoreURI.parse(uri)
     if parsed.engine != "ladybug":
         _check_reachable(parsed)
+    if parsed.engine == "ladybug" and not create and not parsed.path.exists():  # type: ignore[union-attr]
+        raise GraphStoreError(
+            f"The embedded graph store {parsed.path} does not exist: fix the path, or import a graph into it "
+            "first (`kgplus kg import --nodes FILE --relationships FILE --store URI`)."
+        )
     opener = {"ladybug": _open_ladybug, "falkordb": _open_falkordb, "neo4j": _open_neo4j}[parsed.engine]
     return opener(parsed, **kwargs)
 

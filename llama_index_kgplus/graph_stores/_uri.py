@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from llama_index_kgplus.errors import GraphStoreError
 
@@ -31,7 +31,19 @@ class GraphStoreURI:
 
     @classmethod
     def parse(cls, uri: str) -> GraphStoreURI:
-        parts = urlsplit(uri)
+        """Parse strictly: percent-escapes in a path are decoded; a query, a fragment, control characters or a
+        malformed host are refused with a :class:`GraphStoreError` that shows the URI."""
+        if not isinstance(uri, str) or any(ord(c) < 32 or c == "\x7f" for c in uri):
+            raise GraphStoreError(f"{uri!r} is not a graph store URI (it holds control characters).")
+        try:
+            parts = urlsplit(uri)
+        except ValueError as exc:
+            raise GraphStoreError(f"{uri!r} is not a valid URI ({exc}).") from exc
+        if parts.query or parts.fragment or uri.rstrip().endswith(("?", "#")):
+            raise GraphStoreError(
+                f"{uri!r}: graph store URIs take no ?query or #fragment (options are set in the environment: "
+                "NEO4J_DATABASE, FALKORDB_GRAPH, ...)."
+            )
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:
             raise GraphStoreError(
@@ -44,8 +56,11 @@ class GraphStoreURI:
                 "or FALKORDB_USERNAME/FALKORDB_PASSWORD in the environment instead."
             )
         if scheme == "ladybug":
-            raw = parts.netloc + parts.path
-            if not raw or not os.path.isabs(raw):
+            try:
+                raw = unquote(parts.netloc + parts.path, errors="strict")
+            except UnicodeDecodeError as exc:
+                raise GraphStoreError(f"{uri!r}: the path's %-escapes are not UTF-8 ({exc.reason}).") from exc
+            if not raw or not os.path.isabs(raw) or "\x00" in raw:
                 raise GraphStoreError(f"{uri!r}: a ladybug URI needs an absolute path, e.g. ladybug:///data/kg.lbug")
             return cls(uri=uri, engine="ladybug", path=Path(raw))
         if not parts.hostname:

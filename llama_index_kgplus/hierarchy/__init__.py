@@ -29,6 +29,7 @@ from llama_index_kgplus.hierarchy._retriever import (
     MANIFEST_FILE,
     HierarchicalRetriever,
     RetrievalMode,
+    manifest_root_ids,
     read_manifest,
     write_manifest,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "SemanticChunkingSummaryNodeBuilder",
     "node_doc_ids",
     "node_level",
+    "manifest_root_ids",
     "read_manifest",
     "similarity_threshold",
     "write_manifest",

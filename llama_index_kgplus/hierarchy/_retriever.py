@@ -17,6 +17,7 @@ from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
 
 logger = logging.getLogger(__name__)
@@ -98,10 +99,13 @@ class HierarchicalRetriever(BaseRetriever):
         persist_dir = Path(persist_dir)
         if not (persist_dir / "docstore.json").is_file():
             raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
+        from llama_index_kgplus.indexing import check_index_files
+
+        check_index_files(persist_dir)
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
-        manifest = read_manifest(persist_dir)
-        if manifest and "root_ids" in manifest:
-            kwargs.setdefault("root_ids", manifest["root_ids"])
+        roots = manifest_root_ids(persist_dir, storage.docstore)
+        if roots is not None:
+            kwargs.setdefault("root_ids", roots)
         if embed_model is None:
             from llama_index.core import Settings
 
@@ -277,8 +281,7 @@ def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: 
     except AttributeError:  # the builder did not run (a pipeline cache hit)
         failed = []
     manifest["failed_clusters"] = [{"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed]
-    path = Path(persist_dir) / MANIFEST_FILE
-    path.write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+    atomic_write_json(Path(persist_dir) / MANIFEST_FILE, manifest, indent=1, default=str)
     return manifest
 
 
@@ -288,6 +291,26 @@ def read_manifest(persist_dir: str | Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
         raise InputDataError(f"{path} is not valid JSON ({exc}); delete it or re-run `kgplus ingest`.") from exc
+    roots = manifest.get("root_ids") if isinstance(manifest, dict) else None
+    if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+        raise InputDataError(f"{path} is not a hierarchy manifest (no list of root_ids); delete it or re-run `kgplus ingest`.")
+    return manifest
+
+
+def manifest_root_ids(persist_dir: str | Path, docstore: Any) -> list[str] | None:
+    """The summary roots recorded in ``hierarchy.json`` (``None`` without one), checked against the index: a
+    manifest left by another ingest would make tree retrieval find nothing."""
+    manifest = read_manifest(persist_dir)
+    if manifest is None:
+        return None
+    roots = manifest["root_ids"]
+    missing = [r for r in roots if not docstore.document_exists(r)]
+    if missing:
+        raise InputDataError(
+            f"{Path(persist_dir) / MANIFEST_FILE} belongs to another ingest of this index ({len(missing)} of its "
+            f"{len(roots)} roots are not in the index): re-run `kgplus ingest` with --hierarchy, or delete it."
+        )
+    return roots

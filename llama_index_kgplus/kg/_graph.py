@@ -98,9 +98,12 @@ class KnowledgeGraph:
         self._matcher: EntityMatcher | None = None
 
     @classmethod
-    def open(cls, uri: str | None = None, *, node_label: str = "Ent", **store_kwargs: Any) -> KnowledgeGraph:
-        """Open the store named by ``uri`` (default: the embedded default store)."""
-        store, parsed = open_kg_store(uri, **store_kwargs)
+    def open(
+        cls, uri: str | None = None, *, node_label: str = "Ent", create: bool = False, **store_kwargs: Any
+    ) -> KnowledgeGraph:
+        """Open the store named by ``uri`` (default: the embedded default store); an embedded store that does
+        not exist is an error unless ``create`` (importing creates it)."""
+        store, parsed = open_kg_store(uri, create=create, **store_kwargs)
         return cls(store, node_label=node_label, cache_dir=default_cache_dir(parsed, node_label, store_kwargs),
                    owns_store=True)
 
@@ -217,7 +220,7 @@ class KnowledgeGraph:
         self.close()
 
 
-def open_kg_store(uri: str | None = None, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
+def open_kg_store(uri: str | None = None, *, create: bool = True, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
     """Open a store for knowledge-graph use (the dialect's open options, e.g. no APOC schema refresh on Neo4j)."""
     if uri is None:
         from llama_index_kgplus.defaults import default_graph_store_uri
@@ -225,7 +228,7 @@ def open_kg_store(uri: str | None = None, **store_kwargs: Any) -> tuple[Any, Gra
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
     kwargs = {**dialect_for_engine(parsed.engine).open_kwargs, **store_kwargs}
-    return open_graph_store(uri, **kwargs), parsed
+    return open_graph_store(uri, create=create, **kwargs), parsed
 
 
 def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict[str, Any]) -> Path:

@@ -15,20 +15,24 @@ Example::
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
+from llama_index_kgplus.files import fsync_dir
+from llama_index_kgplus.graph_stores import GraphStoreURI
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, quote_identifier
-from llama_index_kgplus.kg._csv import read_kg_csv
-from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, manifest_key, rel_table_for
+from llama_index_kgplus.kg._csv import KGData, read_kg_csv
+from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, default_cache_dir, manifest_key, rel_table_for
 from llama_index_kgplus.kg._matcher import EntityMatcher
 
 
@@ -87,88 +91,156 @@ def import_kg(
         nodes, relationships, synonyms, name_column=name_column, default_type=default_type,
         on_unknown_id=on_unknown_id,
     )
-    kg = graph if isinstance(graph, KnowledgeGraph) else KnowledgeGraph.open(graph, node_label=node_label)
+    if not isinstance(graph, KnowledgeGraph):
+        from llama_index_kgplus.defaults import default_graph_store_uri
+
+        parsed = GraphStoreURI.parse(graph or default_graph_store_uri())
+        if parsed.engine == "ladybug":
+            return _import_into_copy(parsed, data, started, node_label=node_label, default_type=default_type,
+                                     replace=replace, metadata_only=metadata_only, batch_size=batch_size,
+                                     show_progress=show_progress, sources=(nodes, relationships, synonyms))  # fmt: skip
+    kg = graph if isinstance(graph, KnowledgeGraph) else KnowledgeGraph.open(graph, node_label=node_label, create=True)
     try:
-        if kg.node_label != node_label:
-            raise InputDataError(f"node_label {node_label!r} differs from the KnowledgeGraph's {kg.node_label!r}.")
-        layout = GraphLayout(
-            node_label=node_label,
-            id_property=data.id_property,
-            name_property=data.name_property,
-            rel_types=data.rel_types or (default_type or "RELATED_TO",),
-            rel_properties=tuple(data.rel_properties),
-            rel_table=rel_table_for(node_label),
-        )
-        dialect, store = kg.dialect, kg.store
-        existing = dialect.count_nodes(store, layout)
-        if metadata_only:
-            if existing == 0:
-                raise GraphStoreError(
-                    f"metadata_only: the store has no nodes labelled {node_label!r}; load them first "
-                    "(e.g. with the neo4j-admin command) or import without --metadata-only."
-                )
-        else:
-            if (existing or kg.exists()) and not replace:
-                raise GraphStoreError(
-                    f"The store already holds a graph labelled {node_label!r} ({existing} nodes). Pass --replace "
-                    "(replace=True) to delete it and import again, or use another --label."
-                )
-            dialect.drop_graph(store, layout)  # also clears what a failed import may have left
-            dialect.delete_meta(store, manifest_key(node_label))
-        kg.refresh()
-        written_nodes = written_rels = 0
-        if not metadata_only:
-            dialect.create_schema(store, layout, data.node_properties, data.rel_properties)
-            with tqdm(total=len(data.nodes), desc="nodes", unit="node", disable=not show_progress) as bar:
-                written_nodes = dialect.write_nodes(store, layout, data.nodes, data.node_properties, batch_size, bar)
-            with tqdm(total=len(data.relationships), desc="relationships", unit="rel", disable=not show_progress) as bar:
-                written_rels = dialect.write_relationships(
-                    store, layout, data.relationships, data.rel_properties, batch_size, bar
-                )
-        written_aliases = dialect.write_aliases(store, layout, data.aliases, batch_size)
-        import_id = uuid.uuid4().hex
-        manifest = KGManifest(
-            import_id=import_id,
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            node_label=node_label,
-            id_property=layout.id_property,
-            name_property=layout.name_property,
-            rel_types=list(layout.rel_types),
-            rel_table=layout.rel_table,
-            node_properties=data.node_properties,
-            rel_properties=data.rel_properties,
-            counts={
-                "nodes": len(data.nodes),
-                "relationships": len(data.relationships),
-                "synonyms": len(data.aliases),
-                "skipped_relationships": data.skipped_relationships,
-                "skipped_synonyms": data.skipped_aliases,
-            },
-            sources={k: str(Path(v).resolve()) for k, v in
-                     (("nodes", nodes), ("relationships", relationships), ("synonyms", synonyms)) if v is not None},
-        )
-        dialect.write_meta(store, manifest_key(node_label), manifest.model_dump_json())
-        kg.refresh()
-        names = [(n.id, n.properties[data.name_property]) for n in data.nodes if n.properties.get(data.name_property)]
-        matcher = EntityMatcher.from_pairs(names, data.aliases)
-        kg.save_matcher(matcher)
-        return ImportReport(
-            engine=dialect.engine,
-            import_id=import_id,
-            nodes=written_nodes if not metadata_only else existing,
-            relationships=written_rels,
-            synonyms=written_aliases,
-            skipped_relationships=data.skipped_relationships,
-            skipped_synonyms=data.skipped_aliases,
-            labels=list(data.labels),
-            rel_types=list(layout.rel_types),
-            dictionary_names=len(matcher),
-            seconds=time.perf_counter() - started,
-            warnings=data.warnings,
-        )
+        return _import_into(kg, data, started, node_label=node_label, default_type=default_type, replace=replace,
+                            metadata_only=metadata_only, batch_size=batch_size, show_progress=show_progress,
+                            sources=(nodes, relationships, synonyms))  # fmt: skip
     finally:
         if not isinstance(graph, KnowledgeGraph):
             kg.close()
+
+
+def _import_into_copy(parsed: GraphStoreURI, data: KGData, started: float, **settings: Any) -> ImportReport:
+    """Import into a copy of an embedded store and rename it over the original only when the import is whole:
+    a failure or ``kill -9`` leaves the store as it was (and no empty file where there was none)."""
+    path = parsed.path
+    assert path is not None
+    node_label = settings["node_label"]
+    if path.exists():  # refused now, before any copying, when the graph exists and replace is not given
+        with KnowledgeGraph.open(parsed.uri, node_label=node_label) as kg:
+            _check_replace(kg, node_label, settings["replace"], settings["metadata_only"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in path.parent.glob(f".{path.name}.importing-*"):  # of an import killed before it finished
+        leftover.unlink(missing_ok=True)
+    staged = path.with_name(f".{path.name}.importing-{uuid.uuid4().hex[:8]}")
+    try:
+        for suffix in ("", ".wal"):
+            if Path(f"{path}{suffix}").exists():
+                shutil.copy2(f"{path}{suffix}", f"{staged}{suffix}")
+        kg = KnowledgeGraph.open(f"ladybug://{staged}", node_label=node_label, create=True)
+        kg.cache_dir = default_cache_dir(parsed, node_label, {})
+        try:
+            report = _import_into(kg, data, started, **settings)
+        finally:
+            kg.close()
+        Path(f"{path}.wal").unlink(missing_ok=True)  # the copy holds everything the old log held
+        if Path(f"{staged}.wal").exists():
+            os.replace(f"{staged}.wal", f"{path}.wal")
+        os.replace(staged, path)
+        fsync_dir(path.parent)
+        return report
+    finally:
+        for leftover in (staged, Path(f"{staged}.wal")):
+            leftover.unlink(missing_ok=True)
+
+
+def _check_replace(kg: KnowledgeGraph, node_label: str, replace: bool, metadata_only: bool) -> int:
+    layout = GraphLayout(node_label=node_label, id_property="id", name_property="name", rel_types=("R",),
+                         rel_properties=(), rel_table=rel_table_for(node_label))  # fmt: skip
+    existing = kg.dialect.count_nodes(kg.store, layout)
+    if not metadata_only and (existing or kg.exists()) and not replace:
+        raise GraphStoreError(
+            f"The store already holds a graph labelled {node_label!r} ({existing} nodes). Pass --replace "
+            "(replace=True) to delete it and import again, or use another --label."
+        )
+    return existing
+
+
+def _import_into(
+    kg: KnowledgeGraph,
+    data: KGData,
+    started: float,
+    *,
+    node_label: str,
+    default_type: str | None,
+    replace: bool,
+    metadata_only: bool,
+    batch_size: int,
+    show_progress: bool,
+    sources: tuple[str | Path, str | Path, str | Path | None],
+) -> ImportReport:
+    nodes, relationships, synonyms = sources
+    if kg.node_label != node_label:
+        raise InputDataError(f"node_label {node_label!r} differs from the KnowledgeGraph's {kg.node_label!r}.")
+    layout = GraphLayout(
+        node_label=node_label,
+        id_property=data.id_property,
+        name_property=data.name_property,
+        rel_types=data.rel_types or (default_type or "RELATED_TO",),
+        rel_properties=tuple(data.rel_properties),
+        rel_table=rel_table_for(node_label),
+    )
+    dialect, store = kg.dialect, kg.store
+    existing = _check_replace(kg, node_label, replace, metadata_only)
+    if metadata_only:
+        if existing == 0:
+            raise GraphStoreError(
+                f"metadata_only: the store has no nodes labelled {node_label!r}; load them first "
+                "(e.g. with the neo4j-admin command) or import without --metadata-only."
+            )
+    else:
+        dialect.drop_graph(store, layout)  # also clears what a failed import may have left
+        dialect.delete_meta(store, manifest_key(node_label))
+    kg.refresh()
+    written_nodes = written_rels = 0
+    if not metadata_only:
+        dialect.create_schema(store, layout, data.node_properties, data.rel_properties)
+        with tqdm(total=len(data.nodes), desc="nodes", unit="node", disable=not show_progress) as bar:
+            written_nodes = dialect.write_nodes(store, layout, data.nodes, data.node_properties, batch_size, bar)
+        with tqdm(total=len(data.relationships), desc="relationships", unit="rel", disable=not show_progress) as bar:
+            written_rels = dialect.write_relationships(
+                store, layout, data.relationships, data.rel_properties, batch_size, bar
+            )
+    written_aliases = dialect.write_aliases(store, layout, data.aliases, batch_size)
+    import_id = uuid.uuid4().hex
+    manifest = KGManifest(
+        import_id=import_id,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        node_label=node_label,
+        id_property=layout.id_property,
+        name_property=layout.name_property,
+        rel_types=list(layout.rel_types),
+        rel_table=layout.rel_table,
+        node_properties=data.node_properties,
+        rel_properties=data.rel_properties,
+        counts={
+            "nodes": len(data.nodes),
+            "relationships": len(data.relationships),
+            "synonyms": len(data.aliases),
+            "skipped_relationships": data.skipped_relationships,
+            "skipped_synonyms": data.skipped_aliases,
+        },
+        sources={k: str(Path(v).resolve()) for k, v in
+                 (("nodes", nodes), ("relationships", relationships), ("synonyms", synonyms)) if v is not None},
+    )
+    dialect.write_meta(store, manifest_key(node_label), manifest.model_dump_json())
+    kg.refresh()
+    names = [(n.id, n.properties[data.name_property]) for n in data.nodes if n.properties.get(data.name_property)]
+    matcher = EntityMatcher.from_pairs(names, data.aliases)
+    kg.save_matcher(matcher)
+    return ImportReport(
+        engine=dialect.engine,
+        import_id=import_id,
+        nodes=written_nodes if not metadata_only else existing,
+        relationships=written_rels,
+        synonyms=written_aliases,
+        skipped_relationships=data.skipped_relationships,
+        skipped_synonyms=data.skipped_aliases,
+        labels=list(data.labels),
+        rel_types=list(layout.rel_types),
+        dictionary_names=len(matcher),
+        seconds=time.perf_counter() - started,
+        warnings=data.warnings,
+    )
 
 
 def neo4j_admin_import_command(

@@ -1,0 +1,61 @@
+"""Argument types and checks shared by the commands, so that a bad value fails in one line (exit 2) before any
+model loads."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from llama_index_kgplus.errors import InputDataError
+
+
+def _int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+
+
+def positive_int(value: str) -> int:
+    number = _int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"takes a number of at least 1, not {value}")
+    return number
+
+
+def non_negative_int(value: str) -> int:
+    number = _int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"takes a number of at least 0, not {value}")
+    return number
+
+
+def fraction(value: str) -> float:
+    """A number in [0, 1)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 <= number < 1.0:
+        raise argparse.ArgumentTypeError(f"takes a number from 0 up to (not including) 1, not {value}")
+    return number
+
+
+def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
+    if chunk_overlap >= chunk_size:
+        raise InputDataError(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size}).")
+
+
+def check_output_dir(path: Path, option: str, marker: str) -> None:
+    """``path`` can hold this command's output: a folder (or a path that can become one) that is writable and
+    either empty or already holds ``marker`` (output of an earlier run): never ``/`` or a folder of other files."""
+    if path.exists() and not path.is_dir():
+        raise InputDataError(f"{option} {path} is a file; give a folder.")
+    if path.is_dir() and not (path / marker).exists() and any(path.iterdir()):
+        raise InputDataError(
+            f"{option} {path} is a folder of other files (it has no {marker}); give a new or empty folder."
+        )
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not os.access(existing, os.W_OK) or (existing.stat().st_mode & 0o222) == 0:
+        raise InputDataError(f"{option} {path}: {existing} is not writable.")

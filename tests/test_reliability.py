@@ -1,0 +1,312 @@
+"""What the pack guarantees under bad input and faults: one-line errors before any model loads, caches that hold
+data and never code, and state files that a ``kill -9`` leaves old or new, never broken or mixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from llama_index_kgplus.cli import main
+from llama_index_kgplus.errors import InputDataError
+
+PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
+    lines = [
+        {"id": "venv", "title": "Virtual environments", "text": "A virtual environment keeps the packages of one project apart. Create it with python -m venv."},
+        {"id": "gil", "title": "GIL", "text": "The global interpreter lock lets one thread run Python bytecode at a time."},
+        {"id": "dict", "title": "Dictionaries", "text": "A dictionary maps keys to values. Keys must be hashable."},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------------- the catalogue of bad input
+
+
+def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
+    """(command line, expected message) for bad input refused before any model loads."""
+    a_file = tmp / "a-file.txt"
+    a_file.write_text("x")
+    other = tmp / "other-files"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    read_only = tmp / "read-only"
+    read_only.mkdir()
+    read_only.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    deep = tmp / "deep.json"
+    deep.write_text('{"terms": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    questions = tmp / "q.jsonl"
+    questions.write_text('{"question": ["what", "is"]}\n')
+    bad_docs = tmp / "bad.jsonl"
+    bad_docs.write_text('{"id": "a", "text": {"body": "x"}}\n')
+    index = str(tmp / "index")
+    return [
+        (["ingest", str(corpus), "--index", str(a_file)], "is a file; give a folder"),
+        (["ingest", str(corpus), "--index", "/"], "is a folder of other files (it has no docstore.json)"),
+        (["ingest", str(corpus), "--index", str(other)], "is a folder of other files"),
+        (["ingest", str(corpus), "--index", str(read_only / "index")], "is not writable"),
+        (["ingest", str(corpus), "--index", index, "--chunk-size", "0"], "--chunk-size: takes a number of at least 1, not 0"),
+        (["ingest", str(corpus), "--index", index, "--chunk-size", "64", "--chunk-overlap", "64"], "--chunk-overlap (64) must be smaller than --chunk-size (64)"),
+        (["ingest", str(corpus), "--index", index, "--chunk-overlap", "-1"], "--chunk-overlap: takes a number of at least 0, not -1"),
+        (["ingest", str(bad_docs), "--index", index], ':1: "text" must be a string, not an object'),
+        (["retrieve", "q", "--index", index, "--top-k", "0"], "--top-k: takes a number of at least 1, not 0"),
+        (["retrieve", "q", "--index", index, "--top-k", "-3"], "--top-k: takes a number of at least 1, not -3"),
+        (["retrieve", "q", "--index", index, "--top-k", "many"], "--top-k: 'many' is not a whole number"),
+        (["retrieve", "--questions", str(questions), "--index", index], ':1: "question" must be a string, not a list'),
+        (["retrieve", "q", "--index", index, "--glossary", str(deep)], "nested too deeply"),
+        (["retrieve", "q", "--index", index, "--retrieval", "graph", "--damping", "1.5"], "--damping: takes a number from 0 up to (not including) 1"),
+        (["kg", "paths", "a and b", "--store", "neo4j://[::1"], "is not a valid URI (Invalid IPv6 URL)"),
+        (["kg", "paths", "a and b", "--store", "ladybug:///tmp/kg.lbug?mode=ro"], "take no ?query or #fragment"),
+        (["kg", "paths", "a and b", "--store", f"ladybug://{tmp}/missing/kg.lbug"], "does not exist"),
+        (["graphrag", "query", "q", "--store", str(tmp / "gr"), "--level", "-1"], "--level: takes a number of at least 0, not -1"),
+        (["eval", "--dataset", str(questions), "--out", str(tmp / "ev"), "--top-k", "0"], "--top-k: takes a number of at least 1"),
+    ]  # fmt: skip
+
+
+def test_bad_input_gets_one_line_and_exit_2_before_any_model_loads(tmp_path, corpus, capsys, monkeypatch):
+    from llama_index_kgplus import defaults
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(defaults, "default_embed_model", no_model)
+    monkeypatch.setattr(defaults, "default_llm", no_model)
+    for argv, expected in _catalogue(tmp_path, corpus):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code
+        err = capsys.readouterr().err
+        assert code == 2, (argv, err)
+        assert expected in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "missing").exists()  # a mistyped store path creates nothing
+
+
+def test_an_unexpected_error_is_one_line_with_a_hint_and_debug_shows_the_traceback(monkeypatch, capsys):
+    from llama_index_kgplus.cli import _setup
+
+    def broken(args):
+        raise ZeroDivisionError("division by zero\nsecond line")
+
+    monkeypatch.setattr(_setup, "_doctor", broken)  # registered when the parser is built
+    assert main(["doctor"]) == 1
+    err = capsys.readouterr().err
+    assert err == "kgplus: unexpected error: ZeroDivisionError: division by zero (re-run with --debug for the traceback)\n"
+    with pytest.raises(ZeroDivisionError):
+        main(["doctor", "--debug"])
+
+
+# ----------------------------------------------------------------------------- caches hold data, never code
+
+
+def test_no_pickle_of_anything_read_from_disk_in_the_package():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\bpickle\.loads?\(|\bimport pickle\b|allow_pickle\s*=\s*True|\bjoblib\.load\(|\bdill\b", line):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{lineno}: {line.strip()}")
+    assert offenders == []
+
+
+class _Payload:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/kgplus-pwned",))
+
+
+def test_a_planted_cache_never_runs_code_and_stored_text_never_becomes_a_path(tmp_path, caplog):
+    from llama_index_kgplus.kg import KnowledgeGraph, import_kg
+    from llama_index_kgplus.kg._graph import manifest_key
+
+    nodes, rels = tmp_path / "nodes.csv", tmp_path / "rels.csv"
+    nodes.write_text("cid:ID,name,:LABEL\nA,alpha,T\nB,beta,T\n")
+    rels.write_text(":START_ID,:END_ID,:TYPE\nA,B,TREATS\n")
+    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
+    import_kg(uri, nodes, rels)
+    Path("/tmp/kgplus-pwned").unlink(missing_ok=True)
+    with KnowledgeGraph.open(uri) as kg:
+        # a hostile manifest: the import id tries to walk out of the cache folder
+        manifest = kg.manifest.model_copy(update={"import_id": "x/../../../../tmp/att/planted"})
+        kg.dialect.write_meta(kg.store, manifest_key("Ent"), manifest.model_dump_json())
+        kg.refresh()
+        cache = kg.matcher_cache_path()
+        assert cache.parent == kg.cache_dir and re.fullmatch(r"entity-matcher-[0-9a-f]{32}\.json", cache.name)
+        # planted files: a pickle under the old name and a JSON of the right shape with code-like payloads
+        (kg.cache_dir / "entity-matcher-x.pkl").write_bytes(pickle.dumps(_Payload()))
+        cache.write_text(json.dumps({"format": "kgplus-entity-matcher/2", "import_id": manifest.import_id,
+                                     "params": {"min_length": 1, "ambiguous": "all"}, "n_entities": 1,
+                                     "matcher": {"format": "kgplus-phrase-matcher/2",
+                                                 "entries": [["alpha", [{"__reduce__": "os.system"}]]]}}))  # fmt: skip
+        assert [m.cid for m in kg.entity_matcher().find("alpha and beta")] == ["A", "B"]  # rebuilt from the store
+        assert "Rebuilding the entity dictionary" in caplog.text
+        assert json.loads(cache.read_text())["import_id"] == manifest.import_id
+    assert not Path("/tmp/kgplus-pwned").exists()
+    assert not (tmp_path / "att").exists() and not Path("/tmp/att/planted").exists()
+
+
+# ----------------------------------------------------------------------------- crash consistency of an index
+
+_CRASH_AFTER_REPLACES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from llama_index_kgplus import defaults
+    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.indexing import build_index
+
+    limit, calls = int(sys.argv[3]), [0]
+    real_replace = os.replace
+
+    def replace_then_die(src, dst):
+        if calls[0] == limit:
+            os.kill(os.getpid(), signal.SIGKILL)  # kill -9 between two renames of the persist
+        calls[0] += 1
+        real_replace(src, dst)
+
+    os.replace = replace_then_die
+    build_index(load_corpus(sys.argv[1]), sys.argv[2], embed_model=defaults.default_embed_model(),
+                chunk_size=int(sys.argv[4]), show_progress=False)
+    """
+)
+
+
+def _retrieved_ids(index_dir: Path, embed_model) -> set[str]:
+    from llama_index_kgplus.indexing import load_index
+
+    index = load_index(index_dir, embed_model=embed_model)
+    return {n.node_id for n in index.as_retriever(similarity_top_k=50).retrieve("virtual environment")}
+
+
+@pytest.mark.parametrize(
+    ("kill_after", "survivor"),
+    [(0, "old"), (1, "new"), (3, "new"), (5, "new")],  # rename 0 seals the staging folder, the others move files
+)
+def test_kill_9_during_a_re_ingest_leaves_the_old_or_the_new_index(tmp_path, corpus, embed_model, kill_after, survivor):
+    from llama_index_kgplus.indexing import build_index, load_index
+    from llama_index_kgplus.corpus import load_corpus
+
+    index_dir = tmp_path / "index"
+    old = build_index(load_corpus(corpus), index_dir, embed_model=embed_model, chunk_size=512, show_progress=False)
+    old_ids = set(old.docstore.docs)
+    script = tmp_path / "crash.py"
+    script.write_text(_CRASH_AFTER_REPLACES)
+    run = subprocess.run([sys.executable, str(script), str(corpus), str(index_dir), str(kill_after), "64"],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    index = load_index(index_dir, embed_model=embed_model)  # finishes or drops the interrupted persist
+    ids = set(index.docstore.docs)
+    assert ids == old_ids if survivor == "old" else (ids and not ids & old_ids)  # never a mix
+    assert _retrieved_ids(index_dir, embed_model) <= ids and _retrieved_ids(index_dir, embed_model)
+    assert not (index_dir / ".ingest-staging").exists()
+
+
+def test_index_files_from_another_ingest_are_refused(tmp_path, corpus, embed_model):
+    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.hierarchy import HierarchicalRetriever, write_manifest
+    from llama_index_kgplus.indexing import build_index, load_index
+
+    docs = load_corpus(corpus)
+    first = build_index(docs, tmp_path / "a", embed_model=embed_model, show_progress=False)
+    write_manifest(tmp_path / "a", list(first.docstore.docs.values()))
+    build_index(docs, tmp_path / "b", embed_model=embed_model, show_progress=False)
+    (tmp_path / "a" / "default__vector_store.json").write_bytes((tmp_path / "b" / "default__vector_store.json").read_bytes())
+    with pytest.raises(InputDataError, match="is not the file the last ingest wrote"):
+        load_index(tmp_path / "a", embed_model=embed_model)
+    # a re-ingest removes the old hierarchy.json with the old index; one copied back in is refused
+    stale = (tmp_path / "a" / "hierarchy.json").read_bytes()
+    build_index(docs, tmp_path / "a", embed_model=embed_model, show_progress=False)
+    assert not (tmp_path / "a" / "hierarchy.json").exists()
+    (tmp_path / "a" / "hierarchy.json").write_bytes(stale)
+    with pytest.raises(InputDataError, match="belongs to another ingest of this index"):
+        HierarchicalRetriever.from_persist_dir(tmp_path / "a", embed_model=embed_model)
+    (tmp_path / "a" / "hierarchy.json").write_text("[1, 2")
+    with pytest.raises(InputDataError, match="is not valid JSON"):
+        HierarchicalRetriever.from_persist_dir(tmp_path / "a", embed_model=embed_model)
+
+
+# ----------------------------------------------------------------------------- crash consistency of a graph import
+
+_KILL_DURING_IMPORT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from llama_index_kgplus.graph_stores._dialect_ladybug import LadybugDialect
+    from llama_index_kgplus.kg import import_kg
+
+    real = getattr(LadybugDialect, sys.argv[4])
+
+    def write_then_die(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)  # kill -9 with the new graph half written
+
+    setattr(LadybugDialect, sys.argv[4], write_then_die)
+    import_kg(sys.argv[1], sys.argv[2], sys.argv[3], replace=True)
+    """
+)
+
+
+def _toy_graph(folder: Path, names: tuple[str, str]) -> tuple[Path, Path]:
+    folder.mkdir(exist_ok=True)
+    nodes, rels = folder / "nodes.csv", folder / "rels.csv"
+    nodes.write_text(f"cid:ID,name,:LABEL\nA,{names[0]},T\nB,{names[1]},T\n")
+    rels.write_text(":START_ID,:END_ID,:TYPE\nA,B,TREATS\n")
+    return nodes, rels
+
+
+def _paths(uri: str, text: str) -> list[str]:
+    from llama_index_kgplus.kg import KGPathFinder, KnowledgeGraph
+
+    with KnowledgeGraph.open(uri) as kg:
+        return [p.text for p in KGPathFinder.from_defaults(kg).find(text).paths]
+
+
+@pytest.mark.parametrize("killed_in", ["write_nodes", "write_relationships", "write_meta"])
+def test_kill_9_during_kg_import_replace_keeps_the_old_graph(tmp_path, killed_in):
+    from llama_index_kgplus.kg import import_kg
+
+    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
+    import_kg(uri, *_toy_graph(tmp_path / "old", ("alpha", "beta")))
+    assert _paths(uri, "alpha and beta") == ["alpha -[TREATS]-> beta"]
+    new_nodes, new_rels = _toy_graph(tmp_path / "new", ("gamma", "delta"))
+    script = tmp_path / "kill.py"
+    script.write_text(_KILL_DURING_IMPORT)
+    run = subprocess.run([sys.executable, str(script), uri, str(new_nodes), str(new_rels), killed_in],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    assert _paths(uri, "alpha and beta") == ["alpha -[TREATS]-> beta"]  # the old graph, whole
+    import_kg(uri, new_nodes, new_rels, replace=True)
+    assert _paths(uri, "gamma and delta") == ["gamma -[TREATS]-> delta"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".kg.lbug")) == []
+
+
+def test_a_failed_import_changes_nothing(tmp_path, monkeypatch):
+    from llama_index_kgplus.graph_stores._dialect_ladybug import LadybugDialect
+    from llama_index_kgplus.kg import import_kg
+
+    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
+    new = _toy_graph(tmp_path / "new", ("gamma", "delta"))
+
+    def fail(self, *args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(LadybugDialect, "write_relationships", fail)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_kg(uri, *new)
+    assert list(tmp_path.glob("*.lbug*")) == [] and list(tmp_path.glob(".kg.lbug*")) == []  # no empty store left
+    monkeypatch.undo()
+    import_kg(uri, *_toy_graph(tmp_path / "old", ("alpha", "beta")))
+    monkeypatch.setattr(LadybugDialect, "write_relationships", fail)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_kg(uri, *new, replace=True)
+    assert _paths(uri, "alpha and beta") == ["alpha -[TREATS]-> beta"]
