@@ -28,6 +28,7 @@ from llama_index.core.llms import LLM
 from tqdm.auto import tqdm
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.evaluation._dataset import EvalSample
 from llama_index_kgplus.evaluation._metrics import METRICS
 from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
@@ -51,7 +52,7 @@ def _read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").split("\n"):  # not splitlines: U+2028 may sit in a string
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:  # a line cut short by an interruption: recomputed
@@ -125,7 +126,7 @@ class EvalRunner:
                 f"or delete {self._cache_dir} to start over."
             )
         merged = {**cached, **{k: v for k, v in self.settings.items() if v is not None}}
-        path.write_text(json.dumps(merged, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        atomic_write_json(path, merged, indent=2, sort_keys=True)
 
     @property
     def _cache_dir(self) -> Path:

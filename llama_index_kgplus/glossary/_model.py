@@ -19,6 +19,7 @@ from typing import Any
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.text import PhraseMatch, PhraseMatcher, normalize_phrase
 
 
@@ -182,9 +183,8 @@ class Glossary(BaseModel):
         return {"terms": [e.to_record() for e in self.entries]}
 
     def save(self, path: str | Path) -> None:
-        import json
-
-        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        """Write the JSON form, atomically."""
+        atomic_write_json(path, self.to_dict(), indent=1)
 
     # ------------------------------------------------------------------ access
 

@@ -43,7 +43,7 @@ _FLOAT_TYPES = {"float", "double"}
 _STRING_TYPES = {"string", "char", "date", "time", "datetime", "localtime", "localdatetime", "duration", "point"}
 _SPECIAL = {"id", "start_id", "end_id", "type", "label", "ignore"}
 _HEADER_RE = re.compile(
-    r"^(?P<name>.*?)(?::(?P<type>[A-Za-z_]+)(?P<space>\([^)]*\))?(?P<array>\[\])?(?P<opts>\{.*\})?)?$"
+    r"^(?P<name>.*?)(?::(?P<type>[A-Za-z_]+)(?P<space>\([^)]*\))?(?P<array>\[\])?(?P<opts>\{.*\})?)?$", re.DOTALL
 )
 _MAX_LISTED = 5
 
@@ -110,14 +110,17 @@ def _rows(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     if not text.strip():
         raise InputDataError(f"{path} is empty: it needs a header line (neo4j-admin format) and rows.")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    start = 1
+    start, seen = 1, False
     try:
         for fields in reader:
             if fields and any(f.strip() for f in fields):
+                seen = True
                 yield start, fields
             start = reader.line_num + 1
     except csv.Error as exc:
         raise InputDataError(f"{path}:{reader.line_num}: malformed CSV ({exc}).") from exc
+    if not seen:
+        raise InputDataError(f"{path} has no header line (only empty fields): it needs a neo4j-admin header and rows.")
 
 
 def parse_header(fields: list[str], path: Path) -> list[Column]:
