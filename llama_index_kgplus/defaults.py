@@ -57,7 +57,9 @@ def models_dir() -> Path:
 
 def default_graph_store_uri() -> str:
     """``$KGPLUS_GRAPH_STORE``, else the embedded Ladybug database under the data folder."""
-    return os.environ.get(GRAPH_STORE_ENV) or f"ladybug://{kgplus_home() / 'graph.lbug'}"
+    from llama_index_kgplus.graph_stores import ladybug_uri
+
+    return os.environ.get(GRAPH_STORE_ENV) or ladybug_uri(kgplus_home() / "graph.lbug")
 
 
 def default_index_dir() -> Path:

@@ -33,6 +33,7 @@ from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET, ContextCompre
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
 from llama_index_kgplus.glossary import GlossaryQueryEngine
+from llama_index_kgplus.graph_stores import ladybug_uri
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,
     SemanticChunkingSummaryNodeBuilder,
@@ -129,7 +130,7 @@ def _demo_index(embed_model: BaseEmbedding, out: TextIO) -> VectorStoreIndex:
 
 
 def _demo_graph(out: TextIO) -> KnowledgeGraph:
-    uri = f"ladybug://{defaults.kgplus_home() / 'demo' / 'kg.lbug'}"
+    uri = ladybug_uri(defaults.kgplus_home() / "demo" / "kg.lbug")
     graph = KnowledgeGraph.open(uri)
     if not graph.exists():
         report = import_kg(graph, SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS)

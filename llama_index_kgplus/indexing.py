@@ -141,13 +141,19 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     return stamp
 
 
-def load_index(persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> VectorStoreIndex:
-    """Load an index persisted by :func:`build_index`."""
+def require_index(persist_dir: str | Path) -> Path:
+    """Check that ``persist_dir`` holds a whole index (cheap: no model needed), finishing an interrupted persist."""
     persist_dir = Path(persist_dir)
     if persist_dir.is_dir():
         check_index_files(persist_dir)
     if not (persist_dir / "docstore.json").is_file():
         raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
+    return persist_dir
+
+
+def load_index(persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> VectorStoreIndex:
+    """Load an index persisted by :func:`build_index` (see :func:`require_index` for the checks)."""
+    persist_dir = require_index(persist_dir)
     try:
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         return load_index_from_storage(storage, embed_model=embed_model)

@@ -73,6 +73,8 @@ def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
         (["kg", "paths", "a and b", "--store", f"ladybug://{tmp}/missing/kg.lbug"], "does not exist"),
         (["graphrag", "query", "q", "--store", str(tmp / "gr"), "--level", "-1"], "--level: takes a number of at least 0, not -1"),
         (["eval", "--dataset", str(questions), "--out", str(tmp / "ev"), "--top-k", "0"], "--top-k: takes a number of at least 1"),
+        (["retrieve", "q", "--index", str(tmp / "no-index")], "holds no index: build one with `kgplus ingest"),
+        (["query", "q", "--index", str(other)], "holds no index: build one with `kgplus ingest"),
     ]  # fmt: skip
 
 
@@ -310,3 +312,28 @@ def test_a_failed_import_changes_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="disk full"):
         import_kg(uri, *new, replace=True)
     assert _paths(uri, "alpha and beta") == ["alpha -[TREATS]-> beta"]
+
+
+def test_a_manifest_with_wrong_types_is_a_clear_error(tmp_path, capsys):
+    from llama_index_kgplus.kg import KnowledgeGraph, import_kg
+    from llama_index_kgplus.kg._graph import manifest_key
+
+    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
+    import_kg(uri, *_toy_graph(tmp_path / "g", ("alpha", "beta")))
+    with KnowledgeGraph.open(uri) as kg:
+        record = json.loads(kg.manifest.model_dump_json())
+        kg.dialect.write_meta(kg.store, manifest_key("Ent"), json.dumps({**record, "rel_types": 7, "counts": "x"}))
+    assert main(["kg", "paths", "alpha and beta", "--store", uri]) == 2
+    err = capsys.readouterr().err
+    assert "manifest of the knowledge graph 'Ent'" in err and "rel_types" in err and len(err.splitlines()) == 1
+
+
+def test_store_paths_with_spaces_percent_signs_and_hashes(tmp_path):
+    from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
+    from llama_index_kgplus.kg import import_kg
+
+    path = tmp_path / "my graphs #1 (100%)" / "kg.lbug"
+    uri = ladybug_uri(path)
+    assert GraphStoreURI.parse(uri).path == path
+    import_kg(uri, *_toy_graph(tmp_path / "g", ("alpha", "beta")))
+    assert path.is_file() and _paths(uri, "alpha and beta") == ["alpha -[TREATS]-> beta"]

@@ -12,6 +12,7 @@ def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
 
     from llama_index_kgplus import build_index, defaults, load_corpus, load_index
+    from llama_index_kgplus.indexing import require_index
     from llama_index_kgplus.errors import InputDataError
     from llama_index_kgplus.evaluation import (
         EvalRunner,
@@ -28,6 +29,8 @@ def _eval(args: argparse.Namespace) -> int:
     samples = load_dataset(args.dataset)[: args.limit]
     if not args.corpus and not args.index:
         raise InputDataError("Give --corpus DOCS_PATH (ingested once) or an existing --index DIR.")
+    if args.index:
+        require_index(args.index)
     embed_model = defaults.default_embed_model()
     llm = defaults.default_llm(args.llm)
     judge = defaults.default_llm(args.judge_llm) if args.judge_llm and args.judge_llm != args.llm else llm

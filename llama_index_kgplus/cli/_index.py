@@ -148,11 +148,12 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
 
     from llama_index_kgplus import defaults
     from llama_index_kgplus.compression import query_with_hints, run_postprocessors
-    from llama_index_kgplus.indexing import load_index
+    from llama_index_kgplus.indexing import load_index, require_index
     from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
     _compression.check(args)
     questions = _questions(args)
+    require_index(args.index)  # before the embedding model loads
     index = load_index(args.index, embed_model=defaults.default_embed_model())
     if args.retrieval == "graph":
         retriever = _entities.make_retriever(index, args)

@@ -11,7 +11,7 @@ from llama_index_kgplus.graph_stores._dialects import (
     quote_identifier,
 )
 from llama_index_kgplus.graph_stores._open import open_graph_store
-from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
 
 __all__ = [
     "GraphDialect",
@@ -22,6 +22,7 @@ __all__ = [
     "RelRecord",
     "dialect_for_engine",
     "dialect_for_store",
+    "ladybug_uri",
     "open_graph_store",
     "quote_identifier",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from llama_index_kgplus.errors import GraphStoreError
 
@@ -71,6 +71,11 @@ class GraphStoreURI:
             raise GraphStoreError(f"{uri!r}: invalid port ({exc}).") from exc
         engine = "falkordb" if scheme == "falkordb" else "neo4j"
         return cls(uri=uri, engine=engine, host=parts.hostname, port=port)
+
+
+def ladybug_uri(path: str | Path) -> str:
+    """The URI of an embedded store file (percent-escaped, so any path survives :meth:`GraphStoreURI.parse`)."""
+    return "ladybug://" + quote(os.path.abspath(path))
 
 
 def _default_port(scheme: str) -> int:

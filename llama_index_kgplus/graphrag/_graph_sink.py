@@ -97,11 +97,11 @@ class LadybugGraphSink(GraphSink):
     )
 
     def __init__(self, path: str | Path) -> None:
-        from llama_index_kgplus.graph_stores import dialect_for_engine, open_graph_store
+        from llama_index_kgplus.graph_stores import dialect_for_engine, ladybug_uri, open_graph_store
 
         self.path = Path(path).resolve()
         self._dialect = dialect_for_engine("ladybug")  # the shared Ladybug dialect: unsanitised rows, clean close
-        self._store = open_graph_store(f"ladybug://{self.path}", **self._dialect.open_kwargs)
+        self._store = open_graph_store(ladybug_uri(self.path), **self._dialect.open_kwargs)
         for ddl in self._DDL:
             self.query(ddl)
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
@@ -119,7 +119,14 @@ class KnowledgeGraph:
                     "import one with `kgplus kg import --nodes FILE --relationships FILE --store URI` "
                     "(after a neo4j-admin import, add --metadata-only)."
                 )
-            self._manifest = KGManifest.model_validate_json(raw)
+            try:
+                self._manifest = KGManifest.model_validate_json(raw)
+            except ValidationError as exc:
+                problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in exc.errors()[:3])
+                raise GraphStoreError(
+                    f"The manifest of the knowledge graph {self.node_label!r} in this {self.dialect.engine} store is "
+                    f"malformed ({problem}): import the graph again with `kgplus kg import ... --replace`."
+                ) from exc
         return self._manifest
 
     @property

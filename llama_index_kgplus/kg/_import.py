@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.files import fsync_dir
-from llama_index_kgplus.graph_stores import GraphStoreURI
+from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, quote_identifier
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
 from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, default_cache_dir, manifest_key, rel_table_for
@@ -126,7 +126,7 @@ def _import_into_copy(parsed: GraphStoreURI, data: KGData, started: float, **set
         for suffix in ("", ".wal"):
             if Path(f"{path}{suffix}").exists():
                 shutil.copy2(f"{path}{suffix}", f"{staged}{suffix}")
-        kg = KnowledgeGraph.open(f"ladybug://{staged}", node_label=node_label, create=True)
+        kg = KnowledgeGraph.open(ladybug_uri(staged), node_label=node_label, create=True)
         kg.cache_dir = default_cache_dir(parsed, node_label, {})
         try:
             report = _import_into(kg, data, started, **settings)
