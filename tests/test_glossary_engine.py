@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.bridge.pydantic import Field
@@ -159,6 +160,20 @@ def test_top_k_zero_matches_only_and_never_embeds(glossary):
     selector = GlossaryTermSelector(glossary=glossary, top_k=0)  # no embed model at all
     assert selector.select(QUESTION).terms == ["dictionary", "immutable"]
     assert selector.select("nothing relevant here").terms == []
+
+
+def test_entry_embeddings_are_cached_across_selectors(glossary, embed_model, monkeypatch):
+    first = GlossaryTermSelector.from_defaults(glossary, embed_model=embed_model)
+    first.warm_up()
+    second = GlossaryTermSelector.from_defaults(glossary, embed_model=embed_model)
+    monkeypatch.setattr(type(embed_model), "get_text_embedding_batch", lambda *a, **k: pytest.fail("embedded again"))
+    second.warm_up()
+    assert np.array_equal(first.entry_embeddings_, second.entry_embeddings_)
+    path = second._cache_path(second._entry_texts())
+    path.write_bytes(b"\x93NUMPY broken")  # a damaged cache is recomputed, never fatal
+    monkeypatch.undo()
+    third = GlossaryTermSelector.from_defaults(glossary, embed_model=embed_model)
+    assert np.allclose(third.entry_embeddings_, first.entry_embeddings_, atol=1e-5)
 
 
 async def test_async_selection_equals_sync(selector):

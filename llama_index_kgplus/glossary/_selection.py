@@ -17,16 +17,23 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus.files import atomic_open
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
+
+logger = logging.getLogger(__name__)
 
 SelectionReason = Literal["matched", "similar", "all"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -93,6 +100,11 @@ class GlossaryTermSelector(BaseModel):
     )
     embed_batch_size: int = Field(default=32, gt=0, description="Batch size when embedding the entries.")
     show_progress: bool = Field(default=False, description="Show a progress bar while embedding the entries.")
+    cache_embeddings: bool = Field(
+        default=True,
+        description="Keep the entries' embeddings in $KGPLUS_HOME/cache (a numpy file keyed by the entries' text "
+        "and the embedding model), so a large glossary is embedded once, not in every process.",
+    )
 
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
     _tokenizer: Callable[[str], list] | None = PrivateAttr(default=None)
@@ -161,19 +173,58 @@ class GlossaryTermSelector(BaseModel):
         return [f"{e.term}: {' '.join(e.explanation.split())}" for e in self.glossary.entries]
 
     def warm_up(self) -> None:
-        """Embed the entries (no-op when done, or when ``top_k`` is 0 or the whole glossary is used)."""
+        """Embed the entries, or read them from the cache (no-op when done, or when ``top_k`` is 0 or the whole
+        glossary is used)."""
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
-        vectors = self.embed_model.get_text_embedding_batch(self._entry_texts(), show_progress=self.show_progress)
-        self._entry_embeddings = _unit(np.asarray(vectors, dtype=np.float32))
+        texts = self._entry_texts()
+        cached = self._cached(texts)
+        if cached is None:
+            vectors = self.embed_model.get_text_embedding_batch(texts, show_progress=self.show_progress)
+            cached = self._remember(texts, vectors)
+        self._entry_embeddings = cached
 
     async def awarm_up(self) -> None:
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
-        vectors = await self.embed_model.aget_text_embedding_batch(
-            self._entry_texts(), show_progress=self.show_progress
-        )
-        self._entry_embeddings = _unit(np.asarray(vectors, dtype=np.float32))
+        texts = self._entry_texts()
+        cached = self._cached(texts)
+        if cached is None:
+            vectors = await self.embed_model.aget_text_embedding_batch(texts, show_progress=self.show_progress)
+            cached = self._remember(texts, vectors)
+        self._entry_embeddings = cached
+
+    def _cache_path(self, texts: list[str]) -> Path | None:
+        if not self.cache_embeddings:
+            return None
+        from llama_index_kgplus.defaults import kgplus_home
+        from llama_index_kgplus.summarizers._base import model_fingerprint
+
+        key = hashlib.sha256(json.dumps([model_fingerprint(self.embed_model), texts], sort_keys=True).encode())
+        return kgplus_home() / "cache" / "glossary-embeddings" / f"{key.hexdigest()[:32]}.npy"
+
+    def _cached(self, texts: list[str]) -> np.ndarray | None:
+        """The cached unit vectors of ``texts``, or None (no cache, or one that is unreadable or the wrong shape)."""
+        path = self._cache_path(texts)
+        if path is None or not path.is_file():
+            return None
+        try:
+            vectors = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            return None
+        ok = vectors.ndim == 2 and vectors.shape[0] == len(texts) and vectors.dtype == np.float32
+        return vectors if ok and np.isfinite(vectors).all() else None
+
+    def _remember(self, texts: list[str], vectors: list[list[float]]) -> np.ndarray:
+        unit = _unit(np.asarray(vectors, dtype=np.float32))
+        path = self._cache_path(texts)
+        if path is not None:
+            try:
+                with atomic_open(path) as handle:
+                    np.save(handle, unit, allow_pickle=False)
+            except OSError as exc:  # a read-only data folder costs a re-embedding next time, nothing else
+                logger.warning("Cannot cache the glossary embeddings in %s (%s).", path, exc)
+        return unit
 
     def _entry_lines(self) -> list[tuple[str, int]]:
         """Each entry's prompt line (explanation cut to the per-entry limit) and its token count."""
