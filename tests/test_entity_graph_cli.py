@@ -137,8 +137,10 @@ def test_graph_of_another_index_is_refused_with_the_fix(titles_index, tmp_path, 
 
 
 def test_bad_graph_setting_is_one_clear_error(titles_index, capsys):
-    assert main(["retrieve", "Who?", "--index", str(titles_index), "--retrieval", "graph", "--damping", "1.5"]) == 2
-    assert "Invalid graph retrieval setting" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # refused by the argument parser, before any model loads
+        main(["retrieve", "Who?", "--index", str(titles_index), "--retrieval", "graph", "--damping", "1.5"])
+    assert exit_info.value.code == 2
+    assert "argument --damping: takes a number from 0 up to (not including) 1, not 1.5" in capsys.readouterr().err
 
 
 def test_awkward_corpora_still_link(tmp_path, capsys):

@@ -25,6 +25,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 
 from llama_index_kgplus.compression._units import Unit, join_units, split_units
 from llama_index_kgplus.llm import TokenCounter
+from llama_index_kgplus.vectors import unit_rows
 
 COMPRESSION_KEY = "compression"
 DEFAULT_CONTEXT_BUDGET = 256  # chosen in benchmarks/compression.py (see benchmarks/README.md)
@@ -32,9 +33,7 @@ _CACHE_SIZE = 20_000
 
 
 def _unit_vectors(vectors: list[list[float]]) -> np.ndarray:
-    array = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms == 0, 1.0, norms)
+    return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1))
 
 
 class ContextCompressor(BaseNodePostprocessor):

@@ -39,6 +39,7 @@ from pydantic import Field
 
 from llama_index_kgplus.evaluation import _judge
 from llama_index_kgplus.structured import StructuredOutputError
+from llama_index_kgplus.vectors import cosine
 
 
 class MetricResult(EvaluationResult):
@@ -46,12 +47,6 @@ class MetricResult(EvaluationResult):
 
     metric: str = Field(description="metric name")
     details: dict[str, Any] = Field(default_factory=dict, description="statements, verdicts, questions ...")
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
-    return float(va @ vb / norm) if norm else 0.0
 
 
 def f1_from_counts(tp: int, fp: int, fn: int) -> float:
@@ -124,7 +119,7 @@ class AnswerSimilarity(_Metric):
 
     async def _score(self, response: str, reference: str, **_: Any) -> tuple[float, dict[str, Any]]:
         a, b = await self.embed_model.aget_text_embedding_batch([response, reference])
-        return _cosine(a, b), {}
+        return cosine(a, b), {}
 
 
 class AnswerCorrectness(_Metric):
@@ -172,7 +167,7 @@ class AnswerRelevance(_Metric):
     async def _score(self, query: str, response: str, **_: Any) -> tuple[float, dict[str, Any]]:
         questions, noncommittal = await _judge.generate_questions(self.llm, response, self.n_questions)
         vectors = await self.embed_model.aget_text_embedding_batch([query, *questions])
-        sims = [_cosine(vectors[0], v) for v in vectors[1:]]
+        sims = [cosine(vectors[0], v) for v in vectors[1:]]
         score = 0.0 if noncommittal else float(np.mean(sims))
         return score, {"generated_questions": questions, "similarities": sims, "noncommittal": noncommittal}
 

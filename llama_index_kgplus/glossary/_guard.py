@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
+
+from llama_index_kgplus.vectors import cosine
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class DriftGuard(BaseModel):
             return verdict
         if original_embedding is None:
             original_embedding = self.embed_model.get_query_embedding(original)
-        return self._verdict(_cosine(original_embedding, self.embed_model.get_query_embedding(rewritten)), rewritten)
+        return self._verdict(cosine(original_embedding, self.embed_model.get_query_embedding(rewritten)), rewritten)
 
     async def acheck(
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
@@ -106,10 +107,7 @@ class DriftGuard(BaseModel):
         if original_embedding is None:
             original_embedding = await self.embed_model.aget_query_embedding(original)
         rewritten_embedding = await self.embed_model.aget_query_embedding(rewritten)
-        return self._verdict(_cosine(original_embedding, rewritten_embedding), rewritten)
+        return self._verdict(cosine(original_embedding, rewritten_embedding), rewritten)
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    denom = float(np.linalg.norm(va) * np.linalg.norm(vb))
-    return float(va @ vb / denom) if denom else 0.0
+

@@ -32,6 +32,7 @@ from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
 from llama_index_kgplus.files import atomic_open
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
+from llama_index_kgplus.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +217,7 @@ class GlossaryTermSelector(BaseModel):
         return vectors if ok and np.isfinite(vectors).all() else None
 
     def _remember(self, texts: list[str], vectors: list[list[float]]) -> np.ndarray:
-        unit = _unit(np.asarray(vectors, dtype=np.float32))
+        unit = unit_rows(np.asarray(vectors, dtype=np.float32))
         path = self._cache_path(texts)
         if path is not None:
             try:
@@ -283,7 +284,7 @@ class GlossaryTermSelector(BaseModel):
         return self._choose(query, similarities)
 
     def _similarities(self, query_embedding: list[float]) -> np.ndarray:
-        q = _unit(np.asarray(query_embedding, dtype=np.float32)[None, :])[0]
+        q = unit_rows(np.asarray(query_embedding, dtype=np.float32)[None, :])[0]
         return self.entry_embeddings_ @ q
 
     def _all(self, query: str) -> GlossarySelection:
@@ -326,6 +327,4 @@ class GlossaryTermSelector(BaseModel):
         return selection
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
+

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from llama_index_kgplus.errors import KGPlusSetupError
+from llama_index_kgplus.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 _MAX_DEPTH = 3
@@ -45,10 +46,6 @@ class ClusterSettings:
     max_cluster_size: int = 10
     search_patience: int | None = 5
     random_state: int = 0
-
-
-def unit_rows(matrix: np.ndarray) -> np.ndarray:
-    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
 
 
 def n_distinct(matrix: np.ndarray) -> int:

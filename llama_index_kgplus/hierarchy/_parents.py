@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 
+from llama_index_kgplus.vectors import unit
+
 LEVEL_KEY = "level"
 CHILD_COUNT_KEY = "child_count"
 DOC_ID_KEY = "doc_id"
@@ -137,6 +139,4 @@ def link_child(child: BaseNode, parent: RelatedNodeInfo) -> None:
 def mean_embedding(children: Sequence[BaseNode]) -> list[float]:
     """The normalised mean of the children's embeddings."""
     matrix = np.asarray([c.embedding for c in children], dtype=np.float64)
-    mean = matrix.mean(axis=0)
-    norm = np.linalg.norm(mean)
-    return (mean / norm if norm > 0 else mean).tolist()
+    return unit(matrix.mean(axis=0)).tolist()

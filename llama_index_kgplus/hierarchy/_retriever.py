@@ -19,6 +19,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
+from llama_index_kgplus.vectors import unit
 
 logger = logging.getLogger(__name__)
 
@@ -137,12 +138,12 @@ class HierarchicalRetriever(BaseRetriever):
         todo = [n for n in nodes if n.node_id not in self._embeddings]
         for node in todo:
             if node.embedding is not None:
-                self._embeddings[node.node_id] = _unit(node.embedding)
+                self._embeddings[node.node_id] = unit(node.embedding)
         todo = [n for n in todo if n.node_id not in self._embeddings]
         if todo and isinstance(self.vector_store, SimpleVectorStore):
             for node in todo:  # it keeps the embeddings by node id
                 try:
-                    self._embeddings[node.node_id] = _unit(self.vector_store.get(node.node_id))
+                    self._embeddings[node.node_id] = unit(self.vector_store.get(node.node_id))
                 except KeyError:
                     pass
             todo = [n for n in todo if n.node_id not in self._embeddings]
@@ -150,14 +151,14 @@ class HierarchicalRetriever(BaseRetriever):
             try:
                 for stored in self.vector_store.get_nodes(node_ids=[n.node_id for n in todo]):
                     if stored.embedding is not None:
-                        self._embeddings[stored.node_id] = _unit(stored.embedding)
+                        self._embeddings[stored.node_id] = unit(stored.embedding)
             except (NotImplementedError, TypeError, ValueError):
                 pass
             todo = [n for n in todo if n.node_id not in self._embeddings]
         if todo:
             vectors = self.embed_model.get_text_embedding_batch([n.get_content(MetadataMode.EMBED) for n in todo])
             for node, vector in zip(todo, vectors):
-                self._embeddings[node.node_id] = _unit(vector)
+                self._embeddings[node.node_id] = unit(vector)
         return np.asarray([self._embeddings[n.node_id] for n in nodes]) if nodes else np.zeros((0, 1))
 
     def _score(self, nodes: list[BaseNode], query: np.ndarray) -> list[NodeWithScore]:
@@ -222,7 +223,7 @@ class HierarchicalRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = self._query_embedding(query_bundle)
-        query = _unit(embedding)
+        query = unit(embedding)
         if self.mode == "tree":
             return self._finish(self._tree_hits(query), query)
         result = self.vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k))
@@ -230,19 +231,13 @@ class HierarchicalRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = await self._aquery_embedding(query_bundle)
-        query = _unit(embedding)
+        query = unit(embedding)
         if self.mode == "tree":
             return self._finish(self._tree_hits(query), query)
         result = await self.vector_store.aquery(
             VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
         )
         return self._finish(self._collapsed_hits(result), query)
-
-
-def _unit(vector: Sequence[float]) -> np.ndarray:
-    array = np.asarray(vector, dtype=np.float64)
-    norm = np.linalg.norm(array)
-    return array / norm if norm > 0 else array
 
 
 def _within_budget(hits: list[NodeWithScore], budget: int) -> list[NodeWithScore]:

@@ -25,6 +25,7 @@ from llama_index.core.schema import BaseNode, TextNode
 
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._parents import node_doc_ids
+from llama_index_kgplus.vectors import unit_rows
 
 _TOLERANCE = 1e-6  # similarities within this of the threshold do not cut (identical vectors, float noise)
 
@@ -34,7 +35,7 @@ def consecutive_similarities(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float64)
     if len(matrix) < 2:
         return np.zeros(0)
-    unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    unit = unit_rows(matrix)
     return np.einsum("ij,ij->i", unit[:-1], unit[1:])
 
 

@@ -14,6 +14,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint, resolve_embed_model
 from llama_index_kgplus.text import split_sentences
+from llama_index_kgplus.vectors import unit_rows
 
 _CACHE_LIMIT = 50_000
 
@@ -68,7 +69,7 @@ class ExtractiveSummarizer(BaseSummarizer):
         n = len(vectors)
         if k >= n:
             return list(range(n))
-        unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        unit = unit_rows(vectors)
         k = min(k, len(np.unique(np.round(unit, 6), axis=0)))  # k-means cannot find more centroids than points
         if k <= 1:
             centers = unit.mean(axis=0, keepdims=True)
