@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from llama_index_kgplus.errors import InputDataError
+
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "wb", encoding: str | None = None) -> Iterator[IO[Any]]:
@@ -78,3 +80,31 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def read_utf8(path: str | Path, what: str = "File") -> str:
+    """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
+    bad byte, its line, column and value with the fix."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputDataError(f"{what} {path} does not exist.") from exc
+    except IsADirectoryError as exc:
+        raise InputDataError(f"{what} {path} is a folder, not a file.") from exc
+    except OSError as exc:
+        raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if raw.startswith(_UTF16_BOMS):
+        raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputDataError(
+            f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            f"re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}`)."
+        ) from exc

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import read_utf8
 
 
 def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -16,14 +17,7 @@ def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict
     Lines end at ``\n`` only (``\r\n`` too): a raw U+2028 or form feed inside a JSON string is text, not a
     line break."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError as exc:
-        raise InputDataError(f"{what} {path} does not exist.") from exc
-    except UnicodeDecodeError as exc:
-        raise InputDataError(f"{path} is not UTF-8 text (byte {exc.start}): re-encode it as UTF-8.") from exc
-    except OSError as exc:
-        raise InputDataError(f"Cannot read {path}: {exc}") from exc
+    lines = read_utf8(path, what).split("\n")
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

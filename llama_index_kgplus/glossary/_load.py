@@ -29,12 +29,12 @@ from typing import Any
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import read_utf8
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry, check_entries
 
 ENTRY_KEYS = ("term", "explanation", "aliases", "see_also", "metadata")
 REQUIRED_KEYS = ("term", "explanation")
 LIST_SEPARATOR = "|"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def load_glossary(path: str | Path) -> Glossary:
@@ -49,23 +49,7 @@ def load_glossary(path: str | Path) -> Glossary:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputDataError(f"Glossary file {path} does not exist.") from exc
-    except OSError as exc:
-        raise InputDataError(f"Cannot read glossary file {path}: {exc.strerror or exc}.") from exc
-    if raw.startswith(_UTF16_BOMS):
-        raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InputDataError(
-            f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."
-        ) from exc
+    text = read_utf8(path, "Glossary file")
     if not text.strip():
         raise InputDataError(f"{path} is empty: a glossary needs at least one term.")
     return text

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.files import read_utf8
 from llama_index_kgplus.graph_stores._dialects import IDENTIFIER_RE, NodeRecord, RelRecord
 
 #: Name columns tried in order when none is given.
@@ -89,19 +90,7 @@ class KGData:
 
 def read_text(path: str | Path) -> str:
     """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` naming the line of a bad byte."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputDataError(
-            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}). Re-encode the file "
-            f"as UTF-8, e.g. `iconv -f latin1 -t utf-8 {path.name} > fixed.csv`."
-        ) from exc
+    return read_utf8(path, "CSV file")
 
 
 def _rows(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
