@@ -62,11 +62,6 @@ def default_graph_store_uri() -> str:
     return os.environ.get(GRAPH_STORE_ENV) or ladybug_uri(kgplus_home() / "graph.lbug")
 
 
-def default_index_dir() -> Path:
-    """Where the demo and the CLI keep their persisted vector index unless told otherwise."""
-    return kgplus_home() / "index"
-
-
 def ensure_writable_dir(path: Path, what: str) -> Path:
     """Create ``path`` if needed and fail with one clear message if it cannot be written."""
     try:
@@ -282,11 +277,3 @@ def default_llm(
             "`kgplus models prepare`; otherwise check that the file is a complete GGUF model."
         ) from exc
 
-
-def configure_settings(llm: str | os.PathLike | LLM | None = None, embed_model: BaseEmbedding | None = None) -> None:
-    """Set ``Settings.llm`` and ``Settings.embed_model`` to the embedded defaults (or what is given)."""
-    from llama_index.core import Settings
-    from llama_index.core.llms import LLM as _LLM
-
-    Settings.embed_model = embed_model or default_embed_model()
-    Settings.llm = llm if isinstance(llm, _LLM) else default_llm(llm)
