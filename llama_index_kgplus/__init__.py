@@ -9,7 +9,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
-from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError
+from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError, NotFittedError
 from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
 from llama_index_kgplus.glossary import (
     DriftGuard,
@@ -67,6 +67,7 @@ __all__ = [
     "KGPathRetriever",
     "KGPlusError",
     "KGPlusSetupError",
+    "NotFittedError",
     "KnowledgeGraph",
     "RaptorSummaryNodeBuilder",
     "RayExecutor",

@@ -15,3 +15,7 @@ class GraphStoreError(KGPlusError, RuntimeError):
 
 class InputDataError(KGPlusError, ValueError):
     """Input files or records are malformed (the message gives the position of the problem)."""
+
+
+class NotFittedError(KGPlusError, ValueError, AttributeError):
+    """A learned attribute (``name_``) was read before the component ran or was fitted (as scikit-learn's)."""

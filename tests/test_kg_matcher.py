@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_kgplus import InputDataError
+from llama_index_kgplus import InputDataError, NotFittedError
 from llama_index_kgplus.kg import EntityMatcher
 
 FAMPLEX = Path("/work/shared/bench-data/kg-famplex")
@@ -46,7 +46,7 @@ def test_min_length_drops_short_names():
 
 
 def test_unbuilt_matcher_says_what_to_do():
-    with pytest.raises(RuntimeError, match="call fit"):
+    with pytest.raises(NotFittedError, match="call fit"):
         EntityMatcher().find("x")
 
 

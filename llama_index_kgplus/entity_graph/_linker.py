@@ -47,7 +47,7 @@ from llama_index_kgplus.entity_graph._sources import (
     parse_sources,
     read_kg,
 )
-from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
 from llama_index_kgplus.structured import StructuredOutputError
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class EntityLinker(TransformComponent):
 
     def _get(self, name: str) -> Any:
         if name not in self._learned:
-            raise AttributeError(f"EntityLinker: {name}_ is set when the linker runs (call it, or fit(nodes)).")
+            raise NotFittedError(f"EntityLinker: {name}_ is set when the linker runs (call it, or fit(nodes)).")
         return self._learned[name]
 
     @property

@@ -20,7 +20,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
 
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, NotFittedError
 from llama_index_kgplus.hierarchy._parents import make_parent, mark_leaf, mean_embedding, node_level
 from llama_index_kgplus.summarizers._base import (
     SummarizationError,
@@ -106,7 +106,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     def _get(self, name: str) -> Any:
         if name not in self._learned:
-            raise AttributeError(
+            raise NotFittedError(
                 f"{type(self).__name__}: learned attributes such as {name}_ are set when the builder runs "
                 "(a pipeline cache hit does not run it)."
             )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, NotFittedError
 from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.text import PhraseMatcher
 
@@ -132,7 +132,7 @@ class EntityMatcher:
     def _fitted(self) -> PhraseMatcher:
         matcher = getattr(self, "phrase_matcher_", None)
         if matcher is None:
-            raise RuntimeError("This EntityMatcher is not built yet: call fit(...) or use a from_* constructor.")
+            raise NotFittedError("This EntityMatcher is not built yet: call fit(...) or use a from_* constructor.")
         return matcher
 
     # ------------------------------------------------------------------ persistence
