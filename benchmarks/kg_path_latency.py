@@ -42,6 +42,7 @@ import networkx as nx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kg_common import BENCH, falkordb_server, ms, print_table, write_random_graph  # noqa: E402
 
+from llama_index_kgplus.graph_stores import ladybug_uri  # noqa: E402
 from llama_index_kgplus.kg import KGPathFinder, KnowledgeGraph, import_kg  # noqa: E402
 
 GRAPHS = {"famplex": None, "gen20k": (20_000, 100_000), "gen100k": (100_000, 1_000_000)}
@@ -121,7 +122,7 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
 @contextlib.contextmanager
 def open_store(engine: str, graph: str, tmp: Path, stack: contextlib.ExitStack) -> KnowledgeGraph:
     if engine == "ladybug":
-        kg = KnowledgeGraph.open(f"ladybug://{tmp / graph}.lbug")
+        kg = KnowledgeGraph.open(ladybug_uri(tmp / f"{graph}.lbug"), create=True)
     else:
         port = stack.enter_context(falkordb_server(tmp))
         kg = KnowledgeGraph.open(f"falkordb://127.0.0.1:{port}", database=graph)

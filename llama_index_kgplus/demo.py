@@ -131,7 +131,7 @@ def _demo_index(embed_model: BaseEmbedding, out: TextIO) -> VectorStoreIndex:
 
 def _demo_graph(out: TextIO) -> KnowledgeGraph:
     uri = ladybug_uri(defaults.kgplus_home() / "demo" / "kg.lbug")
-    graph = KnowledgeGraph.open(uri)
+    graph = KnowledgeGraph.open(uri, create=True)
     if not graph.exists():
         report = import_kg(graph, SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS)
         print(f"[demo] {report.summary()}", file=out)
