@@ -50,6 +50,8 @@ def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
     deep.write_text('{"terms": ' + "[" * 100_000 + "]" * 100_000 + "}")
     questions = tmp / "q.jsonl"
     questions.write_text('{"question": ["what", "is"]}\n')
+    dataset = tmp / "dataset.jsonl"
+    dataset.write_text('{"question": "q?", "answers": ["x"]}\n')
     bad_docs = tmp / "bad.jsonl"
     bad_docs.write_text('{"id": "a", "text": {"body": "x"}}\n')
     index = str(tmp / "index")
@@ -72,8 +74,10 @@ def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
         (["kg", "paths", "a and b", "--store", "ladybug:///tmp/kg.lbug?mode=ro"], "take no ?query or #fragment"),
         (["kg", "paths", "a and b", "--store", f"ladybug://{tmp}/missing/kg.lbug"], "does not exist"),
         (["graphrag", "query", "q", "--store", str(tmp / "gr"), "--level", "-1"], "--level: takes a number of at least 0, not -1"),
-        (["eval", "--dataset", str(questions), "--out", str(tmp / "ev"), "--top-k", "0"], "--top-k: takes a number of at least 1"),
+        (["eval", "--dataset", str(questions), "--pipelines", "baseline", "--out", str(tmp / "ev"), "--top-k", "0"], "--top-k: takes a number of at least 1"),
         (["retrieve", "q", "--index", str(tmp / "no-index")], "holds no index: build one with `kgplus ingest"),
+        (["eval", "--dataset", str(dataset), "--pipelines", "baseline", "--out", str(tmp / "ev"), "--corpus", str(tmp / "nope.jsonl")], "nope.jsonl does not exist"),
+        (["eval", "--dataset", str(dataset), "--pipelines", "baseline", "--out", str(other), "--corpus", str(corpus)], "--out"),
         (["query", "q", "--index", str(other)], "holds no index: build one with `kgplus ingest"),
     ]  # fmt: skip
 

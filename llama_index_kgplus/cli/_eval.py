@@ -31,6 +31,9 @@ def _eval(args: argparse.Namespace) -> int:
         raise InputDataError("Give --corpus DOCS_PATH (ingested once) or an existing --index DIR.")
     if args.index:
         require_index(args.index)
+    elif not Path(args.corpus).exists():
+        raise InputDataError(f"Corpus {args.corpus} does not exist.")
+    _args.check_output_dir(args.out, "--out", "cache")
     embed_model = defaults.default_embed_model()
     llm = defaults.default_llm(args.llm)
     judge = defaults.default_llm(args.judge_llm) if args.judge_llm and args.judge_llm != args.llm else llm
