@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
 
 import pytest
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.base.response.schema import Response
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.testing import ScriptedLLM
 from llama_index_kgplus.evaluation._judge import grounded
 from llama_index_kgplus.evaluation import (
     AnswerCorrectness,
@@ -37,28 +35,10 @@ from llama_index_kgplus.evaluation import (
 )
 
 
-class JudgeLLM(CustomLLM):
+def JudgeLLM(rules: list[tuple[str, str]]) -> ScriptedLLM:  # noqa: N802 - reads like the class it stands for
     """A scripted LLM judge: replies are chosen by matching the prompt, so tests can hand-check the arithmetic
     and reproduce a judge that returns unparseable output (the real local model cannot do either on demand)."""
-
-    rules: list[tuple[str, str]]
-    calls: int = 0
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="judge")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self.calls += 1
-        for pattern, reply in self.rules:
-            if re.search(pattern, prompt, re.DOTALL):
-                return CompletionResponse(text=reply)
-        return CompletionResponse(text="I cannot do that.")
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        yield self.complete(prompt)
+    return ScriptedLLM(rules=rules, default="I cannot do that.", model_name="judge")
 
 
 def verdict(flag: bool) -> str:

@@ -10,15 +10,11 @@ fixed answer to synthesis prompts, and records every prompt. The real local LLM 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from typing import Any
+import re
 
 import numpy as np
 import pytest
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
-from llama_index.core.bridge.pydantic import Field
-from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import TransformQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
@@ -34,6 +30,7 @@ from llama_index_kgplus.glossary import (
     reciprocal_rank_fusion,
 )
 from llama_index_kgplus.indexing import build_index
+from llama_index_kgplus.testing import ScriptedLLM
 
 QUESTION = "Why must dictionary keys be immutable?"
 GOOD_REWRITE = (
@@ -43,45 +40,16 @@ GOOD_REWRITE = (
 OFF_TOPIC = "Which football team won the 1998 world cup final in Paris?"
 
 
-class ScriptedLLM(CustomLLM):
-    """Returns scripted rewrites (prompts ending in 'Rewritten query:') and a fixed answer to anything else."""
+REWRITE_PROMPT = r"Rewritten query:\s*\Z"
 
-    rewrites: list[str] = Field(default_factory=list)
-    answer: str = "The scripted answer."
-    prompts: list[str] = Field(default_factory=list)
-    chunks_streamed: int = 0
 
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(context_window=8192, num_output=256, model_name="scripted")
+def scripted(rewrites=(), answer: str = "The scripted answer.") -> ScriptedLLM:
+    """Scripted rewrites for prompts ending in 'Rewritten query:', and a fixed answer to anything else."""
+    return ScriptedLLM(rules=[(REWRITE_PROMPT, list(rewrites))], default=answer)
 
-    def _text(self, prompt: str) -> str:
-        self.prompts.append(prompt)
-        if prompt.rstrip().endswith("Rewritten query:"):
-            return self.rewrites.pop(0)
-        return self.answer
 
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self._text(prompt))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        text = self._text(prompt)
-
-        def gen() -> Iterator[CompletionResponse]:
-            so_far = ""
-            for piece in text.split(" "):
-                delta = piece if not so_far else " " + piece
-                so_far += delta
-                self.chunks_streamed += 1
-                yield CompletionResponse(text=so_far, delta=delta)
-
-        return gen()
-
-    @property
-    def rewrite_prompts(self) -> list[str]:
-        return [p for p in self.prompts if p.rstrip().endswith("Rewritten query:")]
+def rewrite_prompts(llm: ScriptedLLM) -> list[str]:
+    return [p for p in llm.prompts if re.search(REWRITE_PROMPT, p)]
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +71,7 @@ def selector(glossary, embed_model) -> GlossaryTermSelector:
 
 
 def make_rewriter(selector, embed_model, rewrites=(), **kwargs) -> tuple[GlossaryQueryRewriter, ScriptedLLM]:
-    llm = ScriptedLLM(rewrites=list(rewrites))
+    llm = scripted(rewrites)
     rewriter = GlossaryQueryRewriter.from_defaults(
         selector.glossary, llm=llm, embed_model=embed_model, selector=selector, **kwargs
     )
@@ -235,7 +203,7 @@ def test_rewriter_falls_back_to_the_original(selector, embed_model, scripted, re
     assert result.fallback_reason.startswith(reason_start)
     assert result.rewritten_query == QUESTION and not result.changed
     assert result.glossary_terms[:2] == ["dictionary", "immutable"]
-    assert len(llm.rewrite_prompts) == 1
+    assert len(rewrite_prompts(llm)) == 1
 
 
 def test_overlong_stream_is_cut_early(selector, embed_model):
@@ -249,7 +217,7 @@ def test_accepted_rewrite_and_prompt(selector, embed_model):
     result = rewriter.rewrite(QUESTION)
     assert result.fallback_reason is None and result.rewritten_query == GOOD_REWRITE
     assert result.similarity >= rewriter.guard.min_similarity
-    prompt = llm.rewrite_prompts[0]
+    prompt = rewrite_prompts(llm)[0]
     assert f"Question: {QUESTION}\nRewritten query:" in prompt
     assert "at most 100 words" in prompt and "question form" in prompt and "Output only the rewritten query." in prompt
     assert "- dictionary: " in prompt and "- hashable: " in prompt
@@ -257,7 +225,7 @@ def test_accepted_rewrite_and_prompt(selector, embed_model):
 
 
 def test_no_terms_means_no_llm_call(glossary, embed_model):
-    llm = ScriptedLLM()
+    llm = scripted()
     rewriter = GlossaryQueryRewriter.from_defaults(glossary, llm=llm, embed_model=embed_model, top_k=0)
     result = rewriter.rewrite("How do I book a train ticket?")
     assert result.fallback_reason == "no relevant glossary terms" and llm.prompts == []
@@ -342,7 +310,7 @@ def test_engine_modes_retrieve_as_specified(selector, index, embed_model, mode):
     by_rewrite = retriever.retrieve(GOOD_REWRITE)
     ids = [h.node.node_id for h in retrieval.nodes]
     if mode == "original":
-        assert llm.rewrite_prompts == [] and retrieval.rewrite.rewritten_query == QUESTION
+        assert rewrite_prompts(llm) == [] and retrieval.rewrite.rewritten_query == QUESTION
         assert ids == [h.node.node_id for h in by_original]
     elif mode == "rewritten":
         assert ids == [h.node.node_id for h in by_rewrite]
@@ -362,7 +330,7 @@ def test_fallback_retrieves_with_the_original_once(selector, index, embed_model)
 def test_engine_synthesises_from_the_original_question_with_the_glossary(selector, index, embed_model):
     engine, llm = make_engine(selector, index, embed_model, [GOOD_REWRITE], similarity_top_k=3)
     response = engine.query(QUESTION)
-    assert str(response) == llm.answer
+    assert str(response) == llm.default
     meta = response.metadata
     assert meta["original_query"] == QUESTION and meta["rewritten_query"] == GOOD_REWRITE
     assert meta["glossary_terms"][:2] == ["dictionary", "immutable"] and meta["fallback_reason"] is None
@@ -401,7 +369,7 @@ def test_engine_streams(selector, index, embed_model):
     response = engine.query(QUESTION)
     assert isinstance(response, StreamingResponse)
     assert response.metadata["rewritten_query"] == GOOD_REWRITE
-    assert "".join(response.response_gen) == llm.answer
+    assert "".join(response.response_gen) == llm.default
 
 
 async def test_engine_streams_async(selector, index, embed_model):
@@ -409,7 +377,7 @@ async def test_engine_streams_async(selector, index, embed_model):
     response = await engine.aquery(QUESTION)
     assert isinstance(response, AsyncStreamingResponse)
     assert response.metadata["glossary_terms"][:2] == ["dictionary", "immutable"]
-    assert "".join([t async for t in response.async_response_gen()]) == llm.answer
+    assert "".join([t async for t in response.async_response_gen()]) == llm.default
 
 
 def test_engine_prompts_are_exposed_and_replaceable(selector, index, embed_model):
@@ -427,17 +395,17 @@ def test_engine_rejects_bad_arguments(selector, glossary, index, embed_model):
     with pytest.raises(ValueError, match="mode must be one of"):
         make_engine(selector, index, embed_model, mode="both")
     with pytest.raises(ValueError, match="Give a retriever or an index"):
-        GlossaryQueryEngine.from_defaults(glossary, llm=ScriptedLLM(), embed_model=embed_model)
+        GlossaryQueryEngine.from_defaults(glossary, llm=scripted(), embed_model=embed_model)
 
 
 def test_engine_from_a_glossary_path(index, embed_model):
-    llm = ScriptedLLM()
+    llm = scripted()
     engine = GlossaryQueryEngine.from_defaults(
         sample.sample_glossary_path(), index=index, llm=llm, embed_model=embed_model, mode="original"
     )
     assert len(engine.rewriter.glossary) == 128
     assert engine.query("How do I write a list comprehension?").metadata["glossary_terms"][0] == "list comprehension"
-    assert len(llm.prompts) == 1 and not llm.rewrite_prompts  # original mode: synthesis only, no rewrite
+    assert len(llm.prompts) == 1 and not rewrite_prompts(llm)  # original mode: synthesis only, no rewrite
 
 
 # ----------------------------------------------------------------------------- as a query transform

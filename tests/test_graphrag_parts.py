@@ -37,7 +37,7 @@ from llama_index_kgplus.graphrag import (
 from llama_index_kgplus.graphrag._llm_calls import ajson_call, json_call
 from llama_index_kgplus.graphrag._merge import ChunkExtraction
 from llama_index_kgplus.graphrag._state import ChunkRecord
-from test_structured import ScriptedLLM  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
+from llama_index_kgplus.testing import ScriptedLLM  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
 
 
 def _extraction(entities, relationships=()) -> ExtractionResult:

@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
-from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
-from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import BaseModel, Field
 
 from llama_index_kgplus import StructuredOutputError, agenerate_json, generate_json
 from llama_index_kgplus.structured import parse_json_object
+from llama_index_kgplus.testing import ScriptedLLM
 
 
 class Capital(BaseModel):
     country: str = Field(max_length=40)
     city: str = Field(max_length=40)
-
-
-class ScriptedLLM(CustomLLM):
-    """A real LlamaIndex LLM that replies with scripted texts, to reproduce broken JSON on demand
-    (the real local model cannot be made to emit broken JSON deterministically)."""
-
-    replies: list[str]
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self.prompts.append(prompt)
-        return CompletionResponse(text=self.replies.pop(0))
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        yield self.complete(prompt)
 
 
 @pytest.mark.parametrize(
