@@ -22,7 +22,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
 from llama_index_kgplus import sample
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 from llama_index_kgplus.hierarchy import (
     RaptorSummaryNodeBuilder,
     SemanticChunkingSummaryNodeBuilder,
@@ -377,6 +377,7 @@ def test_summaries_and_higher_levels_in_the_input_pass_through(embed_model, topi
 def test_mean_embedding_mode(embed_model, topic_nodes, kind):
     out = BUILDERS[kind](embed_model, embedding_mode="mean")(topic_nodes())
     by_id = {n.node_id: n for n in out}
+    assert summaries(out)  # (the summarizer gets the builder's embedding model in this mode too)
     for parent in summaries(out):
         children = np.array([by_id[c.node_id].embedding for c in parent.relationships[NodeRelationship.CHILD]])
         mean = children.mean(axis=0)
@@ -447,6 +448,18 @@ def test_a_failing_cluster_is_retried_reported_and_its_children_kept(embed_model
     assert "geo-bread-1" in only_there
     assert summaries(out) and builder.n_summaries_ == len(summaries(out))
     assert_linked_both_ways(out)
+
+
+class NoModelSummarizer(ExtractiveSummarizer):
+    async def asummarize(self, texts, **kwargs):
+        raise KGPlusSetupError("no LLM is configured")
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_a_set_up_error_stops_the_run_once_instead_of_failing_every_cluster(embed_model, topic_nodes, kind):
+    builder = BUILDERS[kind](embed_model, summarizer=NoModelSummarizer(embed_model=embed_model), max_retries=2)
+    with pytest.raises(KGPlusSetupError, match="no LLM is configured"):
+        builder(topic_nodes())
 
 
 @pytest.mark.parametrize("kind", BUILDERS)

@@ -26,11 +26,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run, run_jobs
+from llama_index.core.async_utils import run_jobs
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
 from llama_index_kgplus.entity_graph._ner import DEFAULT_NER_LABELS, DEFAULT_NER_MODEL, SpacyEntityExtractor
@@ -331,7 +332,7 @@ class EntityLinker(TransformComponent):
         if "ner" in self.sources:
             self._read_ner(nodes, readings, show_progress)
         if "llm" in self.sources:
-            asyncio_run(self._aread_llm(nodes, readings, show_progress))
+            run_sync(self._aread_llm(nodes, readings, show_progress))
         self._finish(nodes, readings, show_progress)
         return nodes
 

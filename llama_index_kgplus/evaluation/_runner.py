@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.evaluation._dataset import EvalSample
@@ -212,7 +212,7 @@ class EvalRunner:
         return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
 
     def run(self) -> list[ScoreRecord]:
-        return asyncio_run(self.arun())
+        return run_sync(self.arun())
 
 
 def _jsonable(value: Any) -> bool:

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.indices.query.query_transform.base import BaseQueryTransform
@@ -29,6 +28,7 @@ from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import QueryBundle, QueryType
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_REWRITE_PROMPT, clean_rewrite
@@ -239,7 +239,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             result = self._judged(query_str, selection, raw, verdict)
         decision = self.review_hook(result) if self.review_hook else None
         if inspect.isawaitable(decision):
-            decision = asyncio_run(decision)
+            decision = run_sync(decision)
         return self._review(result, decision)
 
     async def arewrite(self, query: QueryType, *, use_llm: bool = True) -> QueryRewrite:

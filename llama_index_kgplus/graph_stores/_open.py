@@ -84,6 +84,8 @@ def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
     kwargs.setdefault("database", os.environ.get("FALKORDB_GRAPH", "kgplus"))
     try:
         return FalkorDBPropertyGraphStore(url=url, **kwargs)
+    except TypeError:  # a wrong keyword argument is the caller's mistake, not the server's
+        raise
     except Exception as exc:  # redis raises several connection error types
         raise GraphStoreError(
             f"Cannot reach FalkorDB at {parsed.host}:{parsed.port} ({type(exc).__name__}: {exc}). "
@@ -104,6 +106,8 @@ def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
             url=parsed.uri,
             **kwargs,
         )
+    except TypeError:  # a wrong keyword argument is the caller's mistake, not the server's
+        raise
     except Exception as exc:  # the driver raises ServiceUnavailable, AuthError, ...
         raise GraphStoreError(
             f"Cannot reach Neo4j at {parsed.uri} ({type(exc).__name__}: {exc}). Check that the server runs "

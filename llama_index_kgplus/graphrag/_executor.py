@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run, run_jobs
+from llama_index.core.async_utils import run_jobs
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ConfigDict, Field
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.llm._usage import LLMUsage
 
 
@@ -82,7 +83,7 @@ class BaseExecutor(BaseModel, ABC):
         show_progress: bool = False,
     ) -> list[TaskOutcome]:
         """Sync twin of :meth:`arun`."""
-        return asyncio_run(self.arun(tasks, llm, on_result=on_result, desc=desc, show_progress=show_progress))
+        return run_sync(self.arun(tasks, llm, on_result=on_result, desc=desc, show_progress=show_progress))
 
     def shutdown(self) -> None:
         """Release what the executor started (nothing for asyncio)."""

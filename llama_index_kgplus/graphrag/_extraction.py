@@ -21,12 +21,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run, run_jobs
+from llama_index.core.async_utils import run_jobs
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, EntityNode, Relation
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._llm_calls import ajson_call
 from llama_index_kgplus.graphrag._prompts import EXTRACTION_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
@@ -160,7 +161,7 @@ class GraphExtractor(TransformComponent):
 
     def extract_text(self, text: str, *, llm: LLM | None = None) -> ExtractionResult:
         """Sync twin of :meth:`aextract_text`."""
-        return asyncio_run(self.aextract_text(text, llm=llm))
+        return run_sync(self.aextract_text(text, llm=llm))
 
     # ------------------------------------------------------------------ TransformComponent on nodes
 
@@ -206,4 +207,4 @@ class GraphExtractor(TransformComponent):
         return await run_jobs(jobs, workers=self.num_workers, show_progress=show_progress, desc="Extracting entities")
 
     def __call__(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
-        return asyncio_run(self.acall(nodes, show_progress=show_progress, **kwargs))
+        return run_sync(self.acall(nodes, show_progress=show_progress, **kwargs))

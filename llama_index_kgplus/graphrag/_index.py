@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from llama_index.core import Document
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.graphrag._communities import Community, CommunityDetector
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask, TaskOutcome
@@ -232,7 +232,7 @@ class GraphRAGIndex(BaseModel):
 
     def build(self, documents: Sequence[Document]) -> IndexStats:
         """Index ``documents`` (resuming an interrupted run); same procedure as :meth:`update`."""
-        return asyncio_run(self.abuild(documents))
+        return run_sync(self.abuild(documents))
 
     async def abuild(self, documents: Sequence[Document]) -> IndexStats:
         return await self._arefresh(documents, "index")
@@ -240,7 +240,7 @@ class GraphRAGIndex(BaseModel):
     def update(self, documents: Sequence[Document]) -> IndexStats:
         """Bring the index up to date with ``documents``, the whole corpus as it is now (added, changed
         and missing documents are detected by content hash); only what changed goes to the LLM."""
-        return asyncio_run(self.aupdate(documents))
+        return run_sync(self.aupdate(documents))
 
     async def aupdate(self, documents: Sequence[Document]) -> IndexStats:
         return await self._arefresh(documents, "update")

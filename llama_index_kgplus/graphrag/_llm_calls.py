@@ -14,10 +14,10 @@ import json
 import threading
 from typing import Any, TypeVar
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ValidationError
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.structured import StructuredOutputError, agenerate_json
 
 M = TypeVar("M", bound=BaseModel)
@@ -106,7 +106,7 @@ def json_call(
     llm: LLM, prompt: str, output_cls: type[M], *, max_attempts: int = 2, max_tokens: int = 1024
 ) -> tuple[M, int]:
     """Sync twin of :func:`ajson_call`."""
-    return asyncio_run(ajson_call(llm, prompt, output_cls, max_attempts=max_attempts, max_tokens=max_tokens))
+    return run_sync(ajson_call(llm, prompt, output_cls, max_attempts=max_attempts, max_tokens=max_tokens))
 
 
 def _llama_lock(model: Any) -> threading.Lock:

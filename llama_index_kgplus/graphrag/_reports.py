@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._llm_calls import ajson_call
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
@@ -226,4 +226,4 @@ class CommunityReportGenerator(BaseModel):
 
     def generate(self, context: ReportContext, *, llm: LLM | None = None) -> CommunityReport:
         """Sync twin of :meth:`agenerate`."""
-        return asyncio_run(self.agenerate(context, llm=llm))
+        return run_sync(self.agenerate(context, llm=llm))

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llama_index.core.async_utils import asyncio_run
 from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -34,6 +33,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.compression import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.graphrag._citations import cite_sources
@@ -130,7 +130,7 @@ class GlobalSearchEngine(CustomQueryEngine):
         return engine
 
     def custom_query(self, query_str: str) -> Response:
-        return asyncio_run(self.acustom_query(query_str))
+        return run_sync(self.acustom_query(query_str))
 
     async def acustom_query(self, query_str: str) -> Response:
         started = time.perf_counter()

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from llama_index.core.async_utils import asyncio_run, run_jobs
+from llama_index.core.async_utils import run_jobs
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
 
-from llama_index_kgplus.errors import InputDataError, NotFittedError
+from llama_index_kgplus._sync import run_sync
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
 from llama_index_kgplus.hierarchy._parents import make_parent, mark_leaf, mean_embedding, node_level
 from llama_index_kgplus.summarizers._base import (
     SummarizationError,
@@ -136,7 +137,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Build the summaries (summaries are written concurrently, ``num_workers`` at a time)."""
-        return asyncio_run(self.acall(nodes, **kwargs))
+        return run_sync(self.acall(nodes, **kwargs))
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async twin of ``__call__``."""
@@ -189,11 +190,11 @@ class BaseSummaryNodeBuilder(TransformComponent):
         """Reuse existing embeddings, embed only the nodes without one, and check that all dimensions agree."""
         missing = [n for n in leaves if n.embedding is None]
         need_model = bool(missing) or self.embedding_mode == "reembed" or self.summarizer is None
-        embed_model = None
-        if need_model:
+        embed_model = self.embed_model  # also handed to a summarizer that has none of its own
+        if need_model and embed_model is None:
             try:
                 embed_model = resolve_embed_model(self.embed_model, self.class_name())
-            except Exception as exc:
+            except KGPlusSetupError as exc:
                 if missing:
                     raise InputDataError(
                         f"{self.class_name()}: {len(missing)} of {len(leaves)} nodes have no embedding (first: "
@@ -280,6 +281,8 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 if not text:
                     raise SummarizationError("the summarizer returned an empty summary")
                 return text, ""
+            except KGPlusSetupError:  # a missing model or package fails every cluster alike: say it once
+                raise
             except Exception as exc:  # any failure of a user's summarizer or LLM: retry, then report
                 error = f"{type(exc).__name__}: {exc}"
                 logger.info("%s: summary attempt %d failed: %s", self.class_name(), attempt + 1, error)
