@@ -111,7 +111,6 @@ def _finish_interrupted_persist(persist_dir: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
 
 
-
 def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
     written by plain LlamaIndex: nothing to check)."""
@@ -151,9 +150,12 @@ def require_index(persist_dir: str | Path) -> Path:
     return persist_dir
 
 
-def load_index(persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> VectorStoreIndex:
-    """Load an index persisted by :func:`build_index` (see :func:`require_index` for the checks)."""
-    persist_dir = require_index(persist_dir)
+def load_index(
+    persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None, check: bool = True
+) -> VectorStoreIndex:
+    """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
+    called, e.g. before loading the embedding model)."""
+    persist_dir = require_index(persist_dir) if check else Path(persist_dir)
     try:
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         return load_index_from_storage(storage, embed_model=embed_model)

@@ -154,7 +154,7 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     _compression.check(args)
     questions = _questions(args)
     require_index(args.index)  # before the embedding model loads
-    index = load_index(args.index, embed_model=defaults.default_embed_model())
+    index = load_index(args.index, embed_model=defaults.default_embed_model(), check=False)
     if args.retrieval == "graph":
         retriever = _entities.make_retriever(index, args)
     else:
