@@ -122,7 +122,9 @@ class KnowledgeGraph:
             try:
                 self._manifest = KGManifest.model_validate_json(raw)
             except ValidationError as exc:
-                problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in exc.errors()[:3])
+                problem = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in exc.errors()[:3]
+                )
                 raise GraphStoreError(
                     f"The manifest of the knowledge graph {self.node_label!r} in this {self.dialect.engine} store is "
                     f"malformed ({problem}): import the graph again with `kgplus kg import ... --replace`."
