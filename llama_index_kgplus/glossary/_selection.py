@@ -179,20 +179,22 @@ class GlossaryTermSelector(BaseModel):
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
         texts = self._entry_texts()
-        cached = self._cached(texts)
+        path = self._cache_path(texts)
+        cached = self._cached(path, len(texts))
         if cached is None:
             vectors = self.embed_model.get_text_embedding_batch(texts, show_progress=self.show_progress)
-            cached = self._remember(texts, vectors)
+            cached = self._remember(path, vectors)
         self._entry_embeddings = cached
 
     async def awarm_up(self) -> None:
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
         texts = self._entry_texts()
-        cached = self._cached(texts)
+        path = self._cache_path(texts)
+        cached = self._cached(path, len(texts))
         if cached is None:
             vectors = await self.embed_model.aget_text_embedding_batch(texts, show_progress=self.show_progress)
-            cached = self._remember(texts, vectors)
+            cached = self._remember(path, vectors)
         self._entry_embeddings = cached
 
     def _cache_path(self, texts: list[str]) -> Path | None:
@@ -204,21 +206,22 @@ class GlossaryTermSelector(BaseModel):
         key = hashlib.sha256(json.dumps([model_fingerprint(self.embed_model), texts], sort_keys=True).encode())
         return kgplus_home() / "cache" / "glossary-embeddings" / f"{key.hexdigest()[:32]}.npy"
 
-    def _cached(self, texts: list[str]) -> np.ndarray | None:
-        """The cached unit vectors of ``texts``, or None (no cache, or one that is unreadable or the wrong shape)."""
-        path = self._cache_path(texts)
+    @staticmethod
+    def _cached(path: Path | None, n: int) -> np.ndarray | None:
+        """The ``n`` cached unit vectors at ``path``, or None (no cache, or one that is unreadable or the wrong
+        shape)."""
         if path is None or not path.is_file():
             return None
         try:
             vectors = np.load(path, allow_pickle=False)
         except (OSError, ValueError):
             return None
-        ok = vectors.ndim == 2 and vectors.shape[0] == len(texts) and vectors.dtype == np.float32
+        ok = vectors.ndim == 2 and vectors.shape[0] == n and vectors.dtype == np.float32
         return vectors if ok and np.isfinite(vectors).all() else None
 
-    def _remember(self, texts: list[str], vectors: list[list[float]]) -> np.ndarray:
+    @staticmethod
+    def _remember(path: Path | None, vectors: list[list[float]]) -> np.ndarray:
         unit = unit_rows(np.asarray(vectors, dtype=np.float32))
-        path = self._cache_path(texts)
         if path is not None:
             try:
                 with atomic_open(path) as handle:
