@@ -11,4 +11,7 @@ demo: setup
 	$(VENV)/bin/kgplus demo
 
 test: setup
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/python -m pytest --nbmake --nbmake-timeout=1200 $(PYTEST_ARGS)

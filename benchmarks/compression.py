@@ -95,8 +95,10 @@ def print_table(model, results):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, m in results:
         ratio = lambda key: f"{m[key]:.2f}" if key in m else "1.00"  # noqa: E731
-        print(f"| {label} | {m['prompt_tokens']:.0f} | {ratio('tokens_ratio')} | {m['first']:.1f} | {m['seconds']:.1f} | "
-              f"{ratio('time_ratio')} | {m['em']:.3f} | {m['f1']:.3f} | {m['contains']:.3f} | {m['evidence']:.3f} |")
+        print(
+            f"| {label} | {m['prompt_tokens']:.0f} | {ratio('tokens_ratio')} | {m['first']:.1f} | {m['seconds']:.1f} | "
+            f"{ratio('time_ratio')} | {m['em']:.3f} | {m['f1']:.3f} | {m['contains']:.3f} | {m['evidence']:.3f} |"
+        )
 
 
 def demo_questions(model, budget):

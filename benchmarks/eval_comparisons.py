@@ -98,7 +98,9 @@ def kg(limit: int, llm: str, judge: str | None) -> Path:
     gold = {r["id"]: r["gold_relations"] for r in rows}
 
     def names_a_relation(answer: dict) -> bool:  # "part_of" as "part_of" or "part of", "isa" also as "is a"
-        forms = {f for rel in gold[answer["sample_id"]] for f in (rel, rel.replace("_", " "), rel.replace("isa", "is a"))}
+        forms = {
+            f for rel in gold[answer["sample_id"]] for f in (rel, rel.replace("_", " "), rel.replace("isa", "is a"))
+        }
         return any(re.search(rf"\b{re.escape(f)}\b", answer["answer"].lower()) for f in forms)
 
     _count_answers(run, "Answers naming a gold relationship (no judge)", names_a_relation)
@@ -112,7 +114,9 @@ def glossary(limit: int, llm: str, judge: str | None) -> Path:
     from llama_index_kgplus import defaults
 
     index = defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
-    source = ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
+    source = (
+        ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
+    )
     return _eval(out, llm, judge, "--dataset", str(data / "questions.jsonl"), *source, "--glossary",
                  str(data / "glossary.json"), "--pipelines", "baseline,glossary", "--metrics",
                  "hit@5,recall@5,recall@10,mrr,answer_relevance,faithfulness", "--limit", str(limit), "--top-k", "10")  # fmt: skip

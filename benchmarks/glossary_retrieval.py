@@ -76,7 +76,12 @@ class CachingLLM(CustomLLM):
         return hashlib.sha256(f"{self.model}\n{prompt}".encode()).hexdigest()
 
     def _save(self, key: str, prompt: str, text: str, seconds: float) -> None:
-        self._cache[key] = {"model": self.model, "prompt_tail": prompt[-300:], "text": text, "seconds": round(seconds, 1)}
+        self._cache[key] = {
+            "model": self.model,
+            "prompt_tail": prompt[-300:],
+            "text": text,
+            "seconds": round(seconds, 1),
+        }
         Path(self.cache_path).write_text(json.dumps(self._cache, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
     def inner(self) -> LLM:
@@ -178,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     questions = questions[: args.limit] if args.limit else questions
     llm = CachingLLM(model=args.llm, cache_path=str(args.cache))
     engine = GlossaryQueryEngine.from_defaults(
-        glossary, index=index, llm=llm, embed_model=embed_model, similarity_top_k=args.depth,
+        glossary,
+        index=index,
+        llm=llm,
+        embed_model=embed_model,
+        similarity_top_k=args.depth,
         min_similarity=args.min_similarity,
     )
     whole = GlossaryTermSelector.from_defaults(glossary, embed_model=embed_model, whole_glossary=True)
@@ -204,26 +213,35 @@ def main(argv: list[str] | None = None) -> int:
         pages = {mode: page_ranking(nodes) for mode, nodes in ranked.items()}
         context = "\n\n".join(h.node.get_content() for h in ranked["fused"][:5])
         selected_q = engine.synthesis_query(rewrite)
-        whole_q = engine.glossary_context_prompt.format(query_str=q["question"], glossary_str=whole.select(q["question"]).text)
-        rows.append({
-            "id": q["id"],
-            "question": q["question"],
-            "gold": q["gold_ids"],
-            "rewritten_query": rewrite.rewritten_query,
-            "proposed_query": rewrite.proposed_query,
-            "fallback_reason": rewrite.fallback_reason,
-            "similarity": rewrite.similarity,
-            "glossary_terms": rewrite.glossary_terms,
-            "metrics": {mode: metrics(p, q["gold_ids"]) for mode, p in pages.items()},
-            "top_pages": {mode: p[:10] for mode, p in pages.items()},
-            "tokens": {
-                "no_glossary": tokenizer(DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=q["question"])),
-                "selected": tokenizer(DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=selected_q)),
-                "whole": tokenizer(DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=whole_q)),
-                "rewrite_prompt": tokenizer(engine.rewriter.format_prompt(q["question"], rewrite.selection)),
-            },
-        })
-        print(f"[{n}/{len(questions)}] {rewrite.fallback_reason or 'rewritten'}: {rewrite.rewritten_query[:90]}", flush=True)
+        whole_q = engine.glossary_context_prompt.format(
+            query_str=q["question"], glossary_str=whole.select(q["question"]).text
+        )
+        rows.append(
+            {
+                "id": q["id"],
+                "question": q["question"],
+                "gold": q["gold_ids"],
+                "rewritten_query": rewrite.rewritten_query,
+                "proposed_query": rewrite.proposed_query,
+                "fallback_reason": rewrite.fallback_reason,
+                "similarity": rewrite.similarity,
+                "glossary_terms": rewrite.glossary_terms,
+                "metrics": {mode: metrics(p, q["gold_ids"]) for mode, p in pages.items()},
+                "top_pages": {mode: p[:10] for mode, p in pages.items()},
+                "tokens": {
+                    "no_glossary": tokenizer(
+                        DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=q["question"])
+                    ),
+                    "selected": tokenizer(DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=selected_q)),
+                    "whole": tokenizer(DEFAULT_TEXT_QA_PROMPT.format(context_str=context, query_str=whole_q)),
+                    "rewrite_prompt": tokenizer(engine.rewriter.format_prompt(q["question"], rewrite.selection)),
+                },
+            }
+        )
+        print(
+            f"[{n}/{len(questions)}] {rewrite.fallback_reason or 'rewritten'}: {rewrite.rewritten_query[:90]}",
+            flush=True,
+        )
     t_rewrite = time.perf_counter() - t_rewrite
 
     report(rows, args.examples)
@@ -234,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         f"loop time {t_rewrite:.0f} s; total {time.perf_counter() - t0:.0f} s"
     )
     if llm_seconds:
-        print(f"{args.llm} rewrite time when generated: median {sorted(llm_seconds)[len(llm_seconds) // 2]:.0f} s, "
-              f"max {max(llm_seconds):.0f} s (shared, busy 2-core machine)")
+        print(
+            f"{args.llm} rewrite time when generated: median {sorted(llm_seconds)[len(llm_seconds) // 2]:.0f} s, "
+            f"max {max(llm_seconds):.0f} s (shared, busy 2-core machine)"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"per-question details: {args.out}")
@@ -262,7 +282,9 @@ def report(rows: list[dict[str, Any]], n_examples: int) -> None:
     mean = {m: {k: sum(r["metrics"][m][k] for r in rows) / n for k in ("recall@5", "recall@10", "mrr")} for m in MODES}
     base = mean["original"]
     print(f"\nPage-level retrieval, {n} questions (baseline: original question)\n")
-    print("| mode | recall@5 | recall@10 | MRR | recall@10 vs original | 95% CI of the difference | better / worse questions |")
+    print(
+        "| mode | recall@5 | recall@10 | MRR | recall@10 vs original | 95% CI of the difference | better / worse questions |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for m in MODES:
         deltas = [r["metrics"][m]["recall@10"] - r["metrics"]["original"]["recall@10"] for r in rows]
@@ -285,7 +307,11 @@ def report(rows: list[dict[str, Any]], n_examples: int) -> None:
     print("\nSynthesis prompt tokens (LLM tokenizer; top-5 fused chunks as context), median [max]:")
     print("| prompt | median | max | glossary part (median) |")
     print("| --- | --- | --- | --- |")
-    for k, label in (("no_glossary", "question only"), ("selected", "question + selected entries"), ("whole", "question + whole glossary")):
+    for k, label in (
+        ("no_glossary", "question only"),
+        ("selected", "question + selected entries"),
+        ("whole", "question + whole glossary"),
+    ):
         extra = [r["tokens"][k] - r["tokens"]["no_glossary"] for r in rows]
         print(f"| {label} | {tok[k][n // 2]} | {tok[k][-1]} | {sorted(extra)[n // 2]} |")
     print(f"| rewrite prompt (selected entries) | {tok['rewrite_prompt'][n // 2]} | {tok['rewrite_prompt'][-1]} | |")
@@ -296,14 +322,19 @@ def report(rows: list[dict[str, Any]], n_examples: int) -> None:
 
     helpful = sorted((r for r in rows if delta(r) > (0, 0)), key=delta, reverse=True)
     harmful = sorted((r for r in rows if delta(r) < (0, 0)), key=delta)
-    print(f"\nrewritten vs original per question (recall@10, then MRR): {len(helpful)} better, {len(harmful)} worse, "
-          f"{n - len(helpful) - len(harmful)} equal")
+    print(
+        f"\nrewritten vs original per question (recall@10, then MRR): {len(helpful)} better, {len(harmful)} worse, "
+        f"{n - len(helpful) - len(harmful)} equal"
+    )
     for title, chosen in (("helpful", helpful[:n_examples]), ("harmful", harmful[:n_examples])):
         print(f"\nMost {title} rewrites (recall@10 / MRR original -> rewritten):")
         for r in chosen:
             o, w = r["metrics"]["original"], r["metrics"]["rewritten"]
-            print(f"- {r['question']}\n  -> {r['rewritten_query']}\n  gold {r['gold']}; "
-                  f"{o['recall@10']:.2f}/{o['mrr']:.2f} -> {w['recall@10']:.2f}/{w['mrr']:.2f}; terms {r['glossary_terms']}")
+            print(
+                f"- {r['question']}\n  -> {r['rewritten_query']}\n  gold {r['gold']}; "
+                f"{o['recall@10']:.2f}/{o['mrr']:.2f} -> {w['recall@10']:.2f}/{w['mrr']:.2f}; terms {r['glossary_terms']}"
+            )
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

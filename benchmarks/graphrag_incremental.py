@@ -47,7 +47,8 @@ DATA = Path("/work/shared/bench-data/longdocs-squad/docs.jsonl")
 def paragraphs(path: Path, articles: list[str] | None = None) -> list[Document]:
     """Paragraphs of every article (or of the named ones), interleaved round-robin over the articles."""
     articles = [
-        a for a in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        a
+        for a in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
         if not articles or a["id"] in articles
     ]
     per_article = [
@@ -58,7 +59,9 @@ def paragraphs(path: Path, articles: list[str] | None = None) -> list[Document]:
         for paras in per_article:
             if row < len(paras):
                 doc_id, title, i, text = paras[row]
-                out.append(Document(id_=f"{doc_id}/{i}", text=text, metadata={"doc_id": f"{doc_id}/{i}", "title": title}))
+                out.append(
+                    Document(id_=f"{doc_id}/{i}", text=text, metadata={"doc_id": f"{doc_id}/{i}", "title": title})
+                )
     return out
 
 
@@ -71,7 +74,9 @@ MODES = {  # detector settings of each column
 
 def build(store: Path, docs: list[Document], *, mode: str, max_cluster_size: int):
     index = GraphRAGIndex.from_defaults(
-        store, llm=RuleBasedGraphRAGLLM(), show_progress=False,
+        store,
+        llm=RuleBasedGraphRAGLLM(),
+        show_progress=False,
         detector={"max_cluster_size": max_cluster_size, "random_state": 42, **MODES[mode]},
     )
     try:
@@ -94,15 +99,21 @@ def main() -> int:
     parser.add_argument("--base", type=int, default=50)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--max-cluster-size", type=int, default=10)
-    parser.add_argument("--articles", nargs="*", default=None,
-                        help="only these articles (fewer articles: more shared entities, a denser graph)")
+    parser.add_argument(
+        "--articles",
+        nargs="*",
+        default=None,
+        help="only these articles (fewer articles: more shared entities, a denser graph)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     docs = paragraphs(args.data, args.articles)
     base, extra = docs[: args.base], docs[args.base : args.base + args.trials]
-    print(f"corpus: {len(base)} documents (paragraphs of {args.data.parent.name}"
-          f"{', articles ' + ' '.join(args.articles) if args.articles else ''}); {len(extra)} trials adding 1 document")
+    print(
+        f"corpus: {len(base)} documents (paragraphs of {args.data.parent.name}"
+        f"{', articles ' + ' '.join(args.articles) if args.articles else ''}); {len(extra)} trials adding 1 document"
+    )
     work = Path(tempfile.mkdtemp(prefix="graphrag-bench-"))
     rows = []
     try:
@@ -125,15 +136,22 @@ def main() -> int:
                 shutil.copytree(work / f"base-{mode}", store)
                 t = time.perf_counter()
                 stats = update(store, [*base, doc])
-                row[mode] = {"regenerated": stats.reports_regenerated, "new": stats.reports_new, "total": stats.reports_total,
-                             "llm_calls": stats.llm_calls, "seconds": round(time.perf_counter() - t, 2)}
+                row[mode] = {
+                    "regenerated": stats.reports_regenerated,
+                    "new": stats.reports_new,
+                    "total": stats.reports_total,
+                    "llm_calls": stats.llm_calls,
+                    "seconds": round(time.perf_counter() - t, 2),
+                }
             rows.append(row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     print()
-    print(f"{'added document':<44} {'ours':>10} {'(new)':>6} {'warm only':>10} {'cold':>10} {'rebuild':>8} "
-          f"{'ours %':>7} {'LLM calls ours / rebuild':>25}")
+    print(
+        f"{'added document':<44} {'ours':>10} {'(new)':>6} {'warm only':>10} {'cold':>10} {'rebuild':>8} "
+        f"{'ours %':>7} {'LLM calls ours / rebuild':>25}"
+    )
     for r in rows:
         o, w, c = r["ours"], r["warm"], r["cold"]
         rebuild_calls = full.chunks + 1 + o["total"]
@@ -145,16 +163,24 @@ def main() -> int:
     share = {m: [r[m]["regenerated"] / r[m]["total"] for r in rows] for m in MODES}
     fractions = share["ours"]
     print()
-    print("regenerated fraction: " + ", ".join(
-        f"{name} mean {100 * statistics.mean(share[m]):.1f}% (max {100 * max(share[m]):.1f}%)"
-        for m, name in (("ours", "ours"), ("warm", "warm start only"), ("cold", "cold Leiden"))
-    ) + ", rebuild 100%")
+    print(
+        "regenerated fraction: "
+        + ", ".join(
+            f"{name} mean {100 * statistics.mean(share[m]):.1f}% (max {100 * max(share[m]):.1f}%)"
+            for m, name in (("ours", "ours"), ("warm", "warm start only"), ("cold", "cold Leiden"))
+        )
+        + ", rebuild 100%"
+    )
     within = sum(f <= 0.10 for f in fractions)
-    print(f"target <= 10%: met in {within} of {len(fractions)} trials"
-          f"{'' if within == len(fractions) else ' (not in every trial)'}")
+    print(
+        f"target <= 10%: met in {within} of {len(fractions)} trials"
+        f"{'' if within == len(fractions) else ' (not in every trial)'}"
+    )
     changed = [(r["ours"]["regenerated"] - r["ours"]["new"]) / r["ours"]["total"] for r in rows]
-    print(f"reports of communities that existed before and changed: mean {100 * statistics.mean(changed):.1f}% "
-          f"(max {100 * max(changed):.1f}%); the rest are reports of new communities")
+    print(
+        f"reports of communities that existed before and changed: mean {100 * statistics.mean(changed):.1f}% "
+        f"(max {100 * max(changed):.1f}%); the rest are reports of new communities"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"full": full.as_dict(), "trials": rows}, indent=1))

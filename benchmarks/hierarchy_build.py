@@ -53,6 +53,7 @@ def _register_llama_pack() -> None:
     """llama-index-core 0.14.21 removed ``llama_index.core.llama_pack``; RaptorPack still imports it."""
     try:
         import llama_index.core.llama_pack  # noqa: F401
+
         return
     except ImportError:
         pass
@@ -184,10 +185,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--system", choices=SYSTEMS, help="run one system here and print its figures as JSON")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems to run (driver mode)")
-    parser.add_argument("--raptorpack-python", default=os.environ.get("RAPTORPACK_PYTHON", "/tmp/raptorpack-venv/bin/python"))
+    parser.add_argument(
+        "--raptorpack-python", default=os.environ.get("RAPTORPACK_PYTHON", "/tmp/raptorpack-venv/bin/python")
+    )
     parser.add_argument("--print-only", action="store_true", help="print the table of saved results (--results)")
     parser.add_argument("--results", type=Path, help="with --print-only: a build.json file (default: the last run's)")
-    parser.add_argument("--smoke", action="store_true", help="check the script on one short document (not a measurement)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="check the script on one short document (not a measurement)"
+    )
     args = parser.parse_args()
     out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else OUT_DIR
     results_file = out_dir / "build.json"

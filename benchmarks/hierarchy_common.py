@@ -44,7 +44,9 @@ class CountingLLM(CustomLLM):
     """
 
     _inner: Any = PrivateAttr()
-    _stats: dict = PrivateAttr(default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0})
+    _stats: dict = PrivateAttr(
+        default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
+    )
     _outputs: list = PrivateAttr(default_factory=list)
 
     def __init__(self, inner: LLM, **kwargs: Any) -> None:

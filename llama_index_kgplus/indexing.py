@@ -66,7 +66,9 @@ def build_index(
         ]
     )
     nodes = pipeline.run(documents=list(documents), show_progress=show_progress)
-    storage = StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
+    storage = (
+        StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
+    )
     storage.docstore.add_documents(nodes)
     index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress)
     if persist_dir is not None:
@@ -146,8 +148,18 @@ def require_index(persist_dir: str | Path) -> Path:
     if persist_dir.is_dir():
         check_index_files(persist_dir)
     if not (persist_dir / "docstore.json").is_file():
-        raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
+        raise InputDataError(
+            f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
+        )
     return persist_dir
+
+
+def index_embed_model(index: Any) -> BaseEmbedding | None:
+    """The embedding model a ``VectorStoreIndex`` embeds queries with (``None`` for other objects).
+
+    LlamaIndex keeps it private (``_embed_model``); this is the pack's one place that reads it.
+    """
+    return getattr(index, "_embed_model", None)
 
 
 def load_index(
@@ -158,9 +170,14 @@ def load_index(
     persist_dir = require_index(persist_dir) if check else Path(persist_dir)
     try:
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
-        return load_index_from_storage(storage, embed_model=embed_model)
+        index = load_index_from_storage(storage, embed_model=embed_model)
     except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
         raise InputDataError(
             f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "
             f"--index {persist_dir}`."
         ) from exc
+    if not isinstance(index, VectorStoreIndex):
+        raise InputDataError(
+            f"{persist_dir} holds a {type(index).__name__}, not a vector index built by `kgplus ingest`."
+        )
+    return index

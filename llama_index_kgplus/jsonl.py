@@ -55,4 +55,6 @@ def id_field(record: dict[str, Any], key: str, where: str) -> str:
 
 
 def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a value")
+    return {dict: "an object", list: "a list", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), "a value"
+    )

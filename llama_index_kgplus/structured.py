@@ -4,6 +4,9 @@ With the local llama.cpp model the schema becomes a grammar, so the model cannot
 LLMs get the schema in the prompt. Either way the text is parsed, repaired if it is wrapped in prose or code
 fences, validated, and retried with the problem appended to the prompt (at temperature 0 the same prompt would
 only bring the same reply back); after the last try a :class:`StructuredOutputError` carries the raw text.
+With ``repair_truncated=True`` a reply cut off at the token limit (or with raw control characters in its strings)
+is first repaired by :func:`truncated_json_candidates`, which keeps its complete items, before asking again: for
+long lists whose tail may be lost (GraphRAG's extraction and reports), not for answers that must be whole.
 
 Example::
 
@@ -18,26 +21,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from functools import lru_cache
 from typing import Any, TypeVar
 
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ValidationError
 
-from llama_index_kgplus.errors import KGPlusError
-from llama_index_kgplus.llm._tokens import llama_model
+from llama_index_kgplus.errors import StructuredOutputError
+from llama_index_kgplus.llm import llama_complete, llama_model
 
 M = TypeVar("M", bound=BaseModel)
-_LOCKS: dict[int, threading.Lock] = {}
-
-
-class StructuredOutputError(KGPlusError, ValueError):
-    """The LLM did not produce valid JSON for the schema after all retries; ``raw`` holds its last text."""
-
-    def __init__(self, message: str, raw: str) -> None:
-        super().__init__(message)
-        self.raw = raw
 
 
 def parse_json_object(text: str) -> Any:
@@ -73,19 +66,11 @@ def _grammar(schema_json: str) -> Any:
 
 
 def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
-    model = llama_model(llm)
-    if model is None:
+    if llama_model(llm) is None:
         return llm.complete(prompt + _schema_hint(schema)).text
-    full_prompt = llm.completion_to_prompt(prompt) if hasattr(llm, "completion_to_prompt") else prompt
-    # One Llama object must not run two generations at once.
-    with _LOCKS.setdefault(id(model), threading.Lock()):
-        out = model.create_completion(
-            prompt=full_prompt,
-            grammar=_grammar(json.dumps(schema, sort_keys=True)),
-            max_tokens=max_tokens,
-            temperature=getattr(llm, "temperature", 0.0),
-        )
-    return out["choices"][0]["text"]
+    text = llama_complete(llm, prompt, max_tokens=max_tokens, grammar=_grammar(json.dumps(schema, sort_keys=True)))
+    assert text is not None
+    return text
 
 
 def _schema_hint(schema: dict) -> str:
@@ -105,37 +90,132 @@ def _with_feedback(prompt: str, problem: str) -> str:
     return f"{prompt}\n\nYour previous reply was not valid ({problem}). Reply again, shorter, with valid JSON only."
 
 
-def _give_up(output_cls: type[BaseModel], tries: int, problem: str, raw: str) -> StructuredOutputError:
-    return StructuredOutputError(
-        f"The LLM returned no valid {output_cls.__name__} JSON after {tries} tries ({problem}).", raw
-    )
+class _Attempts:
+    """The retry loop shared by :func:`generate_json` and :func:`agenerate_json`: the prompt of each attempt,
+    the check of each reply, and the error after the last."""
+
+    def __init__(self, output_cls: type[M], max_retries: int, repair_truncated: bool) -> None:
+        self.output_cls, self.tries, self.repair = output_cls, max(0, max_retries) + 1, repair_truncated
+        self.raw = self.problem = ""
+
+    def prompts(self, prompt: str) -> Any:
+        for _ in range(self.tries):
+            yield _with_feedback(prompt, self.problem)
+
+    def check(self, raw: str) -> Any:
+        self.raw = raw
+        result, self.problem = _validated(raw, self.output_cls)
+        if result is None and self.repair:
+            for candidate in truncated_json_candidates(raw):
+                try:
+                    return self.output_cls.model_validate(candidate)
+                except ValidationError:
+                    continue
+        return result
+
+    def give_up(self) -> StructuredOutputError:
+        name = self.output_cls.__name__
+        return StructuredOutputError(
+            f"The LLM returned no valid {name} JSON after {self.tries} tries ({self.problem}).", self.raw
+        )
 
 
-def generate_json(llm: LLM, prompt: str, output_cls: type[M], *, max_retries: int = 2, max_tokens: int = 1024) -> M:
-    """Ask ``llm`` for one JSON object of ``output_cls``; validate; retry up to ``max_retries`` times."""
+def generate_json(
+    llm: LLM,
+    prompt: str,
+    output_cls: type[M],
+    *,
+    max_retries: int = 2,
+    max_tokens: int = 1024,
+    repair_truncated: bool = False,
+) -> M:
+    """Ask ``llm`` for one JSON object of ``output_cls``; validate; retry up to ``max_retries`` times
+    (``repair_truncated``: see the module docstring)."""
     schema = output_cls.model_json_schema()
-    raw, problem = "", ""
-    for _ in range(max_retries + 1):
-        raw = _complete_once(llm, _with_feedback(prompt, problem), schema, max_tokens)
-        result, problem = _validated(raw, output_cls)
+    attempts = _Attempts(output_cls, max_retries, repair_truncated)
+    for text in attempts.prompts(prompt):
+        result = attempts.check(_complete_once(llm, text, schema, max_tokens))
         if result is not None:
             return result
-    raise _give_up(output_cls, max_retries + 1, problem, raw)
+    raise attempts.give_up()
 
 
 async def agenerate_json(
-    llm: LLM, prompt: str, output_cls: type[M], *, max_retries: int = 2, max_tokens: int = 1024
+    llm: LLM,
+    prompt: str,
+    output_cls: type[M],
+    *,
+    max_retries: int = 2,
+    max_tokens: int = 1024,
+    repair_truncated: bool = False,
 ) -> M:
     """Async twin of :func:`generate_json` (a local model runs in a worker thread, one call at a time)."""
     if llama_model(llm) is not None:
         return await asyncio.to_thread(
-            generate_json, llm, prompt, output_cls, max_retries=max_retries, max_tokens=max_tokens
+            generate_json,
+            llm,
+            prompt,
+            output_cls,
+            max_retries=max_retries,
+            max_tokens=max_tokens,
+            repair_truncated=repair_truncated,
         )
     hint = _schema_hint(output_cls.model_json_schema())
-    raw, problem = "", ""
-    for _ in range(max_retries + 1):
-        raw = (await llm.acomplete(_with_feedback(prompt, problem) + hint)).text
-        result, problem = _validated(raw, output_cls)
+    attempts = _Attempts(output_cls, max_retries, repair_truncated)
+    for text in attempts.prompts(prompt):
+        result = attempts.check((await llm.acomplete(text + hint)).text)
         if result is not None:
             return result
-    raise _give_up(output_cls, max_retries + 1, problem, raw)
+    raise attempts.give_up()
+
+
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+def truncated_json_candidates(text: str) -> list[Any]:
+    """Parses of JSON that was cut off: unfinished trailing items dropped, open brackets closed (raw control
+    characters inside strings, which strict JSON rejects, are accepted).
+
+    ``'{"a": [{"x": 1}, {"x": 2}, {"x": '`` gives ``{"a": [{"x": 1}, {"x": 2}]}``. Candidates come
+    innermost cut first (keeping the most); an empty list when nothing parseable is left.
+    """
+    start = text.find("{")
+    if start < 0:
+        return []
+    text = text[start:]
+    stack: list[list[Any]] = []  # [open char, last safe cut inside it]
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in _CLOSERS:
+            stack.append([ch, i + 1])
+        elif ch in "}]":
+            if not stack:
+                return []
+            stack.pop()
+            if not stack:  # complete: only raw control characters inside strings can be wrong with it
+                try:
+                    return [json.loads(text[: i + 1], strict=False)]
+                except json.JSONDecodeError:
+                    return []
+            stack[-1][1] = i + 1
+        elif ch == "," and stack:
+            stack[-1][1] = i
+    candidates = []
+    for depth in range(len(stack) - 1, -1, -1):
+        cut = text[: stack[depth][1]].rstrip().rstrip(",")
+        closers = "".join(_CLOSERS[open_ch] for open_ch, _ in reversed(stack[: depth + 1]))
+        try:
+            candidates.append(json.loads(cut + closers, strict=False))
+        except json.JSONDecodeError:
+            continue
+    return candidates

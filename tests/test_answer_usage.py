@@ -88,6 +88,7 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_retrieve_passes_sources_whole_unless_asked(index_dir, capsys):
     capsys.readouterr()
     assert main(["retrieve", QUESTION, "--index", str(index_dir), "--top-k", "3", "--json"]) == 0

@@ -27,6 +27,7 @@ def test_models_prepare(capsys):
     assert "qwen2.5-coder-0.5b-instruct.gguf" in capsys.readouterr().out
 
 
+@pytest.mark.model  # goes through the default LLM loader (which refuses the missing file)
 def test_error_is_one_clear_line(monkeypatch, capsys):
     monkeypatch.setenv("KGPLUS_GRAPH_STORE", "kuzu:///tmp/x")
     monkeypatch.setenv("KGPLUS_LLM", "/nonexistent/model.gguf")

@@ -105,6 +105,7 @@ def test_packaged_models_are_assembled_and_valid():
         assert path.stat().st_size == sum(p.stat().st_size for p in spec.part_paths())
 
 
+@pytest.mark.model  # llama.cpp reads the (corrupt) model file
 def test_corrupt_gguf_that_llama_cpp_rejects_gets_a_clear_error(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x00" * 64)

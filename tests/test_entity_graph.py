@@ -32,10 +32,15 @@ from llama_index_kgplus.entity_graph import (
 # A small 2WikiMultihopQA-like corpus: the answer to "When did Lothair II's mother die?" is in a passage that
 # the question does not name (Ermengarde of Tours), reached through the Lothair II passage.
 CORPUS = [
-    ("Lothair II", "Lothair II (835-869) was king of Lotharingia. He was the second son of Emperor Lothair I and "
-                   "Ermengarde of Tours. He married Teutberga."),
-    ("Ermengarde of Tours", "Ermengarde of Tours (died 20 March 851) was a Frankish noblewoman and the wife of "
-                            "the emperor Lothair I."),
+    (
+        "Lothair II",
+        "Lothair II (835-869) was king of Lotharingia. He was the second son of Emperor Lothair I and "
+        "Ermengarde of Tours. He married Teutberga.",
+    ),
+    (
+        "Ermengarde of Tours",
+        "Ermengarde of Tours (died 20 March 851) was a Frankish noblewoman and the wife of the emperor Lothair I.",
+    ),
     ("Teutberga", "Teutberga (died 875) was a queen of Lotharingia by marriage to Lothair II."),
     ("Lothair I", "Lothair I was Emperor of the Franks. He was the eldest son of Louis the Pious."),
     ("Lotharingia", "Lotharingia was a medieval kingdom named after Lothair II, its first king."),
@@ -46,8 +51,10 @@ CORPUS = [
 
 
 def corpus_docs(corpus=CORPUS) -> list[Document]:
-    return [Document(id_=t, text=x, metadata={"doc_id": t, "title": t}, excluded_embed_metadata_keys=["doc_id"])
-            for t, x in corpus]
+    return [
+        Document(id_=t, text=x, metadata={"doc_id": t, "title": t}, excluded_embed_metadata_keys=["doc_id"])
+        for t, x in corpus
+    ]
 
 
 def linked_nodes(sources=("titles",), corpus=CORPUS, **kwargs):
@@ -177,19 +184,35 @@ def test_titles_link_mentions_title_and_qualified_alias():
     assert lothair["ermengarde of tours"]["count"] == 1 and "tours" not in lothair  # leftmost-longest
     assert set(lothair) == {"lothair ii", "lotharingia", "lothair i", "ermengarde of tours", "teutberga"}
     # "Lloyd" (the alias without the qualifier) also matches inside "Harold Lloyd": 2 mentions
-    assert by_doc["Lloyd (film)"]["lloyd film"] == {"id": "lloyd film", "name": "Lloyd (film)", "count": 2, "about": "title"}
+    assert by_doc["Lloyd (film)"]["lloyd film"] == {
+        "id": "lloyd film",
+        "name": "Lloyd (film)",
+        "count": 2,
+        "about": "title",
+    }
     assert linker.n_entities_ == len(CORPUS) and linker.n_linked_nodes_ == len(CORPUS) and linker.llm_calls_ == 0
     node = nodes[0]
-    assert "entities" not in node.get_content(MetadataMode.EMBED) and "entities" not in node.get_content(MetadataMode.LLM)
+    assert "entities" not in node.get_content(MetadataMode.EMBED) and "entities" not in node.get_content(
+        MetadataMode.LLM
+    )
 
 
 def test_linker_async_equals_sync_and_cache_key_follows_settings():
     nodes, linker = linked_nodes()
-    again = [TextNode(id_=n.node_id, text=n.text, metadata={k: v for k, v in n.metadata.items() if k != "entities"},
-                      relationships=n.relationships) for n in nodes]
+    again = [
+        TextNode(
+            id_=n.node_id,
+            text=n.text,
+            metadata={k: v for k, v in n.metadata.items() if k != "entities"},
+            relationships=n.relationships,
+        )
+        for n in nodes
+    ]
     asyncio.run(EntityLinker.from_defaults(["titles"]).acall(again))
     assert [n.metadata["entities"] for n in again] == [n.metadata["entities"] for n in nodes]
-    assert EntityLinker(sources=["titles"]).to_dict() != EntityLinker(sources=["titles"], stop_names=["Tours"]).to_dict()
+    assert (
+        EntityLinker(sources=["titles"]).to_dict() != EntityLinker(sources=["titles"], stop_names=["Tours"]).to_dict()
+    )
     assert EntityLinker(sources=["titles"]).to_dict() == EntityLinker(sources="titles", num_workers=9).to_dict()
 
 
@@ -211,10 +234,17 @@ def test_repeated_titles_are_one_entity_of_both_documents():
 
 def test_glossary_source(tmp_path):
     path = tmp_path / "glossary.json"
-    path.write_text(json.dumps({"terms": [
-        {"term": "iterator", "explanation": "An object that yields items.", "aliases": ["iterator object"]},
-        {"term": "Frankish noblewoman", "explanation": "A noble lady of the Franks."},
-    ]}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "terms": [
+                    {"term": "iterator", "explanation": "An object that yields items.", "aliases": ["iterator object"]},
+                    {"term": "Frankish noblewoman", "explanation": "A noble lady of the Franks."},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
     nodes, linker = linked_nodes(["glossary"], glossary=str(path))
     assert set(entities_of(nodes[1])) == {"frankish noblewoman"}
     assert linker.dictionary_.entities["iterator"].sources == {"glossary": set()}
@@ -229,7 +259,9 @@ def test_kg_source_links_names_synonyms_and_relationships(tmp_path):
 
     nodes_csv, rels_csv, syn_csv = tmp_path / "n.csv", tmp_path / "r.csv", tmp_path / "s.csv"
     nodes_csv.write_text("cid:ID,name,:LABEL\nK1,Loire,Ent\nK2,France,Ent\nK3,Europe,Ent\n", encoding="utf-8")
-    rels_csv.write_text(":START_ID,:END_ID,:TYPE,relname\nK1,K2,Rel,flows through\nK2,K3,Rel,part of\n", encoding="utf-8")
+    rels_csv.write_text(
+        ":START_ID,:END_ID,:TYPE,relname\nK1,K2,Rel,flows through\nK2,K3,Rel,part of\n", encoding="utf-8"
+    )
     syn_csv.write_text("cid,synonym\nK2,French Republic\n", encoding="utf-8")
     uri = f"ladybug://{tmp_path / 'kg.lbug'}"
     import_kg(uri, nodes_csv, rels_csv, syn_csv, show_progress=False)
@@ -246,14 +278,19 @@ def test_kg_source_links_names_synonyms_and_relationships(tmp_path):
 
 def test_ner_source_finds_names_without_any_dictionary():
     pytest.importorskip("spacy")
-    corpus = [("p1", "Lothair II was the son of Ermengarde of Tours."),
-              ("p2", "Ermengarde of Tours died in 851 at the abbey of Erstein.")]
+    corpus = [
+        ("p1", "Lothair II was the son of Ermengarde of Tours."),
+        ("p2", "Ermengarde of Tours died in 851 at the abbey of Erstein."),
+    ]
     docs = [TextNode(id_=i, text=t, metadata={"doc_id": i}) for i, t in corpus]
     linker = EntityLinker.from_defaults(["ner"])
     linker(docs)
     first, second = entities_of(docs[0]), entities_of(docs[1])
     assert "ermengarde of tours" in first and "ermengarde of tours" in second
-    assert first["ermengarde of tours"].get("extracted") == "ner" or second["ermengarde of tours"].get("extracted") == "ner"
+    assert (
+        first["ermengarde of tours"].get("extracted") == "ner"
+        or second["ermengarde of tours"].get("extracted") == "ner"
+    )
     refit = EntityLinker.from_defaults(["ner"]).fit(docs)  # from the metadata: spaCy is not run again
     assert set(refit.dictionary_.entities) == set(linker.dictionary_.entities)
 
@@ -315,8 +352,9 @@ def test_graph_delete_and_upsert_by_document():
     assert "ermengarde of tours" not in graph.entities
 
     # add Ermengarde's document: the older Lothair II passage now links to her (text from the docstore)
-    new_nodes, new_linker = linked_nodes(corpus=[c for c in CORPUS if c[0] == "Ermengarde of Tours"],
-                                         known_entities=graph.entities)
+    new_nodes, new_linker = linked_nodes(
+        corpus=[c for c in CORPUS if c[0] == "Ermengarde of Tours"], known_entities=graph.entities
+    )
     assert "lothair i" in entities_of(new_nodes[0])  # matched against the graph's known entities
     graph.upsert_nodes(new_nodes, new_linker.dictionary_, docstore=index.docstore)
     lothair = graph.passage_ids.index("n-Lothair II")
@@ -347,7 +385,9 @@ def _index(nodes):
 @pytest.fixture(scope="module")
 def lothair_index(embed_model, tmp_path_factory):
     linker = EntityLinker.from_defaults(["titles"])
-    index = build_index(corpus_docs(), None, embed_model=embed_model, extra_transformations=[linker], show_progress=False)
+    index = build_index(
+        corpus_docs(), None, embed_model=embed_model, extra_transformations=[linker], show_progress=False
+    )
     graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
     return index, graph
 
@@ -426,14 +466,14 @@ def test_graph_copies_into_a_property_graph_store(lothair_index, engine, tmp_pat
     index, graph = _store_graph(lothair_index)
     store = SimplePropertyGraphStore() if engine == "simple" else open_graph_store(f"ladybug://{tmp_path / 'eg.lbug'}")
     counts = graph.write_to_store(store, docstore=index.docstore)
-    assert counts == {"entities": graph.n_entities, "passages": graph.n_passages,
-                      "relationships": graph.n_mentions + 1}
+    assert counts == {"entities": graph.n_entities, "passages": graph.n_passages, "relationships": graph.n_mentions + 1}
     related = store.get_triplets(entity_names=["Lothair I"])
     assert any(rel.label == "FATHER_OF" and target.name == "Lothair II" for _, rel, target in related)
     if engine == "simple":
         mentions = [t for t in store.get_triplets(relation_names=["MENTIONS"]) if t[2].name == "Ermengarde of Tours"]
         assert sorted(source.id for source, _, _ in mentions) == sorted(
-            pid for pid, key, _, _ in graph.mentions() if key == "ermengarde of tours")
+            pid for pid, key, _, _ in graph.mentions() if key == "ermengarde of tours"
+        )
     else:
         assert _count_mentions(store, "Ermengarde of Tours") == 2
         graph.write_to_store(store)  # again: upserts, nothing doubled
@@ -448,8 +488,9 @@ def test_graph_copies_into_falkordb(lothair_index, falkordb_port):
     store = open_graph_store(f"falkordb://127.0.0.1:{falkordb_port}", database="entity_graph_test")
     graph.write_to_store(store, docstore=index.docstore)
     assert _count_mentions(store, "Ermengarde of Tours") == 2
-    rows = store.structured_query("MATCH (c:Chunk {id: $id}) RETURN c.text AS text",
-                                  param_map={"id": graph.passage_ids[0]})
+    rows = store.structured_query(
+        "MATCH (c:Chunk {id: $id}) RETURN c.text AS text", param_map={"id": graph.passage_ids[0]}
+    )
     assert rows[0]["text"].startswith(CORPUS[0][1][:20])
     assert any(rel.label == "FATHER_OF" for _, rel, _ in store.get_triplets(entity_names=["Lothair I"]))
 
@@ -470,7 +511,8 @@ def test_graph_retriever_inside_the_kg_augmented_engine(lothair_index, tmp_path)
     import_kg(uri, nodes_csv, rels_csv, show_progress=False)
     index, graph = lothair_index
     engine = KGAugmentedQueryEngine.from_defaults(
-        KGPathRetriever.from_defaults(uri), EntityGraphRetriever.from_index(index, graph, similarity_top_k=5),
+        KGPathRetriever.from_defaults(uri),
+        EntityGraphRetriever.from_index(index, graph, similarity_top_k=5),
         llm=MockLLM(),  # echoes the prompt: what reaches the LLM is checked, not an answer
     )
     response = engine.query("When did Lothair II's mother Ermengarde of Tours die?")
@@ -490,8 +532,14 @@ def test_graph_hits_followed_by_their_summary_parents(embed_model):
     builder = SemanticChunkingSummaryNodeBuilder(
         embed_model=embed_model, summarizer=ExtractiveSummarizer(embed_model=embed_model), cluster_size=3
     )
-    index = build_index(load_corpus(SAMPLE_DIR / "longdoc.jsonl"), None, embed_model=embed_model, chunk_size=256,
-                        extra_transformations=[linker, builder], show_progress=False)
+    index = build_index(
+        load_corpus(SAMPLE_DIR / "longdoc.jsonl"),
+        None,
+        embed_model=embed_model,
+        chunk_size=256,
+        extra_transformations=[linker, builder],
+        show_progress=False,
+    )
     graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
     summaries = [n for n in index.docstore.docs.values() if n.metadata.get("level", 0) > 0]
     assert summaries and graph.n_passages == len(index.docstore.docs) - len(summaries)  # summaries are not passages
@@ -511,8 +559,14 @@ def test_retriever_follows_edits_of_its_graph(lothair_index):
     question = "When did Lothair II's mother die?"
 
     def walk_score(doc_id):
-        return next((h.node.metadata["entity_graph"]["score"] for h in retriever.retrieve(question)
-                     if h.node.ref_doc_id == doc_id), None)
+        return next(
+            (
+                h.node.metadata["entity_graph"]["score"]
+                for h in retriever.retrieve(question)
+                if h.node.ref_doc_id == doc_id
+            ),
+            None,
+        )
 
     assert walk_score("Ermengarde of Tours") > 0
     graph.delete_ref_doc("Ermengarde of Tours")  # still in the vector index: dense may return it, the walk cannot

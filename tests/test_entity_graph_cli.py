@@ -38,11 +38,26 @@ def test_ingest_writes_the_graph_beside_the_index(titles_index, capsys):
     assert (titles_index / GRAPH_FILE).is_file() and (titles_index / "docstore.json").is_file()
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_retrieve_graph_finds_every_supporting_passage(titles_index, tmp_path, capsys):
     questions = write_jsonl(tmp_path / "q.jsonl", [{"question": q["question"]} for q in QUESTIONS])
     capsys.readouterr()
-    assert main(["retrieve", "--questions", str(questions), "--index", str(titles_index), "--retrieval", "graph",
-                 "--top-k", "8"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--questions",
+                str(questions),
+                "--index",
+                str(titles_index),
+                "--retrieval",
+                "graph",
+                "--top-k",
+                "8",
+            ]
+        )
+        == 0
+    )
     records = json_lines(capsys.readouterr().out)
     assert len(records) == len(QUESTIONS)
     complete = sum(all(g in [s["id"] for s in r["sources"]] for g in q["gold_ids"]) for q, r in zip(QUESTIONS, records))
@@ -55,25 +70,48 @@ def test_retrieve_graph_finds_every_supporting_passage(titles_index, tmp_path, c
     assert source["why"]["path"][0] == {"seed": {"entity": "Lothair II"}, "by": "question"}
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_retrieve_graph_prints_why_each_source_was_chosen(titles_index, capsys):
     capsys.readouterr()
-    assert main(["retrieve", QUESTIONS[0]["question"], "--index", str(titles_index), "--retrieval", "graph",
-                 "--top-k", "3"]) == 0
+    assert (
+        main(
+            ["retrieve", QUESTIONS[0]["question"], "--index", str(titles_index), "--retrieval", "graph", "--top-k", "3"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "[Lothair II]" in out and "why: question entity Lothair II" in out
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_graph_retrieval_composes_with_the_glossary_engine(titles_index, tmp_path, capsys):
     glossary = tmp_path / "glossary.json"
     glossary.write_text(json.dumps({"terms": [{"term": "queen consort", "explanation": "The wife of a king."}]}))
     capsys.readouterr()
-    assert main(["retrieve", "Who was the queen consort of Lothair II?", "--index", str(titles_index),
-                 "--retrieval", "graph", "--glossary", str(glossary), "--mode", "original", "--json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "Who was the queen consort of Lothair II?",
+                "--index",
+                str(titles_index),
+                "--retrieval",
+                "graph",
+                "--glossary",
+                str(glossary),
+                "--mode",
+                "original",
+                "--json",
+            ]
+        )
+        == 0
+    )
     [record] = json_lines(capsys.readouterr().out)
     assert record["glossary_terms"] == ["queen consort"]
     assert record["sources"][0]["id"] == "Lothair II" and "why" in record["sources"][0]
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_ner_and_titles_sources_together(tmp_path, capsys):
     pytest.importorskip("spacy")
     index = tmp_path / "index"
@@ -83,17 +121,23 @@ def test_ner_and_titles_sources_together(tmp_path, capsys):
     assert graph.n_entities > 120 and {"titles", "ner"} <= set(graph.entities.entities["lothair ii"].sources)
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_ingest_copies_the_graph_into_a_graph_store(tmp_path, capsys):
     from llama_index_kgplus import open_graph_store
 
     uri = f"ladybug://{tmp_path / 'entities.lbug'}"
-    corpus = write_jsonl(tmp_path / "c.jsonl", [json.loads(line) for line in
-                                                sample.SAMPLE_MULTIHOP_DOCS.read_text(encoding="utf-8").splitlines()[:6]])
-    assert main(["ingest", str(corpus), "--index", str(tmp_path / "index"), "--entities", "titles",
-                 "--entity-store", uri]) == 0
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl",
+        [json.loads(line) for line in sample.SAMPLE_MULTIHOP_DOCS.read_text(encoding="utf-8").splitlines()[:6]],
+    )
+    assert (
+        main(["ingest", str(corpus), "--index", str(tmp_path / "index"), "--entities", "titles", "--entity-store", uri])
+        == 0
+    )
     assert "entity graph copied to ladybug://" in capsys.readouterr().out
     rows = open_graph_store(uri).structured_query(
-        "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {name: $name}) RETURN count(c) AS n", param_map={"name": "Lothair II"})
+        "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {name: $name}) RETURN count(c) AS n", param_map={"name": "Lothair II"}
+    )
     assert rows[0]["n"] >= 2  # its own passage and Teutberga's
 
 
@@ -110,11 +154,15 @@ def test_unknown_entity_source_lists_the_valid_ones(tmp_path, capsys):
 
 def test_sources_that_need_a_file_say_so(tmp_path, capsys):
     for sources, needs in (("kg", "--kg-store"), ("glossary", "--glossary FILE")):
-        assert main(["ingest", str(sample.SAMPLE_MULTIHOP_DOCS), "--index", str(tmp_path / "i"), "--entities", sources]) == 2
+        assert (
+            main(["ingest", str(sample.SAMPLE_MULTIHOP_DOCS), "--index", str(tmp_path / "i"), "--entities", sources])
+            == 2
+        )
         assert needs in capsys.readouterr().err
     assert not (tmp_path / "i").exists()
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_graph_retrieval_on_an_index_without_entities(tmp_path, capsys):
     index = tmp_path / "plain"
     assert main(["ingest", str(sample.SAMPLE_MULTIHOP_DOCS), "--index", str(index)]) == 0
@@ -124,6 +172,7 @@ def test_graph_retrieval_on_an_index_without_entities(tmp_path, capsys):
     assert "built without --entities" in err and "kgplus ingest DOCS --index" in err and "--entities SOURCES" in err
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_graph_of_another_index_is_refused_with_the_fix(titles_index, tmp_path, capsys):
     other = tmp_path / "other"
     shutil.copytree(titles_index, other)
@@ -143,24 +192,46 @@ def test_bad_graph_setting_is_one_clear_error(titles_index, capsys):
     assert "argument --damping: takes a number from 0 up to (not including) 1, not 1.5" in capsys.readouterr().err
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_awkward_corpora_still_link(tmp_path, capsys):
     long_title = "The " + " ".join(["Very"] * 60) + " Long Title"
-    corpus = write_jsonl(tmp_path / "c.jsonl", [
-        {"id": "a", "title": "Paris", "text": "Paris is the capital of France. It hosts the Louvre."},
-        {"id": "b", "title": "Paris", "text": "Paris is a 1926 film. Its star visits the Louvre."},  # a repeated title
-        {"id": "c", "title": 'Das "Boot" (film)', "text": 'Das "Boot" was directed by Wolfgang Petersen in Paris.'},
-        {"id": "d", "title": "Yeşim Ustaoğlu", "text": "Yeşim Ustaoğlu is a Turkish director; see Das Boot."},
-        {"id": "e", "title": long_title, "text": f"{long_title} is a made-up name about the Louvre."},
-        {"id": "f", "text": "A passage without a title that names Yeşim Ustaoğlu."},  # no title entity
-    ])
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "a", "title": "Paris", "text": "Paris is the capital of France. It hosts the Louvre."},
+            {
+                "id": "b",
+                "title": "Paris",
+                "text": "Paris is a 1926 film. Its star visits the Louvre.",
+            },  # a repeated title
+            {"id": "c", "title": 'Das "Boot" (film)', "text": 'Das "Boot" was directed by Wolfgang Petersen in Paris.'},
+            {"id": "d", "title": "Yeşim Ustaoğlu", "text": "Yeşim Ustaoğlu is a Turkish director; see Das Boot."},
+            {"id": "e", "title": long_title, "text": f"{long_title} is a made-up name about the Louvre."},
+            {"id": "f", "text": "A passage without a title that names Yeşim Ustaoğlu."},  # no title entity
+        ],
+    )
     index = tmp_path / "index"
     assert main(["ingest", str(corpus), "--index", str(index), "--entities", "titles"]) == 0
     graph = EntityGraph.load(index)
     assert graph.entities.entities["paris"].sources == {"titles": {"a", "b"}}
     assert len(graph.entities) == 4  # Paris once, Das "Boot", Yeşim Ustaoğlu, the long title
     capsys.readouterr()
-    assert main(["retrieve", "Who directed Das Boot?", "--index", str(index), "--retrieval", "graph", "--top-k", "2",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "Who directed Das Boot?",
+                "--index",
+                str(index),
+                "--retrieval",
+                "graph",
+                "--top-k",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     [record] = json_lines(capsys.readouterr().out)
     assert record["sources"][0]["id"] == "c"
     assert main(["retrieve", "What is in the museum?", "--index", str(index), "--retrieval", "graph", "--json"]) == 0
@@ -168,12 +239,22 @@ def test_awkward_corpora_still_link(tmp_path, capsys):
     assert record["sources"] and all(s["why"]["question_entities"] == [] for s in record["sources"])
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_a_corpus_without_titles_gives_an_empty_source_and_still_retrieves(tmp_path, capsys):
-    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": f"p{i}", "text": t} for i, t in enumerate(
-        ["Lothair II was king of Lotharingia.", "Ermengarde of Tours was the wife of Lothair I."])])
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"id": f"p{i}", "text": t}
+            for i, t in enumerate(
+                ["Lothair II was king of Lotharingia.", "Ermengarde of Tours was the wife of Lothair I."]
+            )
+        ],
+    )
     index = tmp_path / "index"
     assert main(["ingest", str(corpus), "--index", str(index), "--entities", "titles"]) == 0
     assert "entity graph (titles): 0 entities" in capsys.readouterr().out
-    assert main(["retrieve", "Who was the wife of Lothair I?", "--index", str(index), "--retrieval", "graph",
-                 "--json"]) == 0
+    assert (
+        main(["retrieve", "Who was the wife of Lothair I?", "--index", str(index), "--retrieval", "graph", "--json"])
+        == 0
+    )
     assert json_lines(capsys.readouterr().out)[0]["sources"][0]["id"] == "p1"

@@ -7,13 +7,11 @@ import math
 import re
 
 import pytest
+from llama_index.core.base.response.schema import Response
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
-from llama_index.core.base.response.schema import Response
 
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.testing import ScriptedLLM
-from llama_index_kgplus.evaluation._judge import grounded
 from llama_index_kgplus.evaluation import (
     AnswerCorrectness,
     AnswerRelevance,
@@ -33,6 +31,8 @@ from llama_index_kgplus.evaluation import (
     recall_at_k,
     write_report,
 )
+from llama_index_kgplus.evaluation._judge import grounded
+from llama_index_kgplus.testing import ScriptedLLM
 
 
 def JudgeLLM(rules: list[tuple[str, str]]) -> ScriptedLLM:  # noqa: N802 - reads like the class it stands for
@@ -77,7 +77,10 @@ async def test_answer_correctness_combines_f1_and_similarity(embed_model):
     judge = JudgeLLM(
         rules=[
             (r"Answer: Paris is the capital", json.dumps({"statements": ["Paris is the capital.", "Paris is big."]})),
-            (r"Answer: The capital of France", json.dumps({"statements": ["The capital is Paris.", "It has 2M people.", "It is on the Seine."]})),
+            (
+                r"Answer: The capital of France",
+                json.dumps({"statements": ["The capital is Paris.", "It has 2M people.", "It is on the Seine."]}),
+            ),
             # answer statements vs ground truth: TP=1, FP=1
             (r"Ground truth:.*Statement: Paris is the capital", verdict(True)),
             (r"Ground truth:.*Statement: Paris is big", verdict(False)),
@@ -113,9 +116,13 @@ async def test_answer_similarity_with_real_embeddings(embed_model):
 
 async def test_answer_relevance_is_zero_when_noncommittal(embed_model):
     judge = JudgeLLM(rules=[(r"questions", json.dumps({"questions": ["What is X?"], "noncommittal": True}))])
-    result = await AnswerRelevance(llm=judge, embed_model=embed_model).aevaluate(query="What is X?", response="I don't know.")
+    result = await AnswerRelevance(llm=judge, embed_model=embed_model).aevaluate(
+        query="What is X?", response="I don't know."
+    )
     assert result.score == 0.0 and result.details["generated_questions"] == ["What is X?"]
-    judge = JudgeLLM(rules=[(r"questions", json.dumps({"questions": ["What is X?", "Define X."], "noncommittal": False}))])
+    judge = JudgeLLM(
+        rules=[(r"questions", json.dumps({"questions": ["What is X?", "Define X."], "noncommittal": False}))]
+    )
     result = await AnswerRelevance(llm=judge, embed_model=embed_model).aevaluate(query="What is X?", response="X is Y.")
     assert result.details["similarities"][0] == pytest.approx(1.0, abs=1e-5)
     assert result.score == pytest.approx(sum(result.details["similarities"]) / 2)
@@ -223,7 +230,9 @@ def test_runner_caches_and_resumes(tmp_path):
     ]
     metrics = ["hit@5", "mrr"]
     with pytest.raises(KeyboardInterrupt):
-        EvalRunner(samples, {"p": ListingEngine(fail_on="about c")}, tmp_path, metrics=metrics, show_progress=False).run()
+        EvalRunner(
+            samples, {"p": ListingEngine(fail_on="about c")}, tmp_path, metrics=metrics, show_progress=False
+        ).run()
     engine = ListingEngine()
     records = EvalRunner(samples, {"p": engine}, tmp_path, metrics=metrics, show_progress=False).run()
     assert engine.answered == ["about c", "about zz"]  # q1 came from the cache
@@ -309,7 +318,7 @@ def test_kgplus_eval_end_to_end_with_local_models(tmp_path, monkeypatch):
     assert main([*args[:-4], "--top-k", "3"]) == 2
     assert (out / "summary.md").read_text() == summary
     assert (out / "hist_answer_similarity.png").is_file()
-    scores = [json.loads(l) for l in (out / "cache" / "scores.jsonl").read_text().splitlines()]
+    scores = [json.loads(line) for line in (out / "cache" / "scores.jsonl").read_text().splitlines()]
     relevance = next(s for s in scores if s["metric"] == "answer_relevance")
     assert relevance["details"]["generated_questions"]  # intermediate outputs are kept
 

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -88,8 +87,9 @@ _glossary_entry = st.dictionaries(
 
 @fuzz
 @given(
-    st.dictionaries(st.sampled_from(("terms",)) | _text, st.lists(_glossary_entry, max_size=4) | _json, max_size=2)
-    .map(json.dumps)
+    st.dictionaries(st.sampled_from(("terms",)) | _text, st.lists(_glossary_entry, max_size=4) | _json, max_size=2).map(
+        json.dumps
+    )
     | _text
 )
 def test_glossary_json(content):
@@ -166,9 +166,9 @@ def _mutate(rng: random.Random, text: str) -> str:
         if kind == 0:
             text = text[:pos] + rng.choice(_TOKENS) + text[pos:]
         elif kind == 1:
-            text = text[:pos] + text[pos + rng.randint(1, 8):]
+            text = text[:pos] + text[pos + rng.randint(1, 8) :]
         elif kind == 2 and text:
-            text = text[:pos] + chr(rng.randrange(1, 0x3000)) + text[pos + 1:]
+            text = text[:pos] + chr(rng.randrange(1, 0x3000)) + text[pos + 1 :]
         elif kind == 3:
             lines = text.split("\n")
             i = rng.randrange(len(lines))

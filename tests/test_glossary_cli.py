@@ -26,9 +26,24 @@ def json_lines(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_retrieve_with_glossary_in_original_mode_needs_no_llm(index_dir, capsys):
     capsys.readouterr()
-    code = main(["retrieve", QUESTION, "--index", str(index_dir), "--glossary", GLOSSARY, "--mode", "original", "--top-k", "3", "--json"])
+    code = main(
+        [
+            "retrieve",
+            QUESTION,
+            "--index",
+            str(index_dir),
+            "--glossary",
+            GLOSSARY,
+            "--mode",
+            "original",
+            "--top-k",
+            "3",
+            "--json",
+        ]
+    )
     assert code == 0
     [record] = json_lines(capsys.readouterr().out)
     assert record["original_query"] == record["rewritten_query"] == QUESTION
@@ -40,6 +55,7 @@ def test_retrieve_with_glossary_in_original_mode_needs_no_llm(index_dir, capsys)
         assert src["id"] in ids and src["level"] == 0 and src["text"] and isinstance(src["score"], float)
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_without_glossary_the_record_is_unchanged(index_dir, capsys):
     capsys.readouterr()
     assert main(["retrieve", QUESTION, "--index", str(index_dir), "--top-k", "2", "--json"]) == 0
@@ -48,6 +64,7 @@ def test_without_glossary_the_record_is_unchanged(index_dir, capsys):
     assert "fallback_reason" not in record
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_questions_file_gives_one_line_each(index_dir, tmp_path, capsys):
     questions = tmp_path / "q.jsonl"
     questions.write_text(
@@ -55,7 +72,17 @@ def test_questions_file_gives_one_line_each(index_dir, tmp_path, capsys):
         encoding="utf-8",
     )
     capsys.readouterr()
-    args = ["retrieve", "--questions", str(questions), "--index", str(index_dir), "--glossary", GLOSSARY, "--mode", "original"]
+    args = [
+        "retrieve",
+        "--questions",
+        str(questions),
+        "--index",
+        str(index_dir),
+        "--glossary",
+        GLOSSARY,
+        "--mode",
+        "original",
+    ]
     assert main(args) == 0
     records = json_lines(capsys.readouterr().out)
     assert [r["original_query"] for r in records] == ["What is a virtual environment?", "How do I raise an exception?"]
@@ -83,8 +110,19 @@ def test_bad_mode_is_rejected(index_dir, capsys):
 @pytest.mark.slow
 def test_query_with_glossary_and_the_local_llm(index_dir, capsys):
     capsys.readouterr()
-    args = ["query", QUESTION, "--index", str(index_dir), "--glossary", GLOSSARY, "--top-k", "1", "--json",
-            "--llm", "qwen2.5-coder-0.5b"]
+    args = [
+        "query",
+        QUESTION,
+        "--index",
+        str(index_dir),
+        "--glossary",
+        GLOSSARY,
+        "--top-k",
+        "1",
+        "--json",
+        "--llm",
+        "qwen2.5-coder-0.5b",
+    ]
     assert main(args) == 0
     [record] = json_lines(capsys.readouterr().out)
     assert set(record) >= {"answer", "original_query", "rewritten_query", "glossary_terms", "sources"}

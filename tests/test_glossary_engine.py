@@ -213,7 +213,9 @@ def test_overlong_stream_is_cut_early(selector, embed_model):
 
 
 def test_accepted_rewrite_and_prompt(selector, embed_model):
-    rewriter, llm = make_rewriter(selector, embed_model, [f"Rewritten query: {GOOD_REWRITE}\n\nI added the term hashable."])
+    rewriter, llm = make_rewriter(
+        selector, embed_model, [f"Rewritten query: {GOOD_REWRITE}\n\nI added the term hashable."]
+    )
     result = rewriter.rewrite(QUESTION)
     assert result.fallback_reason is None and result.rewritten_query == GOOD_REWRITE
     assert result.similarity >= rewriter.guard.min_similarity
@@ -386,7 +388,9 @@ def test_engine_prompts_are_exposed_and_replaceable(selector, index, embed_model
     assert {"glossary_context_prompt", "rewriter:rewrite_prompt"} <= set(prompts)
     from llama_index.core.prompts import PromptTemplate
 
-    engine.update_prompts({"glossary_context_prompt": PromptTemplate("Q: {query_str}\nTERMS (not the question):\n{glossary_str}")})
+    engine.update_prompts(
+        {"glossary_context_prompt": PromptTemplate("Q: {query_str}\nTERMS (not the question):\n{glossary_str}")}
+    )
     engine.query(QUESTION)
     assert "TERMS (not the question):" in llm.prompts[-1]
 
@@ -432,6 +436,19 @@ async def test_transform_run_and_arun(selector, embed_model):
     assert (bundle.query_str, bundle.embedding_strs) == (QUESTION, [QUESTION])
 
 
+async def test_last_rewrite_is_per_task_under_concurrent_aruns(selector, embed_model):
+    rewriter, _ = make_rewriter(selector, embed_model, [GOOD_REWRITE, GOOD_REWRITE])
+
+    async def one(question: str):
+        await rewriter.arun(QueryBundle(question))
+        await asyncio.sleep(0.05)  # both rewrites are done before either task reads its own
+        return rewriter.last_rewrite_
+
+    questions = [QUESTION, "How does a dictionary find the value of a hashable key?"]
+    seen = await asyncio.gather(*(one(q) for q in questions))
+    assert [r.original_query for r in seen] == questions
+
+
 # ----------------------------------------------------------------------------- the real local LLM (slow)
 
 
@@ -464,8 +481,14 @@ async def test_async_streaming_with_the_local_llm(selector, index, embed_model, 
         selector.glossary, llm=small_llm, embed_model=embed_model, selector=selector
     )
     engine = GlossaryQueryEngine.from_defaults(
-        None, index=index, llm=small_llm, embed_model=embed_model, rewriter=rewriter, similarity_top_k=1,
-        streaming=True, mode="rewritten",
+        None,
+        index=index,
+        llm=small_llm,
+        embed_model=embed_model,
+        rewriter=rewriter,
+        similarity_top_k=1,
+        streaming=True,
+        mode="rewritten",
     )
     response = await engine.aquery("What does a virtual environment give me?")
     text = "".join([t async for t in response.async_response_gen()])

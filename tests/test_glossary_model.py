@@ -60,9 +60,9 @@ def test_csv_with_aliases_see_also_and_metadata(tmp_path: Path):
     path = write(
         tmp_path,
         "g.csv",
-        'term,explanation,aliases,see_also,metadata.source\n'
+        "term,explanation,aliases,see_also,metadata.source\n"
         'GIL,"The lock, global.",global interpreter lock|big lock,,faq\n'
-        '\n'
+        "\n"
         'decorator,"A function\nover two lines.",,GIL,\n',
     )
     glossary = Glossary.load(path)
@@ -106,14 +106,23 @@ def test_plural_that_is_a_term_points_only_to_that_term():
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ('{"terms": [\n  {"term": "a", "explanation": "x"},\n  {"term": "b"}\n]}', r"g\.json:3:3: terms\[1\] \('b'\): missing key\(s\) 'explanation'"),
+        (
+            '{"terms": [\n  {"term": "a", "explanation": "x"},\n  {"term": "b"}\n]}',
+            r"g\.json:3:3: terms\[1\] \('b'\): missing key\(s\) 'explanation'",
+        ),
         ('{"terms": [\n {"explanation": "x"}]}', r"g\.json:2:2: terms\[0\]: missing key\(s\) 'term'"),
         ('{"terms": [{"term": "a", "explanation": "  "}]}', r"g\.json:1:12: terms\[0\] \('a'\): empty 'explanation'"),
         ('{"terms": [{"term": "", "explanation": "x"}]}', r"terms\[0\]: empty 'term'"),
         ('{"terms": [{"term": "a", "explanation": 3}]}', r"'explanation' must be a string, not int"),
         ('{"terms": [{"term": "a", "explanation": "x", "alias": ["b"]}]}', r"unknown key\(s\) \['alias'\]"),
-        ('{"terms": [{"term": "a", "explanation": "x", "aliases": "b"}]}', r"'aliases' must be a list of non-empty strings"),
-        ('{"terms": [{"term": "a", "explanation": "x", "aliases": [""]}]}', r"'aliases' must be a list of non-empty strings"),
+        (
+            '{"terms": [{"term": "a", "explanation": "x", "aliases": "b"}]}',
+            r"'aliases' must be a list of non-empty strings",
+        ),
+        (
+            '{"terms": [{"term": "a", "explanation": "x", "aliases": [""]}]}',
+            r"'aliases' must be a list of non-empty strings",
+        ),
         ('{"terms": [{"term": "a", "explanation": "x", "metadata": 1}]}', r"'metadata' must be an object"),
         ('{"terms": ["a"]}', r"terms\[0\]: each term must be an object"),
         ('{"terms": []}', r"g\.json:1:1: terms: the glossary has no terms"),
@@ -142,7 +151,9 @@ def test_duplicate_terms_name_both_positions(tmp_path: Path):
 
 
 def test_alias_clashing_with_another_term(tmp_path: Path):
-    content = json.dumps({"terms": [{"term": "GIL", "explanation": "x"}, {"term": "lock", "explanation": "y", "aliases": ["GIL"]}]})
+    content = json.dumps(
+        {"terms": [{"term": "GIL", "explanation": "x"}, {"term": "lock", "explanation": "y", "aliases": ["GIL"]}]}
+    )
     with pytest.raises(InputDataError, match=r"terms\[1\] \('lock'\): duplicate term 'GIL'.*'GIL'"):
         Glossary.load(write(tmp_path, "g.json", content))
 
@@ -208,8 +219,14 @@ def test_missing_file_and_unknown_suffix(tmp_path: Path):
         ("term,explanation\nGIL,x\nlock,\n", r"g\.csv:3: row 2 \('lock'\): empty 'explanation'"),
         ("term,explanation\nGIL,x\n,y\n", r"g\.csv:3: row 2: empty 'term'"),
         ("term,explanation\nGIL,x,extra\n", r"g\.csv:2: 3 fields, the header has 2"),
-        ("term,explanation\nGIL,x\n\nGIL,y\n", r"g\.csv:4: row 2 \('GIL'\): duplicate term 'GIL'.*already defined by 'GIL' at .*g\.csv:2: row 1"),
-        ("term,explanation,aliases\nGIL,x,a||b\n", r"g\.csv:2: row 1 \('GIL'\): 'aliases' must be a list of non-empty strings"),
+        (
+            "term,explanation\nGIL,x\n\nGIL,y\n",
+            r"g\.csv:4: row 2 \('GIL'\): duplicate term 'GIL'.*already defined by 'GIL' at .*g\.csv:2: row 1",
+        ),
+        (
+            "term,explanation,aliases\nGIL,x,a||b\n",
+            r"g\.csv:2: row 1 \('GIL'\): 'aliases' must be a list of non-empty strings",
+        ),
         ("term,explanation,see_also\nGIL,x,lock\n", r"g\.csv:2: row 1 \('GIL'\): see_also names 'lock'"),
         ("term,explanation\n", r"g\.csv: the glossary has no terms \(only a header\)"),
         ('term,explanation\nGIL,"x\n', r"g\.csv:\d+: invalid CSV"),

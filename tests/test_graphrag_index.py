@@ -106,7 +106,8 @@ def test_build_stores_the_graph_with_provenance(tmp_path):
     try:
         row = sink.query(
             "MATCH (c:GraphRAGChunk)-[:GRAPHRAG_MENTIONS]->(e:GraphRAGEntity {id: $id}) "
-            "RETURN e.doc_ids AS docs, collect(c.doc_id) AS chunk_docs", {"id": "warsaw"}
+            "RETURN e.doc_ids AS docs, collect(c.doc_id) AS chunk_docs",
+            {"id": "warsaw"},
         )[0]
     finally:
         sink.close()
@@ -248,6 +249,21 @@ def test_settings_are_kept_with_the_store(tmp_path):
     reopened.close()
 
 
+def test_a_text_splitter_replaces_the_sentence_splitter_and_a_new_one_re_chunks(tmp_path):
+    from llama_index.core.node_parser import SentenceSplitter, TokenTextSplitter
+
+    by_sentence = SentenceSplitter(chunk_size=32, chunk_overlap=0, paragraph_separator="\n\n\n")
+    with _index(tmp_path / "s", text_splitter=by_sentence) as index:
+        index.build(_docs("amazon", "curie"))
+        first = [c.text for c in index.chunks()]
+        assert len(first) > 2  # 32-token chunks: each document splits
+        assert index.update(_docs("amazon", "curie")).chunks_extracted == 0  # same splitter: nothing to redo
+    reopened = _index(tmp_path / "s", text_splitter=TokenTextSplitter(chunk_size=200, chunk_overlap=0))
+    with reopened:
+        stats = reopened.update(_docs("amazon", "curie"))
+        assert stats.documents_changed == 2 and [c.text for c in reopened.chunks()] != first
+
+
 def test_property_graph_store_sink_holds_the_same_graph(tmp_path):
     from llama_index.core.graph_stores import SimplePropertyGraphStore
 
@@ -258,7 +274,9 @@ def test_property_graph_store_sink_holds_the_same_graph(tmp_path):
         entities, relationships = index.entities(), index.relationships()
     nodes = store.graph.get_all_nodes()
     assert {n.id for n in nodes if n.label != "text_chunk"} == set(entities)
-    assert {n.id for n in nodes if n.label == "text_chunk"} == {c for e in entities.values() for c in e.chunk_ids} | {"nothing#0"}
+    assert {n.id for n in nodes if n.label == "text_chunk"} == {c for e in entities.values() for c in e.chunk_ids} | {
+        "nothing#0"
+    }
     triples = {(s.id, r.label, t.id) for s, r, t in store.get_triplets(ids=sorted(entities)) if r.label != "MENTIONS"}
     assert triples == {(r.source, r.type, r.target) for r in relationships.values()}
 
@@ -299,8 +317,8 @@ def test_invalid_json_is_recorded_then_retried_by_the_next_update(tmp_path, capl
         failures = index.state.failed_extractions(index.extractor.config_hash())
     assert stats.chunks_failed == 1 and stats.chunks_extracted == 7
     assert stats.llm_calls == 7 + 2 + stats.reports_regenerated  # the broken chunk: two attempts
-    (chunk, error), = failures
-    assert chunk.doc_id == "amazon" and "No valid Extraction JSON after 2 attempts" in error
+    ((chunk, error),) = failures
+    assert chunk.doc_id == "amazon" and "no valid Extraction JSON after 2 tries" in error
     assert "Extraction failed" in caplog.text
     with _index(tmp_path / "s") as index:
         stats = index.update(_docs(*ALL))
@@ -319,7 +337,7 @@ def test_empty_reports_are_failures_not_reports(tmp_path):
         reports = index.reports()
         response = index.as_query_engine(level=0).query("Where did Marie Curie study?")
     assert stats.reports_failed == stats.reports_total > 0 and stats.reports_regenerated == 0
-    assert all(r.report is None and "No valid Report JSON" in r.error for r in reports)
+    assert all(r.report is None and "no valid Report JSON" in r.error for r in reports)
     assert response.response == NO_DATA_ANSWER and response.metadata["reports_read"] == 0
     with _index(tmp_path / "s") as index:  # a working LLM fills them in
         assert index.update(_docs(*ALL)).reports_regenerated == stats.reports_total
@@ -355,7 +373,9 @@ def test_crash_mid_indexing_resumes_without_duplicates(tmp_path):
     with _index(tmp_path / "s") as index:
         stats = index.build(docs)
         assert stats.resumed and stats.chunks_extracted == 0  # extractions were kept
-        assert stats.reports_regenerated == clean_stats.reports_total - kept  # reports written before the crash were kept
+        assert (
+            stats.reports_regenerated == clean_stats.reports_total - kept
+        )  # reports written before the crash were kept
         assert stats.llm_calls == stats.reports_regenerated
         assert _snapshot(index) == clean
         assert index.state.count("reports") == clean_stats.reports_total
@@ -466,8 +486,17 @@ def test_cli_index_update_query(tmp_path, capsys):
     out = capsys.readouterr()
     built = json.loads(out.out)
     assert list(built) == [
-        "documents", "chunks", "entities", "relationships", "communities", "reports_total",
-        "reports_regenerated", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
+        "documents",
+        "chunks",
+        "entities",
+        "relationships",
+        "communities",
+        "reports_total",
+        "reports_regenerated",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
     ]
     assert built["documents"] == 7 and built["reports_regenerated"] == built["reports_total"] > 0
     assert "community reports: regenerated" in out.err
@@ -481,8 +510,22 @@ def test_cli_index_update_query(tmp_path, capsys):
     assert updated is None and "updated 8 documents (1 added, 0 changed, 0 deleted)" in out
     assert "community reports: regenerated" in out and "LLM: " in out
 
-    assert main(["graphrag", "query", "Where did Marie Curie study physics?", *common, "--json",
-                 "--response-type", "bulleted report", "--level", "0"]) == 0
+    assert (
+        main(
+            [
+                "graphrag",
+                "query",
+                "Where did Marie Curie study physics?",
+                *common,
+                "--json",
+                "--response-type",
+                "bulleted report",
+                "--level",
+                "0",
+            ]
+        )
+        == 0
+    )
     record = json.loads(capsys.readouterr().out)
     assert record["answer"] and record["response_type"] == "bulleted report"
     assert record["sources"] and all(s["text"] and s["doc_id"] for s in record["sources"])

@@ -40,7 +40,9 @@ def test_index_update_query_with_the_local_llm(one_thread_llm, tmp_path):
         llm=one_thread_llm,
         chunk_size=128,
         min_community_size=1,  # one-sentence documents may yield no relationship; report every entity then
-        extractor=GraphExtractor(min_entities=1, max_entities=3, max_relationships=3, max_description_chars=100, max_tokens=400),
+        extractor=GraphExtractor(
+            min_entities=1, max_entities=3, max_relationships=3, max_description_chars=100, max_tokens=400
+        ),
         reporter=CommunityReportGenerator(min_findings=5, max_findings=5, max_chars=120, max_tokens=700),
         show_progress=False,
     )

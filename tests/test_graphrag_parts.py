@@ -34,10 +34,12 @@ from llama_index_kgplus.graphrag import (
     truncated_json_candidates,
     usage_meter,
 )
-from llama_index_kgplus.graphrag._llm_calls import ajson_call, json_call
 from llama_index_kgplus.graphrag._merge import ChunkExtraction
 from llama_index_kgplus.graphrag._state import ChunkRecord
-from llama_index_kgplus.testing import ScriptedLLM  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
+from llama_index_kgplus.structured import agenerate_json, generate_json
+from llama_index_kgplus.testing import (
+    ScriptedLLM,  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
+)
 
 
 def _extraction(entities, relationships=()) -> ExtractionResult:
@@ -57,7 +59,12 @@ def _extraction(entities, relationships=()) -> ExtractionResult:
 
 @pytest.mark.parametrize(
     "a, b",
-    [("The  Python ", "python"), ("“Guido van Rossum”", "guido van rossum"), ("C++", "c++"), ("Edict of Nantes.", "edict of nantes")],
+    [
+        ("The  Python ", "python"),
+        ("“Guido van Rossum”", "guido van rossum"),
+        ("C++", "c++"),
+        ("Edict of Nantes.", "edict of nantes"),
+    ],
 )
 def test_normalize_name_merges_surface_forms(a, b):
     assert normalize_name(a) == normalize_name(b)
@@ -70,10 +77,22 @@ def test_normalize_name_keeps_distinct_names_apart():
 def test_merge_keeps_provenance_and_merges_by_normalised_name():
     entities, relationships = merge_extractions(
         [
-            ChunkExtraction("d1#0", "d1", _extraction([("Python", "technology", "A language."), ("Guido", "person", "Its author.")],
-                                                      [("Guido", "Python", "Guido created Python.", 8)])),
-            ChunkExtraction("d2#0", "d2", _extraction([("python", "TECHNOLOGY", "Used for scripting."), ("Guido", "person", "Its author.")],
-                                                      [("guido", "the python", "Guido maintains Python.", 5)])),
+            ChunkExtraction(
+                "d1#0",
+                "d1",
+                _extraction(
+                    [("Python", "technology", "A language."), ("Guido", "person", "Its author.")],
+                    [("Guido", "Python", "Guido created Python.", 8)],
+                ),
+            ),
+            ChunkExtraction(
+                "d2#0",
+                "d2",
+                _extraction(
+                    [("python", "TECHNOLOGY", "Used for scripting."), ("Guido", "person", "Its author.")],
+                    [("guido", "the python", "Guido maintains Python.", 5)],
+                ),
+            ),
         ]
     )
     assert set(entities) == {"python", "guido"}
@@ -88,18 +107,34 @@ def test_merge_keeps_provenance_and_merges_by_normalised_name():
 
 def test_merge_drops_relationships_to_unextracted_entities_and_self_loops():
     _, relationships = merge_extractions(
-        [ChunkExtraction("d#0", "d", _extraction([("A", "x", ""), ("B", "x", "")],
-                                                 [("A", "Ghost", "no such entity", 3), ("A", "a", "self", 3), ("A", "B", "ok", 3)]))]
+        [
+            ChunkExtraction(
+                "d#0",
+                "d",
+                _extraction(
+                    [("A", "x", ""), ("B", "x", "")],
+                    [("A", "Ghost", "no such entity", 3), ("A", "a", "self", 3), ("A", "B", "ok", 3)],
+                ),
+            )
+        ]
     )
     assert [(r.source, r.target) for r in relationships.values()] == [("a", "b")]
 
 
 def test_relationship_endpoint_named_in_the_text_becomes_a_bare_mention():
-    result = _extraction([("Marie Curie", "person", "A physicist.")],
-                         [("Marie Curie", "Warsaw", "Born there.", 5), ("Marie Curie", "Atlantis", "Invented.", 5)])
-    entities, relationships = merge_extractions([ChunkExtraction("d#0", "d", result, "Marie Curie was born in WARSAW.")])
+    result = _extraction(
+        [("Marie Curie", "person", "A physicist.")],
+        [("Marie Curie", "Warsaw", "Born there.", 5), ("Marie Curie", "Atlantis", "Invented.", 5)],
+    )
+    entities, relationships = merge_extractions(
+        [ChunkExtraction("d#0", "d", result, "Marie Curie was born in WARSAW.")]
+    )
     assert sorted(entities) == ["marie curie", "warsaw"]
-    assert (entities["warsaw"].name, entities["warsaw"].type, entities["warsaw"].description) == ("Warsaw", "UNKNOWN", "")
+    assert (entities["warsaw"].name, entities["warsaw"].type, entities["warsaw"].description) == (
+        "Warsaw",
+        "UNKNOWN",
+        "",
+    )
     assert entities["warsaw"].chunk_ids == ("d#0",)
     assert [(r.source, r.target) for r in relationships.values()] == [("marie curie", "warsaw")]
 
@@ -129,22 +164,27 @@ class Pair(BaseModel):
 
 def test_truncated_reply_is_repaired_without_another_call():
     llm = ScriptedLLM(replies=['{"done": true, "items": ["a", "b", "c'])
-    result, attempts = json_call(llm, "list", Pair)
-    assert result == Pair(items=["a", "b"], done=True) and attempts == 1
+    result = generate_json(llm, "list", Pair, repair_truncated=True)
+    assert result == Pair(items=["a", "b"], done=True) and llm.calls == 1
     assert llm.replies == []
+
+
+def test_without_repair_a_truncated_reply_is_asked_again():
+    llm = ScriptedLLM(replies=['{"done": true, "items": ["a", "b", "c', '{"done": true, "items": ["a"]}'])
+    assert generate_json(llm, "list", Pair) == Pair(items=["a"], done=True) and llm.calls == 2
 
 
 async def test_second_attempt_carries_the_problem_back_to_the_llm():
     llm = ScriptedLLM(replies=["not json at all", '{"items": [], "done": false}'])
-    result, attempts = await ajson_call(llm, "list", Pair)
-    assert attempts == 2 and result.done is False
-    assert "previous reply was rejected" in llm.prompts[1] and "previous reply" not in llm.prompts[0]
+    result = await agenerate_json(llm, "list", Pair, max_retries=1, repair_truncated=True)
+    assert llm.calls == 2 and result.done is False
+    assert "previous reply was not valid" in llm.prompts[1] and "previous reply" not in llm.prompts[0]
 
 
 async def test_gives_up_with_a_clear_error_and_the_raw_text():
     llm = ScriptedLLM(replies=["nope", "still nope"])
-    with pytest.raises(StructuredOutputError, match="No valid Pair JSON after 2 attempts") as info:
-        await ajson_call(llm, "list", Pair)
+    with pytest.raises(StructuredOutputError, match="no valid Pair JSON after 2 tries") as info:
+        await agenerate_json(llm, "list", Pair, max_retries=1, repair_truncated=True)
     assert info.value.raw == "still nope"
 
 
@@ -153,9 +193,11 @@ def test_extractor_rejects_blank_names_and_fills_property_graph_metadata():
     from llama_index.core.schema import TextNode
 
     blank = '{"entities": [{"name": "  ", "type": "x", "description": ""}], "relationships": []}'
-    good = ('{"entities": [{"name": "Ada", "type": "person", "description": "A mathematician."}, '
-            '{"name": "Engine", "type": "work", "description": "A machine."}], "relationships": '
-            '[{"source": "Ada", "target": "Engine", "type": "WROTE_ABOUT", "description": "Notes.", "strength": 7}]}')
+    good = (
+        '{"entities": [{"name": "Ada", "type": "person", "description": "A mathematician."}, '
+        '{"name": "Engine", "type": "work", "description": "A machine."}], "relationships": '
+        '[{"source": "Ada", "target": "Engine", "type": "WROTE_ABOUT", "description": "Notes.", "strength": 7}]}'
+    )
     extractor = GraphExtractor.from_defaults(llm=ScriptedLLM(replies=[blank, good]))
     (node,) = extractor([TextNode(text="Ada wrote about the Engine.")])
     assert [n.name for n in node.metadata[KG_NODES_KEY]] == ["Ada", "Engine"]
@@ -212,8 +254,9 @@ def test_update_keeps_untouched_communities_and_matches_ids():
     before = CommunityDetector(max_cluster_size=8).fit(nodes, edges)
     grown = dict(edges)
     grown[("new-node", nodes[5])] = 2.0
-    after = CommunityDetector(max_cluster_size=8).fit(nodes + ["new-node"], grown, before.communities_,
-                                                      next_id=before.next_id_)
+    after = CommunityDetector(max_cluster_size=8).fit(
+        nodes + ["new-node"], grown, before.communities_, next_id=before.next_id_
+    )
     old = {(c.id, c.entity_ids) for c in before.communities_}
     changed = [c for c in after.communities_ if (c.id, c.entity_ids) not in old]
     assert 0 < len(changed) <= 0.2 * len(after.communities_)
@@ -246,12 +289,17 @@ def test_local_moves_leave_nodes_away_from_the_change_where_they_were():
             assert b not in new_of[a]  # pinned nodes never merge ...
     for c in before.communities_:
         kept = [n for n in c.entity_ids if n not in touched]
-        assert len({new_of[n] for n in kept}) <= len(_connected_parts_of(kept, grown))  # ... nor split (but by connectivity)
+        assert len({new_of[n] for n in kept}) <= len(
+            _connected_parts_of(kept, grown)
+        )  # ... nor split (but by connectivity)
     free = CommunityDetector(max_cluster_size=1000, max_levels=1, local_moves=False).fit(
         nodes + ["new-node"], grown, before.communities_, previous_edges=edges, next_id=before.next_id_
     )
     moved = lambda d: sum(  # noqa: E731
-        1 for c in d.communities_ for n in c.entity_ids if n in old_of and set(c.entity_ids) != set(_members(before, old_of[n]))
+        1
+        for c in d.communities_
+        for n in c.entity_ids
+        if n in old_of and set(c.entity_ids) != set(_members(before, old_of[n]))
     )
     assert moved(after) <= moved(free)
 
@@ -271,8 +319,17 @@ def _connected_parts_of(members, edges):
 
 def test_report_context_is_bounded_and_fingerprint_tracks_descriptions():
     entities, relationships = merge_extractions(
-        [ChunkExtraction(f"d#{i}", "d", _extraction([(f"E{i}", "x", "word " * 30), (f"E{i + 1}", "x", "more " * 30)],
-                                                     [(f"E{i}", f"E{i + 1}", "linked", 5)])) for i in range(20)]
+        [
+            ChunkExtraction(
+                f"d#{i}",
+                "d",
+                _extraction(
+                    [(f"E{i}", "x", "word " * 30), (f"E{i + 1}", "x", "more " * 30)],
+                    [(f"E{i}", f"E{i + 1}", "linked", 5)],
+                ),
+            )
+            for i in range(20)
+        ]
     )
     community = Community("c0", 0, tuple(sorted(entities)))
     reporter = CommunityReportGenerator(max_context_tokens=300)
@@ -338,23 +395,40 @@ async def test_asyncio_executor_bounds_concurrency_and_records_failures():
 def test_citations_keep_documents_at_or_above_the_median():
     entities, relationships = merge_extractions(
         [
-            ChunkExtraction("a#0", "a", _extraction([("Alpha", "x", "."), ("Beta", "x", ".")], [("Alpha", "Beta", ".", 5)])),
+            ChunkExtraction(
+                "a#0", "a", _extraction([("Alpha", "x", "."), ("Beta", "x", ".")], [("Alpha", "Beta", ".", 5)])
+            ),
             ChunkExtraction("a#1", "a", _extraction([("Alpha", "x", "."), ("Beta", "x", ".")])),
             ChunkExtraction("b#0", "b", _extraction([("Alpha", "x", ".")])),
             ChunkExtraction("c#0", "c", _extraction([("Gamma", "x", ".")])),
         ]
     )
-    chunks = {cid: ChunkRecord(cid, cid.split("#")[0], int(cid[-1]), f"text of {cid}", cid) for cid in ("a#0", "a#1", "b#0", "c#0")}
+    chunks = {
+        cid: ChunkRecord(cid, cid.split("#")[0], int(cid[-1]), f"text of {cid}", cid)
+        for cid in ("a#0", "a#1", "b#0", "c#0")
+    }
     communities = {"c0": Community("c0", 0, ("alpha", "beta")), "c1": Community("c1", 0, ("gamma",))}
     citations = cite_sources(
-        ["c0"], ["Alpha and Beta are linked."], communities, entities, relationships,
-        lambda ids: [chunks[i] for i in ids if i in chunks], {"a": "Doc A", "b": "Doc B"},
+        ["c0"],
+        ["Alpha and Beta are linked."],
+        communities,
+        entities,
+        relationships,
+        lambda ids: [chunks[i] for i in ids if i in chunks],
+        {"a": "Doc A", "b": "Doc B"},
     )
     # a: 2 + 2 + 1 (relationship) = 5 matches, b: 1; median 3 -> only a is cited, c (other community) never.
     assert citations.documents == [{"doc_id": "a", "title": "Doc A", "match_frequency": 5}]
     assert citations.median_match_frequency == 3
     assert [n.node.node_id for n in citations.source_nodes] == ["a#0", "a#1"]
     assert citations.source_nodes[0].score == 1.0 and citations.source_nodes[0].node.text == "text of a#0"
-    narrowed = cite_sources(["c0"], ["Only Beta matters."], communities, entities, relationships,
-                            lambda ids: [chunks[i] for i in ids if i in chunks], {})
+    narrowed = cite_sources(
+        ["c0"],
+        ["Only Beta matters."],
+        communities,
+        entities,
+        relationships,
+        lambda ids: [chunks[i] for i in ids if i in chunks],
+        {},
+    )
     assert narrowed.entity_ids == ["beta"]

@@ -250,8 +250,8 @@ def test_raptor_soft_membership_primary_parent_first(embed_model, longdoc_nodes)
     builder = raptor(embed_model, membership_threshold=0.01, max_levels=1)
     out = builder(longdoc_nodes())
     by_id = {n.node_id: n for n in out}
-    labels, ids = builder.labels_[0], builder.level_node_ids_[0]
-    for node_id, label in zip(ids, labels):
+    ids = builder.level_node_ids_[0]
+    for node_id in ids:
         node = by_id[node_id]
         if NodeRelationship.PARENT in node.relationships:
             parent = by_id[node.relationships[NodeRelationship.PARENT].node_id]
@@ -292,9 +292,9 @@ def test_fewer_than_two_nodes_pass_through(embed_model, topic_nodes, kind, n):
 
 def test_learned_attributes_need_a_run(embed_model):
     with pytest.raises(AttributeError, match="set when the builder runs"):
-        semantic(embed_model).threshold_
+        _ = semantic(embed_model).threshold_
     with pytest.raises(AttributeError, match="cache hit does not run it"):
-        raptor(embed_model).bic_
+        _ = raptor(embed_model).bic_
 
 
 @pytest.mark.parametrize("kind", BUILDERS)
@@ -340,8 +340,8 @@ def test_missing_embeddings_are_embedded_and_existing_ones_reused(embed_model, t
 
 @pytest.mark.parametrize("kind", BUILDERS)
 def test_no_embeddings_and_no_embed_model_is_a_clear_error(embed_model, topic_nodes, kind, monkeypatch):
-    from llama_index.core import Settings
     import llama_index.core.settings as settings_module
+    from llama_index.core import Settings
 
     monkeypatch.setattr(Settings, "_embed_model", None)
 
@@ -360,7 +360,9 @@ def test_no_embeddings_and_no_embed_model_is_a_clear_error(embed_model, topic_no
 def test_mixed_dimensions_are_a_clear_error(embed_model, topic_nodes, kind):
     nodes = topic_nodes()
     nodes[5].embedding = nodes[5].embedding[:100]
-    with pytest.raises(InputDataError, match=r"different dimensions: 11 of dimension 384.*1 of dimension 100 \(e.g. geo-bread-5\)"):
+    with pytest.raises(
+        InputDataError, match=r"different dimensions: 11 of dimension 384.*1 of dimension 100 \(e.g. geo-bread-5\)"
+    ):
         BUILDERS[kind](embed_model)(nodes)
 
 
@@ -475,12 +477,16 @@ def test_an_empty_llm_summary_fails_the_cluster_not_the_run(embed_model, topic_n
 @pytest.mark.parametrize("kind", BUILDERS)
 async def test_summaries_run_concurrently_with_a_bounded_worker_count(embed_model, topic_nodes, kind):
     llm = ScriptedLLM(delay=0.05)
-    builder = BUILDERS[kind](embed_model, summarizer=two_stage(llm, embed_model), num_workers=2, max_levels=1, max_cluster_size=2)
+    builder = BUILDERS[kind](
+        embed_model, summarizer=two_stage(llm, embed_model), num_workers=2, max_levels=1, max_cluster_size=2
+    )
     out = await builder.acall(topic_nodes())
     assert len(summaries(out)) >= 3
     assert llm._max_in_flight == 2
     sync_llm = ScriptedLLM(delay=0.05)
-    sync = BUILDERS[kind](embed_model, summarizer=two_stage(sync_llm, embed_model), num_workers=3, max_levels=1, max_cluster_size=2)
+    sync = BUILDERS[kind](
+        embed_model, summarizer=two_stage(sync_llm, embed_model), num_workers=3, max_levels=1, max_cluster_size=2
+    )
     sync(topic_nodes())  # the sync call runs the same bounded async jobs
     assert sync_llm._max_in_flight == 3
 

@@ -34,7 +34,9 @@ def semantic_index(embed_model, tmp_path_factory):
     builder = SemanticChunkingSummaryNodeBuilder(
         embed_model=embed_model, summarizer=ExtractiveSummarizer(max_sentences=3), max_levels=2, show_progress=False
     )
-    index = build_index(corpus(), folder, embed_model=embed_model, chunk_size=128, extra_transformations=[builder], show_progress=False)
+    index = build_index(
+        corpus(), folder, embed_model=embed_model, chunk_size=128, extra_transformations=[builder], show_progress=False
+    )
     write_manifest(folder, list(index.docstore.docs.values()), builder)
     return index, folder
 
@@ -125,7 +127,10 @@ async def test_async_matches_sync(semantic_index):
 def test_from_persist_dir_with_and_without_manifest(semantic_index, embed_model, tmp_path):
     index, folder = semantic_index
     manifest = read_manifest(folder)
-    assert manifest["nodes_per_level"]["1"] > 0 and manifest["builder"]["class_name"] == "SemanticChunkingSummaryNodeBuilder"
+    assert (
+        manifest["nodes_per_level"]["1"] > 0
+        and manifest["builder"]["class_name"] == "SemanticChunkingSummaryNodeBuilder"
+    )
     loaded = HierarchicalRetriever.from_persist_dir(folder, embed_model=embed_model, mode="tree")
     assert loaded.root_ids() == manifest["root_ids"]
     scanned = HierarchicalRetriever.from_index(index, mode="tree")
@@ -163,12 +168,28 @@ def retrieve_json(capsys, index_dir, *options):
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 @pytest.mark.parametrize("hierarchy", ["semantic", "raptor"])
 def test_cli_ingest_with_a_hierarchy_then_retrieve(tmp_path, capsys, hierarchy):
     docs = tmp_path / "docs.jsonl"
-    docs.write_text((sample.SAMPLE_DIR / "longdoc.jsonl").read_text() + (sample.SAMPLE_DOCS.read_text().splitlines()[0] + "\n"))
+    docs.write_text(
+        (sample.SAMPLE_DIR / "longdoc.jsonl").read_text() + (sample.SAMPLE_DOCS.read_text().splitlines()[0] + "\n")
+    )
     index_dir = tmp_path / "index"
-    code = main(["ingest", str(docs), "--index", str(index_dir), "--hierarchy", hierarchy, "--summarizer", "extractive", "--chunk-size", "192"])
+    code = main(
+        [
+            "ingest",
+            str(docs),
+            "--index",
+            str(index_dir),
+            "--hierarchy",
+            hierarchy,
+            "--summarizer",
+            "extractive",
+            "--chunk-size",
+            "192",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and f"hierarchy ({hierarchy}): level 0:" in out and "level 1:" in out
     manifest = read_manifest(index_dir)
@@ -185,6 +206,7 @@ def test_cli_ingest_with_a_hierarchy_then_retrieve(tmp_path, capsys, hierarchy):
     assert len(capped["sources"]) == 2
 
 
+@pytest.mark.model  # the CLI loads the real embedding model
 def test_cli_retrieve_tree_on_an_index_without_hierarchy(tmp_path, capsys):
     index_dir = tmp_path / "index"
     assert main(["ingest", str(sample.SAMPLE_DOCS), "--index", str(index_dir)]) == 0
@@ -200,12 +222,32 @@ def test_cli_raptor_with_the_real_local_llm_then_query(tmp_path, capsys):
     record["text"] = "\n\n".join(record["text"].split("\n\n")[:6])  # keep it small: a few chunks, few LLM calls
     docs.write_text(json.dumps(record) + "\n")
     index_dir = tmp_path / "index"
-    args = ["ingest", str(docs), "--index", str(index_dir), "--hierarchy", "raptor", "--llm", "qwen2.5-coder-0.5b", "--chunk-size", "160"]
+    args = [
+        "ingest",
+        str(docs),
+        "--index",
+        str(index_dir),
+        "--hierarchy",
+        "raptor",
+        "--llm",
+        "qwen2.5-coder-0.5b",
+        "--chunk-size",
+        "160",
+    ]
     assert main(args) == 0
     manifest = read_manifest(index_dir)
     assert manifest["failed_clusters"] == [] and int(manifest["nodes_per_level"]["1"]) >= 1
     capsys.readouterr()
-    query = ["query", "What is the Amazon rainforest?", "--index", str(index_dir), "--retrieval", "tree", "--top-k", "3"]
+    query = [
+        "query",
+        "What is the Amazon rainforest?",
+        "--index",
+        str(index_dir),
+        "--retrieval",
+        "tree",
+        "--top-k",
+        "3",
+    ]
     assert main([*query, "--llm", "qwen2.5-coder-0.5b", "--json"]) == 0
     answer = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert answer["answer"].strip() and len(answer["sources"]) == 3

@@ -31,10 +31,17 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
 def files(tmp_path):
     """A small valid graph; tests overwrite one file at a time."""
     return {
-        "nodes": write(tmp_path, "nodes.csv", "cid:ID,cfname,score:float,tags:string[],:LABEL\n"
-                       "C1,aspirin,0.5,drug;nsaid,Ent;Drug\nC2,headache,,,Ent\nC3,migraine,1,,Ent;Disease\n"),
-        "rels": write(tmp_path, "rels.csv", ":START_ID,:END_ID,:TYPE,relname,rank:int,note:IGNORE\n"
-                      "C1,C2,Rel,TREATS,1,x\nC3,C2,Rel,ISA,2,y\n"),
+        "nodes": write(
+            tmp_path,
+            "nodes.csv",
+            "cid:ID,cfname,score:float,tags:string[],:LABEL\n"
+            "C1,aspirin,0.5,drug;nsaid,Ent;Drug\nC2,headache,,,Ent\nC3,migraine,1,,Ent;Disease\n",
+        ),
+        "rels": write(
+            tmp_path,
+            "rels.csv",
+            ":START_ID,:END_ID,:TYPE,relname,rank:int,note:IGNORE\nC1,C2,Rel,TREATS,1,x\nC3,C2,Rel,ISA,2,y\n",
+        ),
         "syn": write(tmp_path, "syn.csv", "cid,synonym\nC1,acetylsalicylic acid\nC1,ASA\nC1,ASA\n"),
     }
 
@@ -70,7 +77,10 @@ def test_untyped_rank_stays_a_string_like_neo4j_admin():
     ("header", "kinds"),
     [
         (":ID,name", [("id", ""), ("property", "name")]),
-        ("cid:ID(Genes),n:long[],b:BOOLEAN,d:date", [("id", "cid"), ("property", "n"), ("property", "b"), ("property", "d")]),
+        (
+            "cid:ID(Genes),n:long[],b:BOOLEAN,d:date",
+            [("id", "cid"), ("property", "n"), ("property", "b"), ("property", "d")],
+        ),
     ],
 )
 def test_parse_header(header, kinds, tmp_path):
@@ -91,11 +101,19 @@ def test_parse_header(header, kinds, tmp_path):
         ("nodes", "cid:ID,full name\nC1,a\n", r"not a plain identifier"),
         ("nodes", "cid:ID,name,synonyms\nC1,a,b\n", r"'synonyms' is reserved"),
         ("nodes", ":START_ID,:END_ID,name\nC1,C2,a\n", r"is this the relationships file"),
-        ("rels", "start,:END_ID,:TYPE\nC1,C2,R\n", r"no ':START_ID' column .*Did you mean ':START_ID' for column 'start'"),
+        (
+            "rels",
+            "start,:END_ID,:TYPE\nC1,C2,R\n",
+            r"no ':START_ID' column .*Did you mean ':START_ID' for column 'start'",
+        ),
         ("rels", ":START_ID,:END_ID,relname\nC1,C2,x\n", r"no ':TYPE' column"),
         ("rels", "cid:ID,cfname\nC1,a\n", r"is this the nodes file"),
         ("rels", ":START_ID,:END_ID,:TYPE\nC1,C2,HAS-DRUG\n", r"rels.csv:2: relationship type 'HAS-DRUG'"),
-        ("rels", ":START_ID,:END_ID,:TYPE,rank:int\nC1,C2,R,high\n", r"rels.csv:2: column 'rank:int': 'high' is not a valid int"),
+        (
+            "rels",
+            ":START_ID,:END_ID,:TYPE,rank:int\nC1,C2,R,high\n",
+            r"rels.csv:2: column 'rank:int': 'high' is not a valid int",
+        ),
         ("rels", ":START_ID,:END_ID,:TYPE\nC1,C2\n", r"rels.csv:2: 2 fields, the header has 3"),
         ("syn", "cid,alias_text\nC1,x\n", r"syn.csv:1: a synonyms file needs the columns 'cid'"),
     ],
@@ -123,8 +141,11 @@ def test_unknown_ids_fail_by_default_and_are_counted_when_skipped(files):
         files["rels"].parent, "rels.csv", ":START_ID,:END_ID,:TYPE\nC1,C2,R\nC1,C9,R\nC8,C9,R\nC3,C2,R\n"
     )
     files["syn"] = write(files["syn"].parent, "syn.csv", "cid,synonym\nC1,ASA\nC7,ghost\n")
-    with pytest.raises(InputDataError, match=r"rels.csv: 2 relationships point at ids that are not in the nodes "
-                                             r"file \(line 3: 'C9'; line 4: 'C8', 'C9'\).*--skip-unknown-ids"):
+    with pytest.raises(
+        InputDataError,
+        match=r"rels.csv: 2 relationships point at ids that are not in the nodes "
+        r"file \(line 3: 'C9'; line 4: 'C8', 'C9'\).*--skip-unknown-ids",
+    ):
         read(files)
     data = read(files, on_unknown_id="skip")
     assert data.relationship_count == 2 and data.skipped_relationships == 2
@@ -190,8 +211,19 @@ def test_cli_import_fails_or_skips_unknown_ids_and_writes_nothing_on_failure(fil
 
     files["rels"] = write(files["rels"].parent, "rels.csv", ":START_ID,:END_ID,:TYPE\nC1,C2,R\nC1,C9,R\nC8,C3,R\n")
     store = f"ladybug://{tmp_path / 'kg.lbug'}"
-    args = ["kg", "import", "--nodes", str(files["nodes"]), "--relationships", str(files["rels"]),
-            "--synonyms", str(files["syn"]), "--store", store, "--quiet"]
+    args = [
+        "kg",
+        "import",
+        "--nodes",
+        str(files["nodes"]),
+        "--relationships",
+        str(files["rels"]),
+        "--synonyms",
+        str(files["syn"]),
+        "--store",
+        store,
+        "--quiet",
+    ]
     assert main(args) == 2
     assert "2 relationships point at ids that are not in the nodes file" in capsys.readouterr().err
     assert main(["kg", "paths", "aspirin", "--store", store]) == 2  # nothing was written

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -36,8 +37,7 @@ from llama_index_kgplus import GraphStoreError
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.kg import KGPath, KGPathFinder, KGPathRetriever, KnowledgeGraph
 from llama_index_kgplus.kg._graph import manifest_key
-
-from conftest import free_port as _free_port  # noqa: E402 - tests/ is on sys.path under pytest
+from llama_index_kgplus.testing import free_port
 
 BENCH = Path("/work/shared/bench-data")
 ENGINES = ["ladybug", "falkordb", "neo4j"]
@@ -79,11 +79,15 @@ class ArcadeDB:
 def arcadedb(tmp_path_factory):
     pytest.importorskip("arcadedb_embedded")
     workdir = tmp_path_factory.mktemp("arcadedb")
-    http_port, bolt_port = _free_port(), _free_port()
+    http_port, bolt_port = free_port(), free_port()
     log = (workdir / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-c", _ARCADE_SERVER, str(workdir / "root"), str(http_port), str(bolt_port), ARCADE_PASSWORD],
-        cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+        cwd=workdir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
     )
     try:
         line = proc.stdout.readline()  # blocks until the server prints "ready" (or dies)
@@ -280,8 +284,10 @@ def test_kg_paths_cli_returns_exactly_the_gold_paths(backend, graph, request, tm
             assert all(set(r) == {"type", "direction"} for r in path["relationships"])
             assert path["text"] == " ".join(
                 [path["nodes"][0]["name"]]
-                + [f"{'-' if r['direction'] == '->' else '<-'}[{r['type']}]{'->' if r['direction'] == '->' else '-'} {n['name']}"
-                   for r, n in zip(path["relationships"], path["nodes"][1:])]
+                + [
+                    f"{'-' if r['direction'] == '->' else '<-'}[{r['type']}]{'->' if r['direction'] == '->' else '-'} {n['name']}"
+                    for r, n in zip(path["relationships"], path["nodes"][1:])
+                ]
             )
         got = sorted(flat(p) for p in record["paths"])
         if got != sorted(pair["gold_paths"]):
@@ -396,7 +402,7 @@ def test_user_text_never_enters_query_strings(toy_kg, monkeypatch):
     assert len(result.paths) == 3
     path_queries = [(q, p) for q, p in seen if "p =" in q]
     assert path_queries, "the path query went through the dialect"
-    for query, params in seen:
+    for query, _params in seen:
         for fragment in ("alpha", "beta", "DETACH DELETE n //", "DROP TABLE", "RETURN 1;"):
             assert fragment not in query
     assert any('"A"' in json.dumps(p) and '"B"' in json.dumps(p) for _, p in path_queries)  # ids are parameters
@@ -437,9 +443,14 @@ def test_retriever_nodes_sync_and_async(toy_kg):
     assert [h.score for h in hits] == [0.5, 0.5]
     meta = hits[0].node.metadata
     assert meta["kg_path"]["nodes"] == [
-        {"cid": "A", "name": "alpha"}, {"cid": "M2", "name": "mu two"}, {"cid": "B", "name": "beta"}
+        {"cid": "A", "name": "alpha"},
+        {"cid": "M2", "name": "mu two"},
+        {"cid": "B", "name": "beta"},
     ]
-    assert meta["kg_path"]["relationships"] == [{"type": "LINKS", "direction": "->"}, {"type": "LINKS", "direction": "<-"}]
+    assert meta["kg_path"]["relationships"] == [
+        {"type": "LINKS", "direction": "->"},
+        {"type": "LINKS", "direction": "<-"},
+    ]
     assert "kg_path" not in hits[0].node.get_content(metadata_mode="llm")
     import asyncio
 
@@ -477,8 +488,10 @@ def test_one_batched_query_equals_one_query_per_pair_on_a_dense_graph(backend, u
         batched = sorted(key(p) for p in raw)
         one_by_one = sorted(key(p) for pair in pairs for p in kg.shortest_paths([pair]))
     assert len(batched) > 100 and batched == one_by_one
-    got = {pair: sorted(KGPath.from_raw(p).to_flat() for p in raw if (p.node_ids[0], p.node_ids[-1]) == pair)
-           for pair in pairs}
+    got = {
+        pair: sorted(KGPath.from_raw(p).to_flat() for p in raw if (p.node_ids[0], p.node_ids[-1]) == pair)
+        for pair in pairs
+    }
     assert got == {pair: _oracle_paths("kg-umls-semnet", *pair) for pair in pairs}
 
 
@@ -500,21 +513,65 @@ def test_existing_graph_needs_replace_and_metadata_only_registers_a_loaded_graph
     backend.import_graph(name, toy_files / "nodes.csv", toy_files / "rels.csv")
     code, _, err = backend.cli(name, "kg", "import", *args)
     assert code == 2 and "already holds a graph labelled 'Ent' (12 nodes)" in err and "--replace" in err
-    code, out, _ = backend.cli(name, "kg", "import", *args, "--replace")
-    assert code == 0 and "imported 12 nodes, 11 relationships" in out
+    code, out, err = backend.cli(name, "kg", "import", *args, "--replace")
+    assert code == 0 and "imported 12 nodes, 11 relationships" in out, err
     # a graph loaded by other means (e.g. neo4j-admin) has no manifest: paths refuse, --metadata-only registers it
     with backend.open(name) as kg:
         kg.dialect.delete_meta(kg.store, manifest_key("Ent"))
         shutil.rmtree(kg.cache_dir)
     code, _, err = backend.cli(name, "kg", "paths", "alpha and beta")
     assert code == 2 and "No knowledge graph with label 'Ent'" in err
-    code, out, _ = backend.cli(name, "kg", "import", *args, "--metadata-only", "--synonyms", str(toy_files / "syn.csv"), "--json")
+    code, out, _ = backend.cli(
+        name, "kg", "import", *args, "--metadata-only", "--synonyms", str(toy_files / "syn.csv"), "--json"
+    )
     report = json.loads(out)
     assert code == 0 and (report["nodes"], report["relationships"], report["synonyms"]) == (12, 0, 1)
     code, out, _ = backend.cli(name, "kg", "paths", "ALP and beta", "--json")
     assert code == 0 and len(json.loads(out)["paths"]) == 3
     with backend.open(name) as kg:
         assert kg.dialect.count_nodes(kg.store, kg.layout) == 12
+
+
+def test_replace_keeps_the_old_graph_until_the_new_one_is_whole(backend, toy_files, tmp_path, monkeypatch):
+    """A replacing import that fails while writing (the connection drops after the nodes: injected, since a real
+    drop cannot be timed) leaves the old graph whole, manifest and paths included; the next import clears what
+    the failed one left and switches. Servers write under a staging label and switch in one statement;
+    Ladybug imports into a copy of its file (kill -9 of both: tests/test_reliability.py)."""
+    name = "swap"
+    backend.import_graph(name, toy_files / "nodes.csv", toy_files / "rels.csv", toy_files / "syn.csv")
+    with backend.open(name) as kg:
+        old_id, dialect_cls = kg.manifest.import_id, type(kg.dialect)
+    _write_csv(tmp_path / "nodes.csv", [*TOY_NODES[:3], ["Z", "zeta", "", "Ent"]])
+    _write_csv(tmp_path / "rels.csv", [[":START_ID", ":END_ID", ":TYPE"], ["A", "Z", "VIA"], ["Z", "B", "VIA"]])
+    args = ("kg", "import", "--nodes", str(tmp_path / "nodes.csv"), "--relationships", str(tmp_path / "rels.csv"),
+            "--quiet", "--replace")  # fmt: skip
+
+    def connection_lost(*args, **kwargs):
+        raise GraphStoreError("connection lost (injected by the test)")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(dialect_cls, "write_relationships", connection_lost)
+        code, _, err = backend.cli(name, *args)
+    assert code != 0 and "connection lost" in err
+    with backend.open(name) as kg:
+        assert kg.manifest.import_id == old_id and kg.dialect.count_nodes(kg.store, kg.layout) == 12
+        staging = dataclasses.replace(kg.layout, node_label=f"KGPlusImporting_{kg.layout.node_label}")
+        if kg.dialect.can_swap:  # the half-written new graph waits under its own label
+            assert kg.dialect.count_nodes(kg.store, staging) == 3
+    code, out, _ = backend.cli(name, "kg", "paths", "ALP and beta", "--json")
+    assert code == 0 and len(json.loads(out)["paths"]) == 3
+
+    code, out, err = backend.cli(name, *args)
+    assert code == 0 and "imported 3 nodes, 2 relationships" in out, err
+    with backend.open(name) as kg:
+        assert kg.manifest.import_id != old_id and kg.dialect.count_nodes(kg.store, kg.layout) == 3
+        if kg.dialect.can_swap:
+            assert kg.dialect.count_nodes(kg.store, staging) == 0
+    code, out, _ = backend.cli(name, "kg", "paths", "alpha and beta", "--json")
+    paths = json.loads(out)["paths"]
+    assert code == 0 and [[n["cid"] for n in p["nodes"]] for p in paths] == [["A", "Z", "B"]]
+    code, out, _ = backend.cli(name, "kg", "paths", "ALP", "--json")  # the old synonyms went too
+    assert code == 0 and json.loads(out)["entities"] == []
 
 
 def test_kg_paths_on_a_store_without_a_graph_says_what_to_do(backend):
@@ -531,9 +588,16 @@ def test_unreachable_or_locked_store(engine, tmp_path, capsys):
     if engine == "ladybug":  # another process holds the embedded store
         path = tmp_path / "locked.lbug"
         holder = subprocess.Popen(
-            [sys.executable, "-c", "import sys, ladybug as lb; db = lb.Database(sys.argv[1]); "
-             "lb.Connection(db).execute('RETURN 1'); print('ready', flush=True); sys.stdin.read()", str(path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-c",
+                "import sys, ladybug as lb; db = lb.Database(sys.argv[1]); "
+                "lb.Connection(db).execute('RETURN 1'); print('ready', flush=True); sys.stdin.read()",
+                str(path),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert holder.stdout.readline().strip() == "ready"
@@ -543,7 +607,7 @@ def test_unreachable_or_locked_store(engine, tmp_path, capsys):
             holder.wait(timeout=30)
         assert "locked by another process" in capsys.readouterr().err
     else:
-        uri = f"{'falkordb' if engine == 'falkordb' else 'bolt'}://127.0.0.1:{_free_port()}"
+        uri = f"{'falkordb' if engine == 'falkordb' else 'bolt'}://127.0.0.1:{free_port()}"
         assert main(["kg", "paths", "alpha", "--store", uri]) == 2
         assert "Cannot reach" in capsys.readouterr().err
         with pytest.raises(GraphStoreError):
@@ -551,8 +615,20 @@ def test_unreachable_or_locked_store(engine, tmp_path, capsys):
 
 
 def test_default_store_is_the_embedded_one(toy_files, capsys):
-    assert main(["kg", "import", "--nodes", str(toy_files / "nodes.csv"), "--relationships",
-                 str(toy_files / "rels.csv"), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "kg",
+                "import",
+                "--nodes",
+                str(toy_files / "nodes.csv"),
+                "--relationships",
+                str(toy_files / "rels.csv"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "into ladybug" in capsys.readouterr().out
     assert main(["kg", "paths", "gamma and alpha", "--json"]) == 0
     assert [p["text"] for p in json.loads(capsys.readouterr().out)["paths"]] == ["gamma -[TREATS]-> alpha"]

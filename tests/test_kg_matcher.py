@@ -33,7 +33,11 @@ def test_names_and_synonyms_whole_words_leftmost_longest():
 
 def test_ambiguous_names_give_every_entity_or_none():
     pairs = [("FPLX:SRC", "SRC"), ("HGNC:SRC", "SRC"), ("HGNC:ABL1", "ABL1")]
-    assert [m.cid for m in EntityMatcher.from_pairs(pairs).find("SRC and ABL1")] == ["FPLX:SRC", "HGNC:SRC", "HGNC:ABL1"]
+    assert [m.cid for m in EntityMatcher.from_pairs(pairs).find("SRC and ABL1")] == [
+        "FPLX:SRC",
+        "HGNC:SRC",
+        "HGNC:ABL1",
+    ]
     skip = EntityMatcher.from_pairs(pairs, ambiguous="skip")
     assert [m.cid for m in skip.find("SRC and ABL1")] == ["HGNC:ABL1"]
 

@@ -6,9 +6,7 @@ def spans(matcher, text):
 
 
 def test_whole_words_case_insensitive_leftmost_longest():
-    m = PhraseMatcher.from_pairs(
-        [("protein", 1), ("protein kinase", 2), ("kinase C", 3), ("kinase", 4), ("AKT", 5)]
-    )
+    m = PhraseMatcher.from_pairs([("protein", 1), ("protein kinase", 2), ("kinase C", 3), ("kinase", 4), ("AKT", 5)])
     text = "Protein kinase C binds AKT1 and akt, not proteins."
     assert spans(m, text) == [(0, 14, "Protein kinase", (2,)), (32, 35, "akt", (5,))]
 

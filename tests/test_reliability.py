@@ -111,7 +111,9 @@ def test_an_unexpected_error_is_one_line_with_a_hint_and_debug_shows_the_traceba
     monkeypatch.setattr(_setup, "_doctor", broken)  # registered when the parser is built
     assert main(["doctor"]) == 1
     err = capsys.readouterr().err
-    assert err == "kgplus: unexpected error: ZeroDivisionError: division by zero (re-run with --debug for the traceback)\n"
+    assert (
+        err == "kgplus: unexpected error: ZeroDivisionError: division by zero (re-run with --debug for the traceback)\n"
+    )
     with pytest.raises(ZeroDivisionError):
         main(["doctor", "--debug"])
 
@@ -123,7 +125,9 @@ def test_no_pickle_of_anything_read_from_disk_in_the_package():
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if re.search(r"\bpickle\.loads?\(|\bimport pickle\b|allow_pickle\s*=\s*True|\bjoblib\.load\(|\bdill\b", line):
+            if re.search(
+                r"\bpickle\.loads?\(|\bimport pickle\b|allow_pickle\s*=\s*True|\bjoblib\.load\(|\bdill\b", line
+            ):
                 offenders.append(f"{path.relative_to(PACKAGE)}:{lineno}: {line.strip()}")
     assert offenders == []
 
@@ -200,8 +204,8 @@ def _retrieved_ids(index_dir: Path, embed_model) -> set[str]:
     [(0, "old"), (1, "new"), (3, "new"), (5, "new")],  # rename 0 seals the staging folder, the others move files
 )
 def test_kill_9_during_a_re_ingest_leaves_the_old_or_the_new_index(tmp_path, corpus, embed_model, kill_after, survivor):
-    from llama_index_kgplus.indexing import build_index, load_index
     from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus.indexing import build_index, load_index
 
     index_dir = tmp_path / "index"
     old = build_index(load_corpus(corpus), index_dir, embed_model=embed_model, chunk_size=512, show_progress=False)
@@ -227,7 +231,9 @@ def test_index_files_from_another_ingest_are_refused(tmp_path, corpus, embed_mod
     first = build_index(docs, tmp_path / "a", embed_model=embed_model, show_progress=False)
     write_manifest(tmp_path / "a", list(first.docstore.docs.values()))
     build_index(docs, tmp_path / "b", embed_model=embed_model, show_progress=False)
-    (tmp_path / "a" / "default__vector_store.json").write_bytes((tmp_path / "b" / "default__vector_store.json").read_bytes())
+    (tmp_path / "a" / "default__vector_store.json").write_bytes(
+        (tmp_path / "b" / "default__vector_store.json").read_bytes()
+    )
     with pytest.raises(InputDataError, match="is not the file the last ingest wrote"):
         load_index(tmp_path / "a", embed_model=embed_model)
     # a re-ingest removes the old hierarchy.json with the old index; one copied back in is refused

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from pydantic import BaseModel, Field
 
@@ -63,5 +62,7 @@ def test_local_llm_follows_the_schema(small_llm):
 
 @pytest.mark.slow
 async def test_local_llm_async(small_llm):
-    answer = await agenerate_json(small_llm, "What is the capital city of Italy? Give the country and the city.", Capital)
+    answer = await agenerate_json(
+        small_llm, "What is the capital city of Italy? Give the country and the city.", Capital
+    )
     assert answer.city.lower() == "rome"

@@ -118,7 +118,11 @@ def test_abstractive_prompt_is_grounded_and_usage_is_counted():
     prompt = llm.prompts[0]
     assert "Use only the given text" in prompt and "at most 40 words" in prompt
     assert f"[1] {CATS[0]}" in prompt and f"[2] {MARKETS[0]}" in prompt
-    assert summarizer.usage_ == {"calls": 1, "prompt_tokens": len(prompt.split()), "completion_tokens": len(llm.reply.split())}
+    assert summarizer.usage_ == {
+        "calls": 1,
+        "prompt_tokens": len(prompt.split()),
+        "completion_tokens": len(llm.reply.split()),
+    }
 
 
 async def test_abstractive_empty_reply_raises():

@@ -23,6 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``kgplus`` argument parser with every command's subparser."""
     parser = _Parser(prog="kgplus", description="llama-index-kgplus: structure-aware RAG, offline.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")

@@ -22,14 +22,19 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("entity graph (multi-hop retrieval)")
     group.add_argument(
-        "--entities", default=None, metavar="SOURCES", type=_sources,
+        "--entities",
+        default=None,
+        metavar="SOURCES",
+        type=_sources,
         help=f"link chunks to entities from a comma list of sources ({', '.join(ENTITY_SOURCES)}) and build the "
         "entity graph for --retrieval graph",
     )
     group.add_argument("--kg-store", default=None, metavar="URI", help="knowledge graph of the kg source")
     group.add_argument("--glossary", default=None, metavar="FILE", help="glossary .json or .csv of the glossary source")
     group.add_argument(
-        "--entity-store", default=None, metavar="URI",
+        "--entity-store",
+        default=None,
+        metavar="URI",
         help="also copy the entity graph into this graph store (ladybug://, falkordb://, neo4j://)",
     )
 
@@ -39,8 +44,12 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
 
     damping = GraphRetrievalSettings().damping
     group = parser.add_argument_group("entity graph retrieval (--retrieval graph)")
-    group.add_argument("--damping", type=_args.fraction, default=None, help=f"probability that the walk goes on (default {damping})")
-    group.add_argument("--max-hops", type=_args.positive_int, default=None, help="longest walk from a seed, in edges (default none)")
+    group.add_argument(
+        "--damping", type=_args.fraction, default=None, help=f"probability that the walk goes on (default {damping})"
+    )
+    group.add_argument(
+        "--max-hops", type=_args.positive_int, default=None, help="longest walk from a seed, in edges (default none)"
+    )
     group.add_argument("--with-parents", action="store_true", help="follow each hit by its summary parent")
 
 
@@ -86,8 +95,10 @@ def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None) -> No
         from llama_index_kgplus.graph_stores import open_graph_store
 
         counts = graph.write_to_store(open_graph_store(args.entity_store), docstore=index.docstore)
-        print(f"entity graph copied to {args.entity_store}: {counts['entities']} entities, {counts['passages']} "
-              f"passages, {counts['relationships']} relationships")
+        print(
+            f"entity graph copied to {args.entity_store}: {counts['entities']} entities, {counts['passages']} "
+            f"passages, {counts['relationships']} relationships"
+        )
     print(
         f"entity graph ({','.join(linker.sources)}): {graph.n_entities} entities, {graph.n_mentions} links in "
         f"{graph.n_linked_passages} of {graph.n_passages} passages, {len(graph.entity_edges())} entity-entity "
@@ -109,6 +120,8 @@ def make_retriever(index: Any, args: argparse.Namespace) -> Any:
     try:
         retriever = EntityGraphRetriever.from_index(index, persist_dir=Path(args.index), **settings)
     except ValidationError as exc:
-        raise InputDataError(f"Invalid graph retrieval setting: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc'][0]}).") from exc
+        raise InputDataError(
+            f"Invalid graph retrieval setting: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc'][0]})."
+        ) from exc
     retriever.warm_up()
     return retriever

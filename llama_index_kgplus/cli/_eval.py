@@ -12,7 +12,6 @@ def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
 
     from llama_index_kgplus import build_index, defaults, load_corpus, load_index
-    from llama_index_kgplus.indexing import require_index
     from llama_index_kgplus.errors import InputDataError
     from llama_index_kgplus.evaluation import (
         EvalRunner,
@@ -23,6 +22,7 @@ def _eval(args: argparse.Namespace) -> int:
         summarize,
         write_report,
     )
+    from llama_index_kgplus.indexing import require_index
 
     names = [n.strip() for n in args.pipelines.split(",") if n.strip()]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -80,7 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from llama_index_kgplus.evaluation import DEFAULT_METRICS
 
     cmd = sub.add_parser("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
-    cmd.add_argument("--dataset", required=True, type=Path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"')
+    cmd.add_argument(
+        "--dataset", required=True, type=Path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"'
+    )
     cmd.add_argument("--corpus", type=Path, help="DOCS_PATH to ingest once (folder or JSONL corpus)")
     cmd.add_argument("--index", type=Path, help="reuse an existing index folder instead of ingesting")
     cmd.add_argument("--glossary", type=Path, help="glossary.json for the glossary pipeline")

@@ -18,7 +18,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("glossary query rewriting")
     group.add_argument(
-        "--glossary", default=None, metavar="FILE", type=_glossary_file,
+        "--glossary",
+        default=None,
+        metavar="FILE",
+        type=_glossary_file,
         help="glossary .json or .csv: rewrite queries with it (validated before any model loads)",
     )
     group.add_argument(
@@ -50,11 +53,12 @@ def make_engine(
         return None
     from llama_index_kgplus import defaults
     from llama_index_kgplus.glossary import GlossaryQueryEngine
+    from llama_index_kgplus.indexing import index_embed_model
 
     if llm is None:
         llm = defaults.default_llm(args.llm) if args.mode != "original" else _no_llm()
     return GlossaryQueryEngine.from_defaults(
-        args.glossary, retriever=retriever, llm=llm, embed_model=index._embed_model, mode=args.mode,
+        args.glossary, retriever=retriever, llm=llm, embed_model=index_embed_model(index), mode=args.mode,
         node_postprocessors=postprocessors, streaming=True,
     )  # fmt: skip
 
@@ -65,8 +69,12 @@ def _no_llm() -> Any:
     return MockLLM()  # retrieve --mode original: the rewrite step selects terms only and never calls an LLM
 
 
-def run(engine: Any, question: str, answer: Callable[[Any], dict[str, Any]] | None,
-        source_record: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+def run(
+    engine: Any,
+    question: str,
+    answer: Callable[[Any], dict[str, Any]] | None,
+    source_record: Callable[[Any], dict[str, Any]],
+) -> dict[str, Any]:
     """One question through the engine, as the command's JSON record (``answer`` reads a response; None: no
     synthesis)."""
     if answer is not None:

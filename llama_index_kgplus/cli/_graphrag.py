@@ -68,7 +68,9 @@ def _opened_index(args: argparse.Namespace, **settings: Any) -> Iterator[Any]:
     from llama_index_kgplus.graphrag import GraphRAGIndex
 
     llm, executor = build_llm(args.llm, args.context_window, args.threads), _executor(args)
-    index = GraphRAGIndex.from_defaults(args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings)
+    index = GraphRAGIndex.from_defaults(
+        args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings
+    )
     try:
         yield index
     finally:
@@ -117,7 +119,7 @@ def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
+    from llama_index_kgplus.graphrag import GRAPH_FILE, STATE_FILE
 
     store = Path(args.store)
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
@@ -152,7 +154,7 @@ def _index(args: argparse.Namespace) -> int:
 
 def _update(args: argparse.Namespace) -> int:
     from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.graphrag._index import STATE_FILE
+    from llama_index_kgplus.graphrag import STATE_FILE
 
     if not (Path(args.store) / STATE_FILE).is_file():
         raise InputDataError(
@@ -165,15 +167,21 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.graphrag._index import STATE_FILE
+    from llama_index_kgplus.graphrag import STATE_FILE
 
     if not (Path(args.store) / STATE_FILE).is_file():
-        raise InputDataError(f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first.")
+        raise InputDataError(
+            f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first."
+        )
     with _opened_index(args) as index:
         if not index.exists():
-            raise InputDataError(f"The index in {args.store} is not finished: rerun `kgplus graphrag index` to resume it.")
+            raise InputDataError(
+                f"The index in {args.store} is not finished: rerun `kgplus graphrag index` to resume it."
+            )
         engine = index.as_query_engine(
-            response_type=args.response_type, level=args.level, max_reports=args.max_reports,
+            response_type=args.response_type,
+            level=args.level,
+            max_reports=args.max_reports,
             show_progress=not args.quiet,
             map_postprocessors=_compression.postprocessors(args, index.llm),
         )
@@ -221,13 +229,29 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _common(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)")
+    cmd.add_argument(
+        "--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)"
+    )
     cmd.add_argument("--llm", default=None, help=LLM_HELP)
-    cmd.add_argument("--context-window", type=_args.positive_int, default=None, help="LLM context window in tokens (default: the model's)")
-    cmd.add_argument("--threads", type=_args.positive_int, default=None,
-                     help="llama.cpp threads (default: all cores; 1 is much faster when other jobs share the cores)")
+    cmd.add_argument(
+        "--context-window",
+        type=_args.positive_int,
+        default=None,
+        help="LLM context window in tokens (default: the model's)",
+    )
+    cmd.add_argument(
+        "--threads",
+        type=_args.positive_int,
+        default=None,
+        help="llama.cpp threads (default: all cores; 1 is much faster when other jobs share the cores)",
+    )
     cmd.add_argument("--workers", type=_args.positive_int, default=4, help="LLM tasks in flight at once (default 4)")
-    cmd.add_argument("--executor", choices=("asyncio", "ray"), default="asyncio", help="run LLM batches in this process (asyncio, default) or on Ray")
+    cmd.add_argument(
+        "--executor",
+        choices=("asyncio", "ray"),
+        default="asyncio",
+        help="run LLM batches in this process (asyncio, default) or on Ray",
+    )
     cmd.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
     cmd.add_argument("--json", action="store_true", help="print JSON on stdout (progress and notes go to stderr)")
     cmd.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -238,18 +262,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     gsub = graphrag.add_subparsers(dest="graphrag_command", required=True)
 
     index = gsub.add_parser("index", help="extract entities, detect communities and write their reports")
-    index.add_argument("docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)")
+    index.add_argument(
+        "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
+    )
     _common(index)
     index.add_argument("--rebuild", action="store_true", help="delete the store's graph and state first")
     index.add_argument("--chunk-size", type=_args.positive_int, default=512, help="chunk size in tokens (default 512)")
-    index.add_argument("--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)")
-    index.add_argument("--max-cluster-size", type=_args.positive_int, default=10, help="communities larger than this are split (default 10)")
+    index.add_argument(
+        "--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)"
+    )
+    index.add_argument(
+        "--max-cluster-size",
+        type=_args.positive_int,
+        default=10,
+        help="communities larger than this are split (default 10)",
+    )
     index.add_argument("--seed", type=int, default=42, help="Leiden seed (default 42)")
-    index.add_argument("--min-entities", type=_args.non_negative_int, default=0,
-                       help="fewest entities per chunk (default 0; 1 stops a 0.5B model from replying with empty lists)")
+    index.add_argument(
+        "--min-entities",
+        type=_args.non_negative_int,
+        default=0,
+        help="fewest entities per chunk (default 0; 1 stops a 0.5B model from replying with empty lists)",
+    )
     index.set_defaults(func=_index)
 
-    update = gsub.add_parser("update", help="apply added, changed and deleted documents; regenerate changed reports only")
+    update = gsub.add_parser(
+        "update", help="apply added, changed and deleted documents; regenerate changed reports only"
+    )
     update.add_argument("docs_path", metavar="DOCS_PATH", help="the corpus as it is now (folder or JSONL)")
     _common(update)
     update.set_defaults(func=_update)
@@ -257,8 +296,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     query = gsub.add_parser("query", help="answer a global question by map-reduce over the community reports")
     query.add_argument("question", metavar="QUESTION")
     _common(query)
-    query.add_argument("--response-type", default="multiple paragraphs", help='shape of the answer, e.g. "bulleted report", "matrix table"')
-    query.add_argument("--level", type=_args.non_negative_int, default=1, help="community level of the reports read (default 1; 0 is the coarsest)")
-    query.add_argument("--max-reports", type=_args.positive_int, default=None, help="read only the highest-rated reports")
+    query.add_argument(
+        "--response-type",
+        default="multiple paragraphs",
+        help='shape of the answer, e.g. "bulleted report", "matrix table"',
+    )
+    query.add_argument(
+        "--level",
+        type=_args.non_negative_int,
+        default=1,
+        help="community level of the reports read (default 1; 0 is the coarsest)",
+    )
+    query.add_argument(
+        "--max-reports", type=_args.positive_int, default=None, help="read only the highest-rated reports"
+    )
     _compression.add_options(query, synthesize=False, compress="none")
     query.set_defaults(func=_query)

@@ -18,22 +18,35 @@ from llama_index_kgplus.cli import _args
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("hierarchical summaries")
     group.add_argument(
-        "--hierarchy", choices=("none", "semantic", "raptor"), default="none",
+        "--hierarchy",
+        choices=("none", "semantic", "raptor"),
+        default="none",
         help="add summary nodes: semantic (runs of similar consecutive chunks) or raptor (cluster tree); default none",
     )
     group.add_argument(
-        "--summarizer", choices=("two-stage", "extractive", "abstractive"), default="two-stage",
+        "--summarizer",
+        choices=("two-stage", "extractive", "abstractive"),
+        default="two-stage",
         help="how summaries are written: extractive sentences then the LLM (default), sentences only (no LLM), LLM only",
     )
     group.add_argument("--llm", default=None, help="local model name or .gguf path for summaries; default $KGPLUS_LLM")
-    group.add_argument("--cluster-size", type=_args.positive_int, default=5, help="semantic: desired chunks per summary (default 5)")
-    group.add_argument("--max-levels", type=_args.positive_int, default=None, help="levels of summaries (default: semantic 1, raptor 3)")
+    group.add_argument(
+        "--cluster-size", type=_args.positive_int, default=5, help="semantic: desired chunks per summary (default 5)"
+    )
+    group.add_argument(
+        "--max-levels",
+        type=_args.positive_int,
+        default=None,
+        help="levels of summaries (default: semantic 1, raptor 3)",
+    )
     group.add_argument("--seed", type=int, default=0, help="random seed of the clustering (default 0)")
 
 
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--retrieval", choices=("collapsed", "tree", "graph"), default="collapsed",
+        "--retrieval",
+        choices=("collapsed", "tree", "graph"),
+        default="collapsed",
         help="collapsed: top-k over chunks and summaries at once (default); tree: top-down from the summaries; "
         "graph: personalized PageRank over the entity graph (an index built with --entities)",
     )

@@ -84,7 +84,6 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
         print(f"\n{format_usage(record['usage'])}")
 
 
-
 def _read_answer(response: Any, stream: bool) -> dict[str, Any]:
     """The answer text of a (streaming) response, printed token by token with ``stream``, and its usage."""
     tokens = getattr(response, "response_gen", None)
@@ -112,8 +111,11 @@ def _walk_text(why: dict[str, Any]) -> str:
         return label["entity"] if "entity" in label else f"[{label['doc_id']}]"
 
     start = steps[0]
-    words = [f"{'question entity' if start['by'] == 'question' else 'dense hit'} {name(start['seed'])}"] \
-        if "seed" in start else [name(start["from"])]
+    words = (
+        [f"{'question entity' if start['by'] == 'question' else 'dense hit'} {name(start['seed'])}"]
+        if "seed" in start
+        else [name(start["from"])]
+    )
     words += [f"-{step['edge']}- {name(step['to'])}" for step in steps if "to" in step]
     return " ".join(words)
 
@@ -154,13 +156,14 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     _compression.check(args)
     questions = _questions(args)
     require_index(args.index)  # before the embedding model loads
-    index = load_index(args.index, embed_model=defaults.default_embed_model(), check=False)
+    embed_model = defaults.default_embed_model()
+    index = load_index(args.index, embed_model=embed_model, check=False)
     if args.retrieval == "graph":
         retriever = _entities.make_retriever(index, args)
     else:
         retriever = _hierarchy.make_retriever(index, args)
     llm = metered(defaults.default_llm(args.llm)) if synthesize else None
-    postprocessors = _compression.postprocessors(args, llm, index._embed_model)
+    postprocessors = _compression.postprocessors(args, llm, embed_model)
     glossary_engine = _glossary.make_engine(args, retriever, index, llm, postprocessors)
     engine = None
     if synthesize and glossary_engine is None:
@@ -174,6 +177,7 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
         if glossary_engine is not None:
             record = _glossary.run(glossary_engine, question, answer, source_record)
         elif engine is not None:
+            assert answer is not None  # an engine is made only to synthesize
             usage = AnswerUsage(llm)
             response = attach_usage(engine.query(question), usage)
             record = {**answer(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
@@ -187,10 +191,14 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     ingest = sub.add_parser("ingest", help="split, embed and index a corpus into a persisted vector index")
-    ingest.add_argument("docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)")
+    ingest.add_argument(
+        "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
+    )
     ingest.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
     ingest.add_argument("--chunk-size", type=_args.positive_int, default=384, help="chunk size in tokens (default 384)")
-    ingest.add_argument("--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)")
+    ingest.add_argument(
+        "--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)"
+    )
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)
     ingest.set_defaults(func=_ingest)

@@ -27,8 +27,11 @@ def _import(args: argparse.Namespace) -> int:
     from llama_index_kgplus.kg import import_kg, neo4j_admin_import_command
 
     if args.neo4j_admin_command:
-        print(neo4j_admin_import_command(args.nodes, args.relationships, database=args.neo4j_database,
-                                         node_label=args.label))
+        print(
+            neo4j_admin_import_command(
+                args.nodes, args.relationships, database=args.neo4j_database, node_label=args.label
+            )
+        )
         return 0
     report = import_kg(
         args.store, args.nodes, args.relationships, args.synonyms,
@@ -39,8 +42,9 @@ def _import(args: argparse.Namespace) -> int:
     print(report.model_dump_json() if args.json else report.summary())
     engine = GraphStoreURI.parse(args.store).engine if args.store else "ladybug"
     if engine == "neo4j" and not args.metadata_only and not args.json:
-        command = neo4j_admin_import_command(args.nodes, args.relationships, database=args.neo4j_database,
-                                             node_label=args.label)
+        command = neo4j_admin_import_command(
+            args.nodes, args.relationships, database=args.neo4j_database, node_label=args.label
+        )
         print(
             "\nFor large graphs the offline Neo4j importer is much faster (stop the DBMS; the database must not "
             f"exist yet):\n  {command}\nthen register the dictionary and synonyms with the same `kgplus kg import "
@@ -57,7 +61,9 @@ def _paths(args: argparse.Namespace) -> int:
     texts = [args.text] if args.text else list(_read_questions(Path(args.questions), field="text"))
     with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
         finder = KGPathFinder.from_defaults(
-            kg, max_hops=args.max_hops, max_paths=args.max_paths,
+            kg,
+            max_hops=args.max_hops,
+            max_paths=args.max_paths,
             single_entity="none" if args.no_neighbours else "neighbours",
         )
         finder.warm_up()
@@ -76,7 +82,7 @@ def _paths(args: argparse.Namespace) -> int:
 
 
 def _hops(value: str) -> int:
-    from llama_index_kgplus.graph_stores._dialects import MAX_HOPS_LIMIT
+    from llama_index_kgplus.graph_stores import MAX_HOPS_LIMIT
 
     number = _args.positive_int(value)
     if number > MAX_HOPS_LIMIT:
@@ -91,21 +97,40 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     imp = kg_sub.add_parser("import", help="import nodes/relationships CSVs (neo4j-admin header format)")
     imp.add_argument("--nodes", required=True, type=Path, help="nodes CSV, e.g. header cid:ID,cfname,stygrp,:LABEL")
-    imp.add_argument("--relationships", required=True, type=Path,
-                     help="relationships CSV, e.g. header :START_ID,:END_ID,:TYPE,relname,rank:int")
+    imp.add_argument(
+        "--relationships",
+        required=True,
+        type=Path,
+        help="relationships CSV, e.g. header :START_ID,:END_ID,:TYPE,relname,rank:int",
+    )
     imp.add_argument("--synonyms", type=Path, help="optional CSV with columns cid,synonym")
     imp.add_argument("--store", help=store_help)
     imp.add_argument("--label", default="Ent", help="label given to every node (default Ent)")
     imp.add_argument("--name-column", help="node property holding the entity name (default: name, cfname, ...)")
     imp.add_argument("--default-type", help="relationship type when the file has no :TYPE column")
-    imp.add_argument("--skip-unknown-ids", action="store_true",
-                     help="skip (and count) relationships/synonyms naming unknown ids instead of failing")
-    imp.add_argument("--replace", action="store_true", help="delete an existing graph with this label first")
-    imp.add_argument("--metadata-only", action="store_true",
-                     help="nodes are already in the store (e.g. neo4j-admin): write only synonyms and manifest")
-    imp.add_argument("--batch-size", type=_args.positive_int, default=10_000, help="rows per write statement (default 10000)")
-    imp.add_argument("--neo4j-admin-command", action="store_true",
-                     help="only print the neo4j-admin database import command for these files")
+    imp.add_argument(
+        "--skip-unknown-ids",
+        action="store_true",
+        help="skip (and count) relationships/synonyms naming unknown ids instead of failing",
+    )
+    imp.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace an existing graph with this label (the old one stays until the new one is whole)",
+    )
+    imp.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="nodes are already in the store (e.g. neo4j-admin): write only synonyms and manifest",
+    )
+    imp.add_argument(
+        "--batch-size", type=_args.positive_int, default=10_000, help="rows per write statement (default 10000)"
+    )
+    imp.add_argument(
+        "--neo4j-admin-command",
+        action="store_true",
+        help="only print the neo4j-admin database import command for these files",
+    )
     imp.add_argument("--neo4j-database", default="neo4j", help="database name for that command (default neo4j)")
     imp.add_argument("--json", action="store_true", help="print the import report as JSON")
     imp.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -117,8 +142,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     paths.add_argument("--store", help=store_help)
     paths.add_argument("--label", default="Ent", help="label of the graph's nodes (default Ent)")
     paths.add_argument("--max-hops", type=_hops, default=2, help="longest path in relationships (default 2, max 6)")
-    paths.add_argument("--max-paths", type=_args.positive_int, default=1000, help="paths per text after ranking (default 1000)")
-    paths.add_argument("--no-neighbours", action="store_true",
-                       help="with a single entity print no paths (default: its direct relationships)")
+    paths.add_argument(
+        "--max-paths", type=_args.positive_int, default=1000, help="paths per text after ranking (default 1000)"
+    )
+    paths.add_argument(
+        "--no-neighbours",
+        action="store_true",
+        help="with a single entity print no paths (default: its direct relationships)",
+    )
     paths.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
     paths.set_defaults(func=_paths)

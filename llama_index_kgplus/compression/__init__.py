@@ -4,7 +4,7 @@ Example::
 
     from llama_index_kgplus.compression import ContextCompressor
 
-    engine = index.as_query_engine(node_postprocessors=[ContextCompressor.from_defaults(256, llm=llm)])
+    engine = index.as_query_engine(node_postprocessors=[ContextCompressor.from_defaults(1024, llm=llm)])
 """
 
 from llama_index_kgplus.compression._apply import (

@@ -69,7 +69,9 @@ def split_units(text: str, max_chars: int = 400) -> list[Unit]:
         for block in _blocks(lines):
             if len(block) > max_chars:
                 for line in block.splitlines():
-                    units += _windows(line, max_chars, number) if len(line) > max_chars else [Unit(line, "line", number)]
+                    units += (
+                        _windows(line, max_chars, number) if len(line) > max_chars else [Unit(line, "line", number)]
+                    )
             else:
                 units.append(Unit(block, "line", number))
     return units

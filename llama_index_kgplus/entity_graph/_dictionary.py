@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from llama_index_kgplus.entity_graph._names import entity_key, surface_forms
 from llama_index_kgplus.text import PhraseMatcher
@@ -172,8 +173,8 @@ class EntityDictionary:
         entity exactly and others by alias, only the exact one."""
         out = []
         for match in self.matcher.find(text):
-            values = list(match.values)
-            exact = [v for v in values if v[1]]  # type: ignore[index]
-            for key, is_exact in sorted(set(exact or values)):  # type: ignore[misc]
+            values = cast("list[tuple[str, bool]]", list(match.values))  # (key, is_exact), as indexed above
+            exact = [v for v in values if v[1]]
+            for key, is_exact in sorted(set(exact or values)):
                 out.append(EntityMatch(key, match.start, match.end, match.text, is_exact))
         return out

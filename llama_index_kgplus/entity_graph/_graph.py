@@ -102,7 +102,9 @@ class EntityGraph:
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def from_nodes(cls, nodes: Iterable[BaseNode], entities: EntityDictionary, *, index_id: str | None = None) -> EntityGraph:
+    def from_nodes(
+        cls, nodes: Iterable[BaseNode], entities: EntityDictionary, *, index_id: str | None = None
+    ) -> EntityGraph:
         """The graph of ``nodes`` linked by :class:`EntityLinker` and the dictionary they were linked with.
         Nodes without ``metadata["entities"]`` and summary nodes (``metadata["level"]`` above 0) are not
         passages."""
@@ -126,7 +128,8 @@ class EntityGraph:
             self.passage_doc_ids.append(node.ref_doc_id or node.node_id)
             added += 1
             for record in records:
-                j = column.get(record.get("id")) if isinstance(record, dict) else None
+                entity_id = record.get("id") if isinstance(record, dict) else None
+                j = column.get(entity_id) if isinstance(entity_id, str) else None
                 if j is None:
                     continue  # an entity the dictionary dropped (e.g. a stop name)
                 rows_p.append(p)
@@ -256,7 +259,9 @@ class EntityGraph:
     def entity_edges(self) -> list[tuple[int, int, str]]:
         """``(entity column, entity column, type)``: relationships, then ``SAME_AS`` pairs."""
         column = {key: j for j, key in enumerate(self._entity_keys)}
-        edges = [(column[a], column[b], t) for a, b, t in sorted(self.entities.relationships) if a in column and b in column]
+        edges = [
+            (column[a], column[b], t) for a, b, t in sorted(self.entities.relationships) if a in column and b in column
+        ]
         edges += [(column[a], column[b], SAME_AS) for a, b in self.entities.same_as() if a in column and b in column]
         return edges
 
@@ -331,7 +336,9 @@ class EntityGraph:
         graph.passage_ids = list(header["passage_ids"])
         graph.passage_doc_ids = list(header["passage_doc_ids"])
         keys = list(header["entity_keys"])
-        entities = [Entity(key=k, name=n, kg_id=c) for k, n, c in zip(keys, header["entity_names"], header["entity_kg_ids"])]
+        entities = [
+            Entity(key=k, name=n, kg_id=c) for k, n, c in zip(keys, header["entity_names"], header["entity_kg_ids"])
+        ]
         for j, source, docs in header["entity_sources"]:
             entities[j].sources[source] = set(docs)
         for j, alias in header["aliases"]:
@@ -344,8 +351,9 @@ class EntityGraph:
         graph._mention_count = arrays["mention_count"].astype(np.int32)
         graph._mention_about = arrays["mention_about"].astype(bool)
         n_p, n_e = len(graph.passage_ids), len(keys)
-        if (graph._mention_passage.size and (graph._mention_passage.max() >= n_p or graph._mention_entity.max() >= n_e)) \
-                or len(graph.passage_doc_ids) != n_p:
+        if (
+            graph._mention_passage.size and (graph._mention_passage.max() >= n_p or graph._mention_entity.max() >= n_e)
+        ) or len(graph.passage_doc_ids) != n_p:
             raise InputDataError("The entity graph file is inconsistent (mentions point past its tables): rebuild it.")
         return graph
 

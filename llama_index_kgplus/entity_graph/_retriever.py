@@ -45,7 +45,10 @@ class GraphRetrievalSettings(BaseModel):
     dense_top_k: int = Field(default=50, ge=1, description="Dense hits fetched for the seeds and the fusion.")
     dense_seeds: int = Field(default=5, ge=0, description="Top dense hits that seed the walk.")
     dense_seed_weight: float = Field(
-        default=0.1, ge=0.0, le=1.0, description="Share of the seed weight on dense hits when the question names entities."
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="Share of the seed weight on dense hits when the question names entities.",
     )
     fusion: Literal["rank", "score"] = Field(
         default="rank", description="Fuse the walk's and the dense ranking by reciprocal rank or by scaled score."
@@ -53,28 +56,34 @@ class GraphRetrievalSettings(BaseModel):
     rank_k: float = Field(default=1.0, gt=0.0, description="fusion='rank': the k of 1 / (k + rank).")
     graph_weight: float = Field(default=1.0, ge=0.0, description="Weight of the walk's ranking in the fusion.")
     dense_weight: float = Field(
-        default=0.0, ge=0.0,
+        default=0.0,
+        ge=0.0,
         description="Weight of the dense ranking in the fusion when the question names entities (0: the walk "
         "ranks, dense hits fill the places it leaves).",
     )
     dense_weight_no_entities: float = Field(
-        default=0.5, ge=0.0,
+        default=0.5,
+        ge=0.0,
         description="Weight of the dense ranking when the question names no known entity (the walk then only "
         "spreads the dense hits).",
     )
     mention_weight: float = Field(default=1.0, gt=0.0, description="Edge weight: a passage names an entity.")
     about_weight: float = Field(
-        default=5.0, gt=0.0,
+        default=5.0,
+        gt=0.0,
         description="Weight of the step from an entity to a passage about it (its title or lead entity).",
     )
     entity_edge_weight: float = Field(default=1.0, ge=0.0, description="Edge weight: SAME_AS and KG relationships.")
     max_df: float | None = Field(
-        default=0.02, gt=0.0,
+        default=0.02,
+        gt=0.0,
         description="Entities named by more passages than this (a share if < 1, else a count) are left out "
         "(None: none is).",
     )
     min_df_cap: int = Field(
-        default=10, ge=1, description="A share-based max_df never leaves out entities named by this many passages or fewer."
+        default=10,
+        ge=1,
+        description="A share-based max_df never leaves out entities named by this many passages or fewer.",
     )
     include_parents: bool = Field(default=False, description="Follow each hit by its summary parent (hierarchy).")
 
@@ -133,8 +142,9 @@ class EntityGraphRetriever(BaseRetriever):
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_index(cls, index: Any, graph: EntityGraph | None = None, *, persist_dir: str | Path | None = None,
-                   **kwargs: Any) -> EntityGraphRetriever:
+    def from_index(
+        cls, index: Any, graph: EntityGraph | None = None, *, persist_dir: str | Path | None = None, **kwargs: Any
+    ) -> EntityGraphRetriever:
         """Over a ``VectorStoreIndex`` and its entity graph (given, or loaded from ``persist_dir``)."""
         if graph is None:
             if persist_dir is None:
@@ -183,10 +193,13 @@ class EntityGraphRetriever(BaseRetriever):
             edge_types.setdefault((a, b), rel_type)
             edge_types.setdefault((b, a), rel_type)
         relations = sp.coo_matrix(
-            (np.full(len(edges), s.entity_edge_weight), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n_e, n_e)
+            (np.full(len(edges), s.entity_edge_weight), ([e[0] for e in edges], [e[1] for e in edges])),
+            shape=(n_e, n_e),
         )
         relations = keep @ (relations + relations.T) @ keep
-        adjacency = sp.bmat([[None, s.mention_weight * links], [to_passages, relations]], format="csr", dtype=np.float64)
+        adjacency = sp.bmat(
+            [[None, s.mention_weight * links], [to_passages, relations]], format="csr", dtype=np.float64
+        )
         if adjacency.shape != (n_p + n_e, n_p + n_e):  # bmat drops empty blocks' sizes
             adjacency = sp.csr_matrix((n_p + n_e, n_p + n_e))
         transition = transition_matrix(adjacency)
@@ -379,8 +392,10 @@ def _with_metadata(node: Any, why: dict[str, Any]) -> Any:
     the embedding."""
     excluded_llm = [*node.excluded_llm_metadata_keys, METADATA_KEY]
     excluded_embed = [*node.excluded_embed_metadata_keys, METADATA_KEY]
-    return node.model_copy(update={
-        "metadata": {**node.metadata, METADATA_KEY: why},
-        "excluded_llm_metadata_keys": excluded_llm,
-        "excluded_embed_metadata_keys": excluded_embed,
-    })
+    return node.model_copy(
+        update={
+            "metadata": {**node.metadata, METADATA_KEY: why},
+            "excluded_llm_metadata_keys": excluded_llm,
+            "excluded_embed_metadata_keys": excluded_embed,
+        }
+    )

@@ -68,8 +68,9 @@ def add_glossary(entities: EntityDictionary, glossary: Glossary) -> int:
     return len(glossary)
 
 
-def add_kg(entities: EntityDictionary, names: Sequence[tuple[str, str, bool]],
-           relationships: Sequence[tuple[str, str, str]]) -> int:
+def add_kg(
+    entities: EntityDictionary, names: Sequence[tuple[str, str, bool]], relationships: Sequence[tuple[str, str, str]]
+) -> int:
     """A knowledge graph's entities (``(id, name_or_synonym, is_synonym)`` rows, as
     :meth:`KnowledgeGraph.names` gives them) and relationships ``(start id, end id, type)``."""
     canonical: dict[str, str] = {}

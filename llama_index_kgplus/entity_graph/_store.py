@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 ENTITY_LABEL = "ENTITY"
 
 
-def write_entity_graph(graph: EntityGraph, store: Any, *, docstore: Any = None, batch_size: int = 1000) -> dict[str, int]:
+def write_entity_graph(
+    graph: EntityGraph, store: Any, *, docstore: Any = None, batch_size: int = 1000
+) -> dict[str, int]:
     """Write ``graph`` into ``store``; returns the counts written (``entities``, ``passages``,
     ``relationships``). Writing twice updates in place (upserts)."""
     from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
@@ -48,13 +50,19 @@ def write_entity_graph(graph: EntityGraph, store: Any, *, docstore: Any = None, 
         text = node.get_content(MetadataMode.NONE) if node is not None else ""
         chunks.append(ChunkNode(text=text, id_=pid, properties={"doc_id": doc_id, "ref_doc_id": doc_id}))
     mentions = [
-        Relation(label="MENTIONS", source_id=pid, target_id=entity_nodes[key].id, properties={"count": count, "about": about})
+        Relation(
+            label="MENTIONS", source_id=pid, target_id=entity_nodes[key].id, properties={"count": count, "about": about}
+        )
         for pid, key, count, about in graph.mentions()
     ]
     keys = graph.entity_keys
     related = [
-        Relation(label=relation_label(t), source_id=entity_nodes[keys[a]].id, target_id=entity_nodes[keys[b]].id,
-                 properties={"type": t})
+        Relation(
+            label=relation_label(t),
+            source_id=entity_nodes[keys[a]].id,
+            target_id=entity_nodes[keys[b]].id,
+            properties={"type": t},
+        )
         for a, b, t in graph.entity_edges()
     ]
     nodes = [*entity_nodes.values(), *chunks]

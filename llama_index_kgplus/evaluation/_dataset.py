@@ -44,7 +44,9 @@ def load_dataset(path: str | Path) -> list[EvalSample]:
             raise InputDataError(f"{where}: duplicate id {sample_id!r}.")
         seen.add(sample_id)
         samples.append(
-            EvalSample(question=question, id=sample_id, ground_truth=truth, gold_ids=tuple(gold), answers=tuple(answers))
+            EvalSample(
+                question=question, id=sample_id, ground_truth=truth, gold_ids=tuple(gold), answers=tuple(answers)
+            )
         )
     if not samples:
         raise InputDataError(f"Dataset {path} holds no question.")

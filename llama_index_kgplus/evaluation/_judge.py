@@ -102,8 +102,8 @@ async def judge_statements(
     verdicts = []
     for statement in statements:
         prompt = (
-            f"Read the {reference_name}, then judge the statement after it: answer \"yes\" if the statement can be "
-            f"directly inferred from the {reference_name}; answer \"no\" if it adds any fact the {reference_name} "
+            f'Read the {reference_name}, then judge the statement after it: answer "yes" if the statement can be '
+            f'directly inferred from the {reference_name}; answer "no" if it adds any fact the {reference_name} '
             "does not state, even a plausible one (naming the same things is not enough).\n\n"
             f"{reference_name.capitalize()}:\n{reference}\n\nStatement: {statement}\n\n"
             'Reply as JSON: {"reason": "...", "verdict": "yes"}'

@@ -26,7 +26,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,7 +99,7 @@ class _Metric(BaseEvaluator):
     ) -> MetricResult:
         given = {"query": query, "response": response, "contexts": contexts, "reference": reference}
         missing = [k for k in self.needs if not given[k]]
-        common = {"metric": self.name, "query": query, "response": response, "contexts": contexts}
+        common: dict[str, Any] = {"metric": self.name, "query": query, "response": response, "contexts": contexts}
         if missing:
             return MetricResult(**common, invalid_result=True, invalid_reason=f"missing input: {', '.join(missing)}")
         try:
@@ -108,8 +108,8 @@ class _Metric(BaseEvaluator):
             return MetricResult(**common, invalid_result=True, invalid_reason=str(exc), details={"raw": exc.raw})
         return MetricResult(**common, score=score, details=details)
 
-    async def _score(self, **inputs: Any) -> tuple[float, dict[str, Any]]:
-        raise NotImplementedError
+    # each metric names the inputs it reads (``needs``), so subclasses narrow this signature
+    _score: Callable[..., Awaitable[tuple[float, dict[str, Any]]]]
 
 
 class AnswerSimilarity(_Metric):
@@ -144,7 +144,9 @@ class AnswerCorrectness(_Metric):
         fp = len(answer_verdicts) - tp
         fn = sum(not v["verdict"] for v in truth_verdicts)
         f1 = f1_from_counts(tp, fp, fn)
-        similarity, _ = await AnswerSimilarity(self.llm, self.embed_model)._score(response=response, reference=reference)
+        similarity, _ = await AnswerSimilarity(self.llm, self.embed_model)._score(
+            response=response, reference=reference
+        )
         w_f1, w_sim = self.weights
         score = (w_f1 * f1 + w_sim * similarity) / (w_f1 + w_sim)
         details = {

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
@@ -55,7 +56,6 @@ class PipelineContext:
         chunks_only = MetadataFilters(filters=[MetadataFilter(key="level", value=0)])
         return self.index.as_retriever(similarity_top_k=self.top_k, filters=chunks_only)
 
-
     def postprocessors(self) -> list[BaseNodePostprocessor]:
         """A ContextCompressor of ``context_budget`` tokens, or nothing."""
         from llama_index_kgplus.compression import postprocessors_for
@@ -81,7 +81,7 @@ def _glossary(ctx: PipelineContext) -> BaseQueryEngine:
     )  # fmt: skip
 
 
-def _kg(path_format: str) -> PipelineFactory:
+def _kg(path_format: Literal["arrows", "facts"]) -> PipelineFactory:
     def factory(ctx: PipelineContext) -> BaseQueryEngine:
         from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
 
@@ -103,9 +103,9 @@ def _hierarchy(mode: str) -> PipelineFactory:
                 "The hierarchy pipelines need an index with summary nodes: "
                 "`kgplus ingest DOCS --index DIR --hierarchy semantic|raptor`, then `kgplus eval --index DIR`."
             )
-        manifest = read_manifest(ctx.index_dir)
+        manifest = read_manifest(ctx.index_dir) if ctx.index_dir is not None else None
         retriever = HierarchicalRetriever.from_index(
-            ctx.index, mode=mode, similarity_top_k=ctx.top_k, root_ids=manifest.get("root_ids")
+            ctx.index, mode=mode, similarity_top_k=ctx.top_k, root_ids=(manifest or {}).get("root_ids")
         )
         return RetrieverQueryEngine.from_args(retriever, llm=ctx.llm, node_postprocessors=ctx.postprocessors())
 

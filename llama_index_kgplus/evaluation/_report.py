@@ -81,7 +81,11 @@ def write_report(records: Sequence[ScoreRecord], pipelines: Sequence[str], out_d
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = summarize(records)
-    paths = {"summary_md": out / "summary.md", "summary_csv": out / "summary.csv", "per_question": out / "per_question.csv"}
+    paths = {
+        "summary_md": out / "summary.md",
+        "summary_csv": out / "summary.csv",
+        "per_question": out / "per_question.csv",
+    }
     text = (
         "# Evaluation\n\nMean score per metric and pipeline, with the 95% confidence interval (t distribution, "
         "clipped to [0, 1]).\n\n" + markdown_table(rows, pipelines) + "\n"

@@ -42,6 +42,7 @@ from llama_index_kgplus.glossary._fusion import DEFAULT_RRF_K, reciprocal_rank_f
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_GLOSSARY_CONTEXT_PROMPT
 from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
+from llama_index_kgplus.indexing import index_embed_model
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
 RetrievalMode = Literal["fused", "rewritten", "original"]
@@ -136,8 +137,11 @@ class GlossaryQueryEngine(CustomQueryEngine):
         """
         from llama_index.core import Settings
 
-        if rewriter is None and not isinstance(glossary, Glossary):
-            glossary = Glossary.load(glossary)
+        if rewriter is None:
+            if glossary is None:
+                raise ValueError("Give a glossary (a Glossary or a file) or a ready rewriter.")
+            if not isinstance(glossary, Glossary):
+                glossary = Glossary.load(glossary)
         if retriever is None:
             if index is None:
                 raise ValueError("Give a retriever or an index.")
@@ -145,9 +149,10 @@ class GlossaryQueryEngine(CustomQueryEngine):
         if mode not in RETRIEVAL_MODES:
             raise ValueError(f"mode must be one of {RETRIEVAL_MODES}, got {mode!r}")
         llm = metered(llm or Settings.llm)
-        embed_model = embed_model or getattr(index, "_embed_model", None) or Settings.embed_model
+        embed_model = embed_model or index_embed_model(index) or Settings.embed_model
         postprocessors = postprocessors_for(node_postprocessors, context_budget, embed_model=embed_model, llm=llm)
         if rewriter is None:
+            assert isinstance(glossary, Glossary)  # loaded above
             rewriter = GlossaryQueryRewriter.from_defaults(
                 glossary,
                 llm=llm,

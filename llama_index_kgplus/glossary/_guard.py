@@ -89,9 +89,7 @@ class DriftGuard(BaseModel):
             return GuardVerdict(reason, similarity, words)
         return GuardVerdict(None, similarity, words)
 
-    def check(
-        self, original: str, rewritten: str, original_embedding: list[float] | None = None
-    ) -> GuardVerdict:
+    def check(self, original: str, rewritten: str, original_embedding: list[float] | None = None) -> GuardVerdict:
         """Judge ``rewritten`` against ``original`` (``original_embedding`` saves one embedding call)."""
         if verdict := self._static_verdict(rewritten):
             return verdict
@@ -108,6 +106,3 @@ class DriftGuard(BaseModel):
             original_embedding = await self.embed_model.aget_query_embedding(original)
         rewritten_embedding = await self.embed_model.aget_query_embedding(rewritten)
         return self._verdict(cosine(original_embedding, rewritten_embedding), rewritten)
-
-
-

@@ -69,15 +69,16 @@ def _loads_with_offsets(text: str) -> tuple[Any, dict[int, int]]:
     """``json.loads`` that also records the offset of every JSON object (keyed by ``id`` of the dict)."""
     decoder = json.JSONDecoder()
     offsets: dict[int, int] = {}
-    parse_object = json.decoder.JSONObject
+    parse_object = json.decoder.JSONObject  # type: ignore[attr-defined]  # the pure-Python parser
 
     def recording(s_and_end: tuple[str, int], *args: Any, **kwargs: Any) -> tuple[Any, int]:
         obj, end = parse_object(s_and_end, *args, **kwargs)
         offsets[id(obj)] = s_and_end[1] - 1  # the opening brace
         return obj, end
 
-    decoder.parse_object = recording  # type: ignore[assignment]
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # the C scanner would not call parse_object
+    decoder.parse_object = recording  # type: ignore[attr-defined]
+    # the C scanner would not call parse_object
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     return decoder.decode(text), offsets
 
 
@@ -121,7 +122,7 @@ def _build(data: Any, source: str, where: Any) -> Glossary:
     if not isinstance(records, list):
         raise InputDataError(f'{where(data, "terms")}: "terms" must be a list, not {type(records).__name__}.')
     if not records:
-        raise InputDataError(f'{where(data, "terms")}: the glossary has no terms.')
+        raise InputDataError(f"{where(data, 'terms')}: the glossary has no terms.")
     entries, labels = [], []
     for i, record in enumerate(records):
         label = f"terms[{i}]"
@@ -142,8 +143,7 @@ def _entry(record: Any, label: str) -> GlossaryEntry:
     unknown = sorted(set(record) - set(ENTRY_KEYS))
     if unknown:
         raise InputDataError(
-            f"{label}: unknown key(s) {unknown}; allowed: {', '.join(ENTRY_KEYS)} "
-            '(put extra data under "metadata").'
+            f'{label}: unknown key(s) {unknown}; allowed: {", ".join(ENTRY_KEYS)} (put extra data under "metadata").'
         )
     for key in REQUIRED_KEYS:
         if not isinstance(record[key], str):
@@ -186,7 +186,8 @@ def read_csv_glossary(path: str | Path) -> Glossary:
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:
         raise InputDataError(f"{path}:1: column(s) {dup} appear more than once in the header.")
-    entries, labels = [], []
+    entries: list[GlossaryEntry] = []
+    labels: list[str] = []
     start_line = 2
     try:
         for row in reader:

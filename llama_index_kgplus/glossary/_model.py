@@ -265,5 +265,5 @@ class Glossary(BaseModel):
         seen: dict[int, None] = {}
         for m in self.find(text):
             for i in m.values:
-                seen.setdefault(int(i), None)  # type: ignore[arg-type]
+                seen.setdefault(int(i), None)  # type: ignore[call-overload]  # values are entry indexes
         return [self.entries[i] for i in seen]

@@ -37,7 +37,9 @@ DEFAULT_GLOSSARY_CONTEXT_TMPL = (
 )
 DEFAULT_GLOSSARY_CONTEXT_PROMPT = PromptTemplate(DEFAULT_GLOSSARY_CONTEXT_TMPL)
 
-_REWRITE_LABEL = re.compile(r"^[ \t]*(?:rewritten|improved|new) (?:query|question)[ \t]*:", re.IGNORECASE | re.MULTILINE)
+_REWRITE_LABEL = re.compile(
+    r"^[ \t]*(?:rewritten|improved|new) (?:query|question)[ \t]*:", re.IGNORECASE | re.MULTILINE
+)
 _LABELS = ("rewritten query", "rewritten question", "new query", "improved query", "query", "question", "answer")
 
 

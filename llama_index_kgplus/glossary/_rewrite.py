@@ -16,7 +16,9 @@ rewrite in ``custom_embedding_strs`` (what vector retrieval embeds), like LlamaI
 from __future__ import annotations
 
 import inspect
+import uuid
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -78,6 +80,8 @@ class QueryRewrite:
 
 
 ReviewHook = Callable[[QueryRewrite], Union[str, None, Awaitable[Union[str, None]]]]
+#: each rewriter's latest rewrite, per thread and asyncio task
+_LAST_REWRITES: ContextVar[dict[str, QueryRewrite] | None] = ContextVar("kgplus_last_rewrites", default=None)
 
 
 class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
@@ -113,7 +117,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
     )
 
     _llm: LLM | None = PrivateAttr(default=None)
-    _last_rewrite: QueryRewrite | None = PrivateAttr(default=None)
+    _key: str = PrivateAttr(default_factory=lambda: uuid.uuid4().hex)  # this rewriter's entry in _LAST_REWRITES
 
     def __init__(self, *, llm: LLM | None = None, **data: Any) -> None:
         super().__init__(**data)
@@ -154,9 +158,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         elif selector.glossary is not glossary:
             raise ValueError("The selector was built for another glossary.")
         guard = DriftGuard.from_defaults(embed_model=embed_model, max_words=max_words, min_similarity=min_similarity)
-        return cls(
-            llm=llm or Settings.llm, selector=selector, guard=guard, review_hook=review_hook, **kwargs
-        )
+        return cls(llm=llm or Settings.llm, selector=selector, guard=guard, review_hook=review_hook, **kwargs)
 
     @property
     def llm(self) -> LLM:
@@ -180,9 +182,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             self.rewrite_prompt = prompts["rewrite_prompt"]
 
     def format_prompt(self, query: str, selection: GlossarySelection) -> str:
-        return self.rewrite_prompt.format(
-            glossary_str=selection.text, query_str=query, max_words=self.guard.max_words
-        )
+        return self.rewrite_prompt.format(glossary_str=selection.text, query_str=query, max_words=self.guard.max_words)
 
     # ------------------------------------------------------------------ the rewrite
 
@@ -281,11 +281,12 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @property
     def last_rewrite_(self) -> QueryRewrite | None:
-        """The most recent :class:`QueryRewrite` (e.g. to show it after a ``TransformQueryEngine`` query)."""
-        return self._last_rewrite
+        """The most recent :class:`QueryRewrite` of this thread or asyncio task (e.g. to show it after a
+        ``TransformQueryEngine`` query); concurrent ``aquery`` calls each see their own."""
+        return (_LAST_REWRITES.get() or {}).get(self._key)
 
     def _bundle(self, query_bundle: QueryBundle, result: QueryRewrite) -> QueryBundle:
-        self._last_rewrite = result
+        _LAST_REWRITES.set({**(_LAST_REWRITES.get() or {}), self._key: result})  # a new dict: others keep theirs
         if not result.changed:
             return query_bundle
         return QueryBundle(

@@ -328,6 +328,3 @@ class GlossaryTermSelector(BaseModel):
             else:
                 selection.dropped.append(chosen)
         return selection
-
-
-

@@ -1,6 +1,8 @@
 """Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects."""
 
 from llama_index_kgplus.graph_stores._dialects import (
+    IDENTIFIER_RE,
+    MAX_HOPS_LIMIT,
     GraphDialect,
     GraphLayout,
     NodeRecord,
@@ -14,6 +16,8 @@ from llama_index_kgplus.graph_stores._open import open_graph_store
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
 
 __all__ = [
+    "IDENTIFIER_RE",
+    "MAX_HOPS_LIMIT",
     "GraphDialect",
     "GraphLayout",
     "GraphStoreURI",

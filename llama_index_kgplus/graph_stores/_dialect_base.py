@@ -80,8 +80,15 @@ class GraphLayout:
     alias_property: str = "synonyms"
 
     def __post_init__(self) -> None:
-        for what in ("node_label", "id_property", "name_property", "rel_table", "type_column", "labels_column",
-                     "alias_property"):
+        for what in (
+            "node_label",
+            "id_property",
+            "name_property",
+            "rel_table",
+            "type_column",
+            "labels_column",
+            "alias_property",
+        ):
             quote_identifier(getattr(self, what), what.replace("_", " "))
         for name in (*self.rel_types, *self.rel_properties):
             quote_identifier(name, "relationship type or property")
@@ -197,16 +204,35 @@ class GraphDialect(ABC):
     def drop_graph(self, store: Any, layout: GraphLayout) -> None:
         """Delete every node of ``layout.node_label`` with its relationships, and its schema."""
 
+    #: whether :meth:`swap_graph` exists: a graph can be written under another label and switched in one
+    #: statement (Ladybug replaces a graph by importing into a copy of its file instead)
+    can_swap: ClassVar[bool] = False
+
+    def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
+        """In one statement (one transaction): delete the graph of ``layout``, relabel the nodes of ``staged``
+        to ``layout.node_label`` and write the meta record; returns how many nodes moved."""
+        raise NotImplementedError(f"{self.engine} cannot switch graphs in one statement")
+
     @abstractmethod
     def write_nodes(
-        self, store: Any, layout: GraphLayout, nodes: Sequence[NodeRecord], node_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        nodes: Sequence[NodeRecord],
+        node_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int: ...
 
     @abstractmethod
     def write_relationships(
-        self, store: Any, layout: GraphLayout, rels: Sequence[RelRecord], rel_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        rels: Sequence[RelRecord],
+        rel_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int: ...
 
     @abstractmethod
@@ -248,7 +274,11 @@ class GraphDialect(ABC):
     def decode_path(self, row: dict[str, Any], layout: GraphLayout) -> RawPath: ...
 
     def shortest_paths(
-        self, store: Any, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int = 2,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        pairs: Sequence[tuple[str, str]],
+        max_hops: int = 2,
         limit: int = 10_000,
     ) -> list[RawPath]:
         """All shortest paths of at most ``max_hops`` relationships between each pair, direction ignored,
@@ -260,7 +290,11 @@ class GraphDialect(ABC):
         return self._paths_for_pairs(_bounded(self.run(store, query, params), limit), layout, pairs)
 
     async def ashortest_paths(
-        self, store: Any, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int = 2,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        pairs: Sequence[tuple[str, str]],
+        max_hops: int = 2,
         limit: int = 10_000,
     ) -> list[RawPath]:
         pairs = _unique_pairs(pairs)
@@ -281,9 +315,7 @@ class GraphDialect(ABC):
     ) -> list[RawPath]:
         if not ids:
             return []
-        rows = await self.arun(
-            store, self.neighbours_query(layout), {"ids": list(ids), "limit": _check_limit(limit)}
-        )
+        rows = await self.arun(store, self.neighbours_query(layout), {"ids": list(ids), "limit": _check_limit(limit)})
         return [_starting_at(self.decode_path(row, layout), set(ids)) for row in _bounded(rows, limit)]
 
     def _paths_for_pairs(

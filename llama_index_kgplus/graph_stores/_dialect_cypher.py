@@ -52,9 +52,25 @@ class _CypherDialect(GraphDialect):
             if not rows or int(rows[0]["n"]) == 0:
                 break
 
+    can_swap = True
+
+    @staticmethod
+    def _swap_statements(staged: GraphLayout, layout: GraphLayout) -> list[str]:
+        label, staged_label = quote_identifier(layout.node_label), quote_identifier(staged.node_label)
+        return [
+            f"MATCH (n:{label}) DETACH DELETE n",
+            f"MATCH (m:{staged_label}) SET m:{label} REMOVE m:{staged_label}",  # each engine counts m after it
+            f"MERGE (meta:{META_LABEL} {{key: $key}}) SET meta.value = $value",
+        ]
+
     def write_nodes(
-        self, store: Any, layout: GraphLayout, nodes: Sequence[NodeRecord], node_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        nodes: Sequence[NodeRecord],
+        node_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int:
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         for node in nodes:
@@ -81,8 +97,13 @@ class _CypherDialect(GraphDialect):
         return len(rows)
 
     def write_relationships(
-        self, store: Any, layout: GraphLayout, rels: Sequence[RelRecord], rel_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        rels: Sequence[RelRecord],
+        rel_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -109,8 +130,7 @@ class _CypherDialect(GraphDialect):
         aliasp = quote_identifier(layout.alias_property)
         self.run(store, f"MATCH (n:{label}) WHERE n.{aliasp} IS NOT NULL SET n.{aliasp} = null")  # replace, not add
         query = (
-            f"UNWIND $rows AS r MATCH (n:{label} {{{idp}: r.id}}) "
-            f"SET n.{quote_identifier(layout.alias_property)} = r.a"
+            f"UNWIND $rows AS r MATCH (n:{label} {{{idp}: r.id}}) SET n.{quote_identifier(layout.alias_property)} = r.a"
         )
         self._run_batches(store, query, rows, batch_size)
         return len(aliases)
@@ -118,7 +138,9 @@ class _CypherDialect(GraphDialect):
     def read_names(self, store: Any, layout: GraphLayout) -> Iterator[tuple[str, str, bool]]:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
         namep, aliasp = quote_identifier(layout.name_property), quote_identifier(layout.alias_property)
-        for row in self.run(store, f"MATCH (n:{label}) WHERE n.{namep} IS NOT NULL RETURN n.{idp} AS id, n.{namep} AS name"):
+        for row in self.run(
+            store, f"MATCH (n:{label}) WHERE n.{namep} IS NOT NULL RETURN n.{idp} AS id, n.{namep} AS name"
+        ):
             yield str(row["id"]), str(row["name"]), False
         query = f"MATCH (n:{label}) WHERE n.{aliasp} IS NOT NULL UNWIND n.{aliasp} AS a RETURN n.{idp} AS id, a"
         for row in self.run(store, query):
@@ -169,6 +191,13 @@ class FalkorDBDialect(_CypherDialect):
         result = store._graph.query(query, params, timeout=getattr(store, "_timeout", None))
         return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
 
+    def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
+        # FalkorDB has no multi-statement transactions, but one query is atomic: chain the three
+        drop, move, meta = self._swap_statements(staged, layout)
+        query = f"{drop} WITH count(*) AS dropped {move} WITH count(m) AS moved {meta} RETURN moved"
+        rows = self.run(store, query, {"key": meta_key, "value": meta_value})
+        return int(rows[0]["moved"]) if rows else 0
+
     def create_schema(
         self, store: Any, layout: GraphLayout, node_properties: dict[str, str], rel_properties: dict[str, str]
     ) -> None:
@@ -190,17 +219,45 @@ class Neo4jDialect(_CypherDialect):
 
     engine = "neo4j"
     open_kwargs: ClassVar[dict[str, Any]] = {
-        "sanitize_query_output": False, "refresh_schema": False, "create_indexes": False,
+        "sanitize_query_output": False,
+        "refresh_schema": False,
+        "create_indexes": False,
     }
 
     def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         records, _, _ = store._driver.execute_query(query, parameters_=params, database_=store._database)
         return [r.data() for r in records]
 
+    def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
+        # One explicit transaction: delete, relabel, manifest. The unique constraint on the id is dropped for the
+        # switch and made again after it: ArcadeDB checks it per statement even inside a transaction, where the
+        # deleted nodes still hold their keys.
+        drop, move, meta = self._swap_statements(staged, layout)
+
+        def work(tx: Any) -> int:
+            tx.run(drop).consume()
+            moved = tx.run(f"{move} RETURN count(m) AS moved").single()["moved"]
+            tx.run(meta, key=meta_key, value=meta_value).consume()
+            return int(moved)
+
+        self.run(store, f"DROP CONSTRAINT {self._constraint_name(layout)} IF EXISTS")
+        try:
+            with store._driver.session(database=store._database) as session:
+                moved = session.execute_write(work)
+        except Exception as exc:  # drivers raise many types; report them as one, keep the cause
+            raise self._error(exc) from exc
+        finally:
+            self.create_schema(store, layout, {}, {})
+        return moved
+
+    @staticmethod
+    def _constraint_name(layout: GraphLayout) -> str:
+        return quote_identifier(f"kgplus_{layout.node_label}_{layout.id_property}")
+
     def create_schema(
         self, store: Any, layout: GraphLayout, node_properties: dict[str, str], rel_properties: dict[str, str]
     ) -> None:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
-        name = quote_identifier(f"kgplus_{layout.node_label}_{layout.id_property}")
+        name = self._constraint_name(layout)
         self.run(store, f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{label}) REQUIRE n.{idp} IS UNIQUE")
         self.run(store, f"CREATE CONSTRAINT kgplus_meta_key IF NOT EXISTS FOR (m:{META_LABEL}) REQUIRE m.key IS UNIQUE")

@@ -101,14 +101,19 @@ class LadybugDialect(GraphDialect):
     ) -> None:
         node_cols = [f"{quote_identifier(layout.id_property)} STRING PRIMARY KEY"]
         node_cols += [
-            f"{quote_identifier(k)} {self._column_type(t)}" for k, t in node_properties.items() if k != layout.id_property
+            f"{quote_identifier(k)} {self._column_type(t)}"
+            for k, t in node_properties.items()
+            if k != layout.id_property
         ]
         node_cols.append(f"{quote_identifier(layout.labels_column)} STRING[]")
         label = quote_identifier(layout.node_label)
         rel_cols = [f"{quote_identifier(layout.type_column)} STRING"]
         rel_cols += [f"{quote_identifier(k)} {self._column_type(t)}" for k, t in rel_properties.items()]
         self.run(store, f"CREATE NODE TABLE {label}({', '.join(node_cols)})")
-        self.run(store, f"CREATE REL TABLE {quote_identifier(layout.rel_table)}(FROM {label} TO {label}, {', '.join(rel_cols)})")
+        self.run(
+            store,
+            f"CREATE REL TABLE {quote_identifier(layout.rel_table)}(FROM {label} TO {label}, {', '.join(rel_cols)})",
+        )
         self._create_alias_table(store, layout)
 
     def _create_alias_table(self, store: Any, layout: GraphLayout) -> None:
@@ -133,8 +138,13 @@ class LadybugDialect(GraphDialect):
 
     # writes: COPY FROM a temporary CSV (UNWIND ... CREATE is orders of magnitude slower on this engine)
     def write_nodes(
-        self, store: Any, layout: GraphLayout, nodes: Sequence[NodeRecord], node_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        nodes: Sequence[NodeRecord],
+        node_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int:
         columns = [(k, self._converter(t)) for k, t in node_properties.items() if k != layout.id_property]
         labels_value = self._converter("string[]")
@@ -142,14 +152,22 @@ class LadybugDialect(GraphDialect):
         def rows() -> Iterator[list[Any]]:
             for node in nodes:
                 props = node.properties
-                yield [node.id, *(conv(props.get(c)) for c, conv in columns),
-                       labels_value(sorted({layout.node_label, *node.labels}))]
+                yield [
+                    node.id,
+                    *(conv(props.get(c)) for c, conv in columns),
+                    labels_value(sorted({layout.node_label, *node.labels})),
+                ]
 
         return self._copy(store, layout.node_label, None, rows(), len(nodes), progress)
 
     def write_relationships(
-        self, store: Any, layout: GraphLayout, rels: Sequence[RelRecord], rel_properties: dict[str, str],
-        batch_size: int = 10_000, progress: Any = None,
+        self,
+        store: Any,
+        layout: GraphLayout,
+        rels: Sequence[RelRecord],
+        rel_properties: dict[str, str],
+        batch_size: int = 10_000,
+        progress: Any = None,
     ) -> int:
         columns = [(k, self._converter(t)) for k, t in rel_properties.items()]
 
@@ -165,8 +183,9 @@ class LadybugDialect(GraphDialect):
     ) -> int:
         self._create_alias_table(store, layout)
         self.run(store, f"MATCH (s:{quote_identifier(layout.alias_table)}) DELETE s")  # replace, not add
-        return self._copy(store, layout.alias_table, ("node_id", "alias"), ([a, b] for a, b in aliases),
-                          len(aliases), None)
+        return self._copy(
+            store, layout.alias_table, ("node_id", "alias"), ([a, b] for a, b in aliases), len(aliases), None
+        )
 
     @staticmethod
     def _converter(value_type: str) -> Any:
@@ -179,8 +198,15 @@ class LadybugDialect(GraphDialect):
             return lambda v: v if v is None or math.isfinite(v) else str(v)
         return lambda v: v
 
-    def _copy(self, store: Any, table: str, columns: tuple[str, ...] | None, rows: Iterable[list[Any]],
-              total: int, progress: Any) -> int:
+    def _copy(
+        self,
+        store: Any,
+        table: str,
+        columns: tuple[str, ...] | None,
+        rows: Iterable[list[Any]],
+        total: int,
+        progress: Any,
+    ) -> int:
         if total == 0:
             return 0
         tmpdir = Path(tempfile.mkdtemp(prefix="kgplus-copy-"))
@@ -198,7 +224,9 @@ class LadybugDialect(GraphDialect):
             literal = str(path)
             if "'" in literal or "\\" in literal:  # a temporary path we made; refuse anything unusual
                 raise GraphStoreError(f"Temporary folder {tmpdir} has a quote or backslash in its path; set TMPDIR.")
-            target = quote_identifier(table) + (f"({', '.join(quote_identifier(c) for c in columns)})" if columns else "")
+            target = quote_identifier(table) + (
+                f"({', '.join(quote_identifier(c) for c in columns)})" if columns else ""
+            )
             options = "HEADER=false" + (", PARALLEL=false" if multiline else "")
             self.run(store, f"COPY {target} FROM '{literal}' ({options})")
             if progress is not None:
@@ -211,10 +239,14 @@ class LadybugDialect(GraphDialect):
     def read_names(self, store: Any, layout: GraphLayout) -> Iterator[tuple[str, str, bool]]:
         label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
         namep = quote_identifier(layout.name_property)
-        for row in self.run(store, f"MATCH (n:{label}) WHERE n.{namep} IS NOT NULL RETURN n.{idp} AS id, n.{namep} AS name"):
+        for row in self.run(
+            store, f"MATCH (n:{label}) WHERE n.{namep} IS NOT NULL RETURN n.{idp} AS id, n.{namep} AS name"
+        ):
             yield str(row["id"]), str(row["name"]), False
         if layout.alias_table in self._tables(store):
-            for row in self.run(store, f"MATCH (s:{quote_identifier(layout.alias_table)}) RETURN s.node_id AS id, s.alias AS a"):
+            for row in self.run(
+                store, f"MATCH (s:{quote_identifier(layout.alias_table)}) RETURN s.node_id AS id, s.alias AS a"
+            ):
                 yield str(row["id"]), str(row["a"]), True
 
     def relationships_query(self, layout: GraphLayout) -> str:

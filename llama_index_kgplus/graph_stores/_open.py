@@ -51,8 +51,13 @@ def _check_reachable(parsed: GraphStoreURI, timeout: float = 5.0) -> None:
 
 
 def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
-    import ladybug as lb
-    from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
+    try:
+        import ladybug as lb
+        from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
+    except ImportError as exc:
+        raise GraphStoreError(
+            "The embedded graph store is not installed: pip install 'llama-index-kgplus[ladybug]' (or [local])."
+        ) from exc
 
     assert parsed.path is not None
     try:

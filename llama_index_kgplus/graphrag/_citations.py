@@ -78,8 +78,10 @@ def cite_sources(
     kept = _named_entities(texts, candidates) or set(candidates)
     used_set = set(used_communities)
     rels = [
-        r for r in relationships.values()
-        if r.source in kept and r.target in kept
+        r
+        for r in relationships.values()
+        if r.source in kept
+        and r.target in kept
         and any(c in used_set for c in set(member_of[r.source]) & set(member_of[r.target]))
     ]
 
@@ -123,9 +125,7 @@ def cite_sources(
                 excluded_llm_metadata_keys=["doc_id", "chunk_position", "match_count", "entities"],
             )
             nodes.append(NodeWithScore(node=node, score=chunk_matches[chunk.chunk_id] / top))
-    documents = [
-        {"doc_id": d, "title": titles.get(d, d), "match_frequency": doc_frequency[d]} for d in cited
-    ]
+    documents = [{"doc_id": d, "title": titles.get(d, d), "match_frequency": doc_frequency[d]} for d in cited]
     return Citations(
         source_nodes=nodes,
         documents=documents,

@@ -143,28 +143,45 @@ class CommunityDetector(BaseModel):
         # [('c0', 0, ('a', 'b')), ('c1', 0, ('c',))]
     """
 
-    max_cluster_size: int = Field(default=10, ge=2, description="Communities larger than this are split one level down.")
-    max_levels: int = Field(default=3, ge=1, le=10, description="Most levels of the hierarchy (level 0 is the coarsest).")
-    random_state: int = Field(default=42, description="Seed of Leiden; the same seed and graph give the same communities.")
+    max_cluster_size: int = Field(
+        default=10, ge=2, description="Communities larger than this are split one level down."
+    )
+    max_levels: int = Field(
+        default=3, ge=1, le=10, description="Most levels of the hierarchy (level 0 is the coarsest)."
+    )
+    random_state: int = Field(
+        default=42, description="Seed of Leiden; the same seed and graph give the same communities."
+    )
     resolution: float = Field(default=1.0, gt=0, description="Resolution of the modularity (RB configuration) quality.")
-    warm_start: bool = Field(default=True, description="Start Leiden on a changed component from the previous membership.")
+    warm_start: bool = Field(
+        default=True, description="Start Leiden on a changed component from the previous membership."
+    )
     local_moves: bool = Field(
         default=True,
         description="On an update (previous_edges given), only nodes the change touches may change community.",
     )
     match_threshold: float = Field(
-        default=0.5, ge=0, le=1, description="Least Jaccard overlap for a new community to keep a previous community's id."
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Least Jaccard overlap for a new community to keep a previous community's id.",
     )
 
-    communities_: list[Community] | None = Field(default=None, exclude=True, description="Learned: all communities, parents first.")
+    communities_: list[Community] | None = Field(
+        default=None, exclude=True, description="Learned: all communities, parents first."
+    )
     n_levels_: int | None = Field(default=None, exclude=True, description="Learned: number of levels.")
     reused_: list[str] | None = Field(
-        default=None, exclude=True, description="Learned: ids kept from the previous communities without running Leiden."
+        default=None,
+        exclude=True,
+        description="Learned: ids kept from the previous communities without running Leiden.",
     )
     matched_: list[str] | None = Field(
         default=None, exclude=True, description="Learned: ids recomputed by Leiden that kept a previous id by overlap."
     )
-    next_id_: int | None = Field(default=None, exclude=True, description="Learned: the id counter to pass to the next fit.")
+    next_id_: int | None = Field(
+        default=None, exclude=True, description="Learned: the id counter to pass to the next fit."
+    )
 
     @classmethod
     def class_name(cls) -> str:

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ class LLMTask:
     """One unit of LLM work: ``fn(llm)`` is awaited; it must be picklable for executors on other processes."""
 
     key: str
-    fn: Callable[[LLM], Awaitable[Any]]
+    fn: Callable[[LLM], Coroutine[Any, Any, Any]]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,4 @@ class AsyncioExecutor(BaseExecutor):
 
         if not tasks:
             return []
-        return await run_jobs(
-            [job(t) for t in tasks], show_progress=show_progress, workers=self.num_workers, desc=desc
-        )
+        return await run_jobs([job(t) for t in tasks], show_progress=show_progress, workers=self.num_workers, desc=desc)

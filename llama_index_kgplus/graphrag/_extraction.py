@@ -28,10 +28,9 @@ from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.graphrag._llm_calls import ajson_call
 from llama_index_kgplus.graphrag._prompts import EXTRACTION_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.structured import StructuredOutputError
+from llama_index_kgplus.structured import StructuredOutputError, agenerate_json
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +68,15 @@ def _schema_model(
 ) -> type[ExtractionResult]:
     """A subclass of :class:`ExtractionResult` whose JSON schema carries this extractor's size limits."""
     description = bounded_text(max_description_chars, min_length=0)
-    entity = create_model("Entity", __base__=ExtractedEntity, description=(description, Field(description="What the text says about the entity.")))
+    entity = create_model(
+        "Entity",
+        __base__=ExtractedEntity,
+        description=(description, Field(description="What the text says about the entity.")),
+    )
     relationship = create_model(
-        "Relationship", __base__=ExtractedRelationship, description=(description, Field(description="How the text relates the two."))
+        "Relationship",
+        __base__=ExtractedRelationship,
+        description=(description, Field(description="How the text relates the two.")),
     )
     return create_model(
         "Extraction",
@@ -95,7 +100,9 @@ class GraphExtractor(TransformComponent):
         default_factory=lambda: list(DEFAULT_ENTITY_TYPES), description="Entity types named in the prompt."
     )
     min_entities: int = Field(
-        default=0, ge=0, le=5,
+        default=0,
+        ge=0,
+        le=5,
         description="Fewest entities per chunk (enforced by the schema). Greedy small local models (0.5B) tend to "
         "reply with empty lists; 1 makes them extract, at the price of one made-up entity for a text that names none.",
     )
@@ -107,7 +114,9 @@ class GraphExtractor(TransformComponent):
         default=200, ge=20, le=300, description="Longest entity or relationship description, in characters."
     )
     max_tokens: int = Field(default=1024, ge=64, description="Token limit of one extraction reply.")
-    max_attempts: int = Field(default=2, ge=1, description="Attempts per chunk (each failure is repaired, then retried with feedback).")
+    max_attempts: int = Field(
+        default=2, ge=1, description="Attempts per chunk (each failure is repaired, then retried with feedback)."
+    )
     num_workers: int = Field(default=4, ge=1, description="Concurrent extractions when called on nodes.")
     raise_on_error: bool = Field(default=False, description="Raise instead of logging when a chunk fails (node calls).")
 
@@ -152,10 +161,18 @@ class GraphExtractor(TransformComponent):
     async def aextract_text(self, text: str, *, llm: LLM | None = None) -> ExtractionResult:
         """The entities and relationships of ``text``; raises ``StructuredOutputError`` after all attempts."""
         model = _schema_model(
-            min(self.min_entities, self.max_entities), self.max_entities, self.max_relationships, self.max_description_chars
+            min(self.min_entities, self.max_entities),
+            self.max_entities,
+            self.max_relationships,
+            self.max_description_chars,
         )
-        result, _ = await ajson_call(
-            self._get_llm(llm), self.prompt(text), model, max_attempts=self.max_attempts, max_tokens=self.max_tokens
+        result = await agenerate_json(
+            self._get_llm(llm),
+            self.prompt(text),
+            model,
+            max_retries=self.max_attempts - 1,
+            max_tokens=self.max_tokens,
+            repair_truncated=True,
         )
         return ExtractionResult.model_validate(result.model_dump())
 

@@ -20,10 +20,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
+
+if TYPE_CHECKING:
+    from llama_index.core.graph_stores.types import PropertyGraphStore
 from llama_index_kgplus.graphrag._state import ChunkRecord
 
 _BATCH = 500
@@ -43,11 +46,46 @@ class GraphDiff:
     delete_chunks: frozenset[str] = frozenset()
     deleted_relationship_endpoints: frozenset[str] = frozenset()
 
+    @classmethod
+    def between(
+        cls,
+        old: tuple[Mapping[str, str], Mapping[str, str], Mapping[str, str]],
+        entities: Mapping[str, Entity],
+        relationships: Mapping[str, Relationship],
+        chunk_hashes: Mapping[str, str],
+        old_rel_endpoints: Mapping[str, tuple[str, ...]],
+    ) -> GraphDiff:
+        """The diff from the graph last written (``old``: content hashes of its entities, relationships and
+        chunk texts by id; ``old_rel_endpoints``: the two entity ids of each old relationship) to the new one."""
+        old_e, old_r, old_c = old
+        new_r = {rid: r.content_hash() for rid, r in relationships.items()}
+        deleted_r = frozenset(set(old_r) - set(new_r))
+        return cls(
+            upsert_entities=frozenset(i for i, e in entities.items() if old_e.get(i) != e.content_hash()),
+            delete_entities=frozenset(set(old_e) - set(entities)),
+            upsert_relationships=frozenset(i for i, h in new_r.items() if old_r.get(i) != h),
+            replaced_relationships=frozenset(i for i, h in new_r.items() if i in old_r and old_r[i] != h),
+            delete_relationships=deleted_r,
+            upsert_chunks=frozenset(i for i, h in chunk_hashes.items() if old_c.get(i) != h),
+            replaced_chunks=frozenset(i for i, h in chunk_hashes.items() if i in old_c and old_c[i] != h),
+            delete_chunks=frozenset(set(old_c) - set(chunk_hashes)),
+            deleted_relationship_endpoints=frozenset(
+                e for rid in deleted_r for e in old_rel_endpoints.get(rid, ()) if e in entities
+            ),
+        )
+
     @property
     def empty(self) -> bool:
+        """Whether nothing is to be written or deleted."""
         return not any(
-            (self.upsert_entities, self.delete_entities, self.upsert_relationships, self.delete_relationships,
-             self.upsert_chunks, self.delete_chunks)
+            (
+                self.upsert_entities,
+                self.delete_entities,
+                self.upsert_relationships,
+                self.delete_relationships,
+                self.upsert_chunks,
+                self.delete_chunks,
+            )
         )
 
 
@@ -68,7 +106,7 @@ class GraphSink(ABC):
         """Node and relationship counts as stored (None if the store cannot tell cheaply)."""
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op unless the sink holds a connection
         """Release the store."""
 
 
@@ -101,7 +139,7 @@ class LadybugGraphSink(GraphSink):
 
         self.path = Path(path).resolve()
         self._dialect = dialect_for_engine("ladybug")  # the shared Ladybug dialect: unsanitised rows, clean close
-        self._store = open_graph_store(ladybug_uri(self.path), **self._dialect.open_kwargs)
+        self._store: PropertyGraphStore | None = open_graph_store(ladybug_uri(self.path), **self._dialect.open_kwargs)
         for ddl in self._DDL:
             self.query(ddl)
 
@@ -124,35 +162,66 @@ class LadybugGraphSink(GraphSink):
         q("MATCH (e:GraphRAGEntity) WHERE NOT e.id IN $ids DETACH DELETE e", {"ids": sorted(entities)})
         q("MATCH (c:GraphRAGChunk) WHERE NOT c.id IN $ids DETACH DELETE c", {"ids": sorted(chunks)})
         chunk_rows = [
-            {"id": c.chunk_id, "doc_id": c.doc_id, "text": c.text} for i in sorted(diff.upsert_chunks) if (c := chunks.get(i))
+            {"id": c.chunk_id, "doc_id": c.doc_id, "text": c.text}
+            for i in sorted(diff.upsert_chunks)
+            if (c := chunks.get(i))
         ]
         for rows in _batches(chunk_rows):
-            q("UNWIND $rows AS row MERGE (c:GraphRAGChunk {id: row.id}) SET c.doc_id = row.doc_id, c.text = row.text",
-              {"rows": rows})
+            q(
+                "UNWIND $rows AS row MERGE (c:GraphRAGChunk {id: row.id}) SET c.doc_id = row.doc_id, c.text = row.text",
+                {"rows": rows},
+            )
         entity_rows = [
-            {"id": e.id, "name": e.name, "type": e.type, "description": e.description,
-             "chunk_ids": list(e.chunk_ids), "doc_ids": list(e.doc_ids)}
-            for i in sorted(diff.upsert_entities) if (e := entities.get(i))
+            {
+                "id": e.id,
+                "name": e.name,
+                "type": e.type,
+                "description": e.description,
+                "chunk_ids": list(e.chunk_ids),
+                "doc_ids": list(e.doc_ids),
+            }
+            for i in sorted(diff.upsert_entities)
+            if (e := entities.get(i))
         ]
         for rows in _batches(entity_rows):
-            q("UNWIND $rows AS row MERGE (e:GraphRAGEntity {id: row.id}) SET e.name = row.name, e.type = row.type, "
-              "e.description = row.description, e.chunk_ids = row.chunk_ids, e.doc_ids = row.doc_ids", {"rows": rows})
+            q(
+                "UNWIND $rows AS row MERGE (e:GraphRAGEntity {id: row.id}) SET e.name = row.name, e.type = row.type, "
+                "e.description = row.description, e.chunk_ids = row.chunk_ids, e.doc_ids = row.doc_ids",
+                {"rows": rows},
+            )
             ids = [r["id"] for r in rows]
-            q("UNWIND $ids AS i MATCH (:GraphRAGChunk)-[m:GRAPHRAG_MENTIONS]->(e:GraphRAGEntity {id: i}) DELETE m",
-              {"ids": ids})
+            q(
+                "UNWIND $ids AS i MATCH (:GraphRAGChunk)-[m:GRAPHRAG_MENTIONS]->(e:GraphRAGEntity {id: i}) DELETE m",
+                {"ids": ids},
+            )
             pairs = [{"c": c, "e": r["id"]} for r in rows for c in r["chunk_ids"] if c in chunks]
-            q("UNWIND $pairs AS p MATCH (c:GraphRAGChunk {id: p.c}), (e:GraphRAGEntity {id: p.e}) "
-              "MERGE (c)-[:GRAPHRAG_MENTIONS]->(e)", {"pairs": pairs})
+            q(
+                "UNWIND $pairs AS p MATCH (c:GraphRAGChunk {id: p.c}), (e:GraphRAGEntity {id: p.e}) "
+                "MERGE (c)-[:GRAPHRAG_MENTIONS]->(e)",
+                {"pairs": pairs},
+            )
         rel_rows = [
-            {"id": r.id, "s": r.source, "t": r.target, "type": r.type, "description": r.description,
-             "weight": r.weight, "chunk_ids": list(r.chunk_ids), "doc_ids": list(r.doc_ids)}
-            for i in sorted(diff.upsert_relationships) if (r := relationships.get(i))
+            {
+                "id": r.id,
+                "s": r.source,
+                "t": r.target,
+                "type": r.type,
+                "description": r.description,
+                "weight": r.weight,
+                "chunk_ids": list(r.chunk_ids),
+                "doc_ids": list(r.doc_ids),
+            }
+            for i in sorted(diff.upsert_relationships)
+            if (r := relationships.get(i))
         ]
         for rows in _batches(rel_rows):
-            q("UNWIND $rows AS row MATCH (a:GraphRAGEntity {id: row.s}), (b:GraphRAGEntity {id: row.t}) "
-              "MERGE (a)-[r:GRAPHRAG_RELATED {id: row.id}]->(b) SET r.type = row.type, "
-              "r.description = row.description, r.weight = row.weight, r.chunk_ids = row.chunk_ids, "
-              "r.doc_ids = row.doc_ids", {"rows": rows})
+            q(
+                "UNWIND $rows AS row MATCH (a:GraphRAGEntity {id: row.s}), (b:GraphRAGEntity {id: row.t}) "
+                "MERGE (a)-[r:GRAPHRAG_RELATED {id: row.id}]->(b) SET r.type = row.type, "
+                "r.description = row.description, r.weight = row.weight, r.chunk_ids = row.chunk_ids, "
+                "r.doc_ids = row.doc_ids",
+                {"rows": rows},
+            )
 
     def counts(self) -> dict[str, int]:
         one = lambda cypher: int(self.query(cypher)[0]["n"])  # noqa: E731
@@ -218,23 +287,37 @@ class PropertyGraphStoreSink(GraphSink):
         ]
         nodes += [
             EntityNode(
-                name=e.id, label=e.type,
-                properties={"display_name": e.name, "description": e.description, "chunk_ids": list(e.chunk_ids),
-                            "doc_ids": list(e.doc_ids)},
+                name=e.id,
+                label=e.type,
+                properties={
+                    "display_name": e.name,
+                    "description": e.description,
+                    "chunk_ids": list(e.chunk_ids),
+                    "doc_ids": list(e.doc_ids),
+                },
             )
             for e in (entities[i] for i in sorted(upsert_e))
         ]
         self.store.upsert_nodes(nodes)
         rels = [
             Relation(
-                label=r.type, source_id=r.source, target_id=r.target,
-                properties={"relationship_id": r.id, "description": r.description, "weight": r.weight,
-                            "chunk_ids": list(r.chunk_ids), "doc_ids": list(r.doc_ids)},
+                label=r.type,
+                source_id=r.source,
+                target_id=r.target,
+                properties={
+                    "relationship_id": r.id,
+                    "description": r.description,
+                    "weight": r.weight,
+                    "chunk_ids": list(r.chunk_ids),
+                    "doc_ids": list(r.doc_ids),
+                },
             )
             for r in (relationships[i] for i in sorted(upsert_r))
         ]
         rels += [
             Relation(label="MENTIONS", source_id=c, target_id=e.id)
-            for e in (entities[i] for i in sorted(upsert_e)) for c in e.chunk_ids if c in chunks
+            for e in (entities[i] for i in sorted(upsert_e))
+            for c in e.chunk_ids
+            if c in chunks
         ]
         self.store.upsert_relations(rels)

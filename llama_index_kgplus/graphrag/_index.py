@@ -25,6 +25,8 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections import Counter
@@ -36,6 +38,7 @@ from typing import Any
 
 from llama_index.core import Document
 from llama_index.core.llms import LLM
+from llama_index.core.node_parser import SentenceSplitter, TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus._sync import run_sync
@@ -54,7 +57,15 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "state.sqlite"
 GRAPH_FILE = "graph.lbug"
 # Settings stored with the index, so that an update runs with the settings of the build.
-_PERSISTED = ("chunk_size", "chunk_overlap", "min_community_size", "max_descriptions", "extractor", "detector", "reporter")
+_PERSISTED = (
+    "chunk_size",
+    "chunk_overlap",
+    "min_community_size",
+    "max_descriptions",
+    "extractor",
+    "detector",
+    "reporter",
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +95,17 @@ class IndexStats:
     tokens_estimated: bool = False
 
     CONTRACT = (
-        "documents", "chunks", "entities", "relationships", "communities", "reports_total",
-        "reports_regenerated", "llm_calls", "prompt_tokens", "completion_tokens", "seconds",
+        "documents",
+        "chunks",
+        "entities",
+        "relationships",
+        "communities",
+        "reports_total",
+        "reports_regenerated",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
     )
 
     def as_dict(self) -> dict[str, Any]:
@@ -134,10 +154,19 @@ class GraphRAGIndex(BaseModel):
     store_dir: Path = Field(description="Folder of the store: graph.lbug and state.sqlite.")
     chunk_size: int = Field(default=512, ge=32, description="Chunk size in tokens (SentenceSplitter).")
     chunk_overlap: int = Field(default=32, ge=0, description="Chunk overlap in tokens.")
+    text_splitter: TextSplitter | None = Field(
+        default=None,
+        exclude=True,
+        description="Splits documents into chunks instead of SentenceSplitter(chunk_size, chunk_overlap), as a "
+        "LlamaIndex index's transformations do; not stored with the index: pass it again when reopening. A "
+        "different splitter re-chunks (and re-extracts) the documents on the next update.",
+    )
     min_community_size: int = Field(default=2, ge=1, description="Communities with fewer entities get no report.")
     max_descriptions: int = Field(default=4, ge=1, description="Distinct descriptions an entity or relationship keeps.")
     show_progress: bool = Field(default=True, description="Show progress bars for the LLM steps.")
-    extractor: GraphExtractor = Field(default_factory=GraphExtractor, description="Entity and relationship extraction settings.")
+    extractor: GraphExtractor = Field(
+        default_factory=GraphExtractor, description="Entity and relationship extraction settings."
+    )
     detector: CommunityDetector = Field(default_factory=CommunityDetector, description="Community detection settings.")
     reporter: CommunityReportGenerator = Field(
         default_factory=CommunityReportGenerator, description="Community report settings."
@@ -246,14 +275,13 @@ class GraphRAGIndex(BaseModel):
         return await self._arefresh(documents, "update")
 
     def _chunker_key(self) -> str:
-        return f"sentence:{self.chunk_size}:{self.chunk_overlap}"
+        if self.text_splitter is None:
+            return f"sentence:{self.chunk_size}:{self.chunk_overlap}"
+        settings = json.dumps(self.text_splitter.to_dict(), sort_keys=True, default=str)
+        return f"{self.text_splitter.class_name()}:{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
 
     def _split(self, doc: Document) -> list[ChunkRecord]:
-        import hashlib
-
-        from llama_index.core.node_parser import SentenceSplitter
-
-        splitter = SentenceSplitter(chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
+        splitter = self.text_splitter or SentenceSplitter(chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
         texts = [t for t in splitter.split_text(doc.text) if t.strip()]
         return [
             ChunkRecord(f"{doc.id_}#{i}", doc.id_, i, text, hashlib.sha256(text.encode()).hexdigest()[:24])
@@ -371,29 +399,16 @@ class GraphRAGIndex(BaseModel):
         chunks = {c.chunk_id: c for c in state.chunks()}
         old_e, old_r = state.graph_hashes()
         old_c: dict[str, str] = state.get_meta("graph_chunks", {}) or {}
-        new_r = {rid: r.content_hash() for rid, r in relationships.items()}
         old_rel_endpoints = {rid: tuple(r) for rid, r in (state.get_meta("graph_rel_endpoints", {}) or {}).items()}
-        deleted_r = frozenset(set(old_r) - set(new_r))
-        diff = GraphDiff(
-            upsert_entities=frozenset(i for i, e in entities.items() if old_e.get(i) != e.content_hash()),
-            delete_entities=frozenset(set(old_e) - set(entities)),
-            upsert_relationships=frozenset(i for i, h in new_r.items() if old_r.get(i) != h),
-            replaced_relationships=frozenset(i for i, h in new_r.items() if i in old_r and old_r[i] != h),
-            delete_relationships=deleted_r,
-            upsert_chunks=frozenset(i for i, c in chunks.items() if old_c.get(i) != c.text_hash),
-            replaced_chunks=frozenset(i for i, c in chunks.items() if i in old_c and old_c[i] != c.text_hash),
-            delete_chunks=frozenset(set(old_c) - set(chunks)),
-            deleted_relationship_endpoints=frozenset(
-                e for rid in deleted_r for e in old_rel_endpoints.get(rid, ()) if e in entities
-            ),
-        )
+        chunk_hashes = {i: c.text_hash for i, c in chunks.items()}
+        diff = GraphDiff.between((old_e, old_r, old_c), entities, relationships, chunk_hashes, old_rel_endpoints)
         sink = self._graph_sink()
         try:
             sink.write(entities, relationships, chunks, diff)
         finally:
             self._close_sink()
         state.replace_graph(entities.values(), relationships.values())
-        state.set_meta("graph_chunks", {i: c.text_hash for i, c in chunks.items()})
+        state.set_meta("graph_chunks", chunk_hashes)
         state.set_meta("graph_rel_endpoints", {rid: [r.source, r.target] for rid, r in relationships.items()})
         return entities, relationships
 
@@ -411,7 +426,10 @@ class GraphRAGIndex(BaseModel):
             edges[pair] = edges.get(pair, 0.0) + r.weight
         previous = [c for c, _ in state.communities()]
         detector = self.detector.model_copy().fit(
-            entities, edges, previous, previous_edges=state.community_edges(),
+            entities,
+            edges,
+            previous,
+            previous_edges=state.community_edges(),
             next_id=int(state.get_meta("next_community_id", 0)),
         )
         return list(detector.communities_ or []), int(detector.next_id_ or 0), edges

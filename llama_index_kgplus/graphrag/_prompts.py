@@ -59,6 +59,4 @@ REDUCE_PROMPT = PromptTemplate(
     "Answer:"
 )
 
-NO_DATA_ANSWER = (
-    "I do not know: none of the community reports holds information relevant to the question."
-)
+NO_DATA_ANSWER = "I do not know: none of the community reports holds information relevant to the question."

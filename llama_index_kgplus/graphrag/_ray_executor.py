@@ -24,7 +24,7 @@ from pydantic import Field, PrivateAttr
 
 from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graphrag._executor import BaseExecutor, LLMTask, TaskOutcome, describe_error
-from llama_index_kgplus.llm._tokens import llama_model
+from llama_index_kgplus.llm import llama_model
 from llama_index_kgplus.llm._usage import metered, usage_meter
 
 _WORKER_LLMS: dict[str, LLM] = {}
@@ -58,7 +58,9 @@ class RayExecutor(BaseExecutor):
         executor.shutdown()
     """
 
-    address: str | None = Field(default=None, description="Ray cluster address (e.g. 'ray://head:10001'); None starts a local instance.")
+    address: str | None = Field(
+        default=None, description="Ray cluster address (e.g. 'ray://head:10001'); None starts a local instance."
+    )
     num_cpus: int | None = Field(default=None, ge=1, description="CPUs of the local Ray instance (None: all).")
     init_kwargs: dict[str, Any] = Field(default_factory=dict, description="More keyword arguments for ray.init.")
 

@@ -30,10 +30,10 @@ from pydantic import BaseModel, Field, PrivateAttr, create_model
 
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._communities import Community
-from llama_index_kgplus.graphrag._llm_calls import ajson_call
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 from llama_index_kgplus.graphrag._prompts import REPORT_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
+from llama_index_kgplus.structured import agenerate_json
 
 
 class Finding(BaseModel):
@@ -54,7 +54,13 @@ class CommunityReport(BaseModel):
 
     def to_text(self) -> str:
         """The report as Markdown (what the map step reads)."""
-        lines = [f"# {self.title}", "", self.summary, "", f"Impact rating: {self.rating:g}/10. {self.rating_explanation}"]
+        lines = [
+            f"# {self.title}",
+            "",
+            self.summary,
+            "",
+            f"Impact rating: {self.rating:g}/10. {self.rating_explanation}",
+        ]
         for finding in self.findings:
             lines += ["", f"## {finding.summary}", finding.explanation]
         return "\n".join(lines)
@@ -105,16 +111,22 @@ class CommunityReportGenerator(BaseModel):
         report = reporter.generate(reporter.context(community, entities, relationships))
     """
 
-    max_context_tokens: int = Field(default=1500, ge=100, description="Token budget of the member and relationship tables.")
+    max_context_tokens: int = Field(
+        default=1500, ge=100, description="Token budget of the member and relationship tables."
+    )
     max_tokens: int = Field(default=1200, ge=128, description="Token limit of one report reply.")
     min_findings: int = Field(default=5, ge=1, le=10, description="Fewest findings a report must have.")
     max_findings: int = Field(default=10, ge=1, le=10, description="Most findings a report may have.")
     max_chars: int = Field(
-        default=300, ge=40, le=300,
+        default=300,
+        ge=40,
+        le=300,
         description="Longest finding explanation in characters (the summary may be twice as long, a finding's "
         "one-line summary a quarter); lower it to make a small local model faster.",
     )
-    max_attempts: int = Field(default=2, ge=1, description="Attempts per report (each failure is repaired, then retried with feedback).")
+    max_attempts: int = Field(
+        default=2, ge=1, description="Attempts per report (each failure is repaired, then retried with feedback)."
+    )
 
     _llm: LLM | None = PrivateAttr(default=None)
 
@@ -144,7 +156,7 @@ class CommunityReportGenerator(BaseModel):
             (r for r in relationships if r.source in members and r.target in members),
             key=lambda r: (-r.weight, r.source, r.target),
         )
-        degree = Counter()
+        degree: Counter[str] = Counter()
         for r in inner:
             degree[r.source] += 1
             degree[r.target] += 1
@@ -173,7 +185,7 @@ class CommunityReportGenerator(BaseModel):
                 break
             shown_r.append(r)
             used += cost
-        for eid in ordered[len(shown_e):]:
+        for eid in ordered[len(shown_e) :]:
             cost = _tokens(entity_row(eid)) + 1
             if used + cost > budget:
                 break
@@ -218,9 +230,13 @@ class CommunityReportGenerator(BaseModel):
         from llama_index.core import Settings
 
         model = _schema_model(self.min_findings, max(self.min_findings, self.max_findings), self.max_chars)
-        report, _ = await ajson_call(
-            llm or self._llm or Settings.llm, self.prompt(context), model,
-            max_attempts=self.max_attempts, max_tokens=self.max_tokens,
+        report = await agenerate_json(
+            llm or self._llm or Settings.llm,
+            self.prompt(context),
+            model,
+            max_retries=self.max_attempts - 1,
+            max_tokens=self.max_tokens,
+            repair_truncated=True,
         )
         return CommunityReport.model_validate(report.model_dump())
 

@@ -3,10 +3,9 @@ model under a grammar cannot run on) and blank text is rejected (so an "empty" a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import StringConstraints
-from typing_extensions import Annotated
 
 
 def bounded_text(max_length: int, *, min_length: int = 1) -> Any:

@@ -38,10 +38,11 @@ from llama_index_kgplus.compression import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
-from llama_index_kgplus.graphrag._llm_calls import ajson_call, atext_call
 from llama_index_kgplus.graphrag._prompts import MAP_PROMPT, NO_DATA_ANSWER, REDUCE_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
+from llama_index_kgplus.llm import acomplete_text
 from llama_index_kgplus.llm._usage import metered, usage_meter
+from llama_index_kgplus.structured import agenerate_json
 
 _CANNOT = re.compile(r"^\W*(cannot answer|can't answer|i do not know|i don't know|not relevant|no relevant)", re.I)
 
@@ -70,7 +71,7 @@ class ScoredPoint:
 
 async def _map_task(max_points: int, max_tokens: int, question: str, report_text: str, llm: LLM) -> dict[str, Any]:
     prompt = MAP_PROMPT.format(question=question, report=report_text, max_points=max_points)
-    answer, _ = await ajson_call(llm, prompt, MapAnswer, max_tokens=max_tokens)
+    answer = await agenerate_json(llm, prompt, MapAnswer, max_retries=1, max_tokens=max_tokens, repair_truncated=True)
     return answer.model_dump()
 
 
@@ -99,7 +100,8 @@ class GlobalSearchEngine(CustomQueryEngine):
     executor: BaseExecutor = Field(default_factory=AsyncioExecutor, description="Runs the map step.")
     response_type: str = Field(default="multiple paragraphs", description="Free-text shape of the answer.")
     level: int = Field(
-        default=1, ge=0,
+        default=1,
+        ge=0,
         description="Community level whose reports are read (the leaves above it included); 0 is the coarsest.",
     )
     max_reports: int | None = Field(default=None, ge=1, description="Read only the highest-rated reports (None: all).")
@@ -107,7 +109,9 @@ class GlobalSearchEngine(CustomQueryEngine):
     map_context_tokens: int = Field(default=1500, ge=100, description="Token budget of one report in the map prompt.")
     map_max_tokens: int = Field(default=400, ge=64, description="Token limit of one map reply.")
     min_score: int = Field(default=1, ge=0, le=100, description="Key points scoring below this are dropped.")
-    reduce_context_tokens: int = Field(default=2000, ge=100, description="Token budget of the key points in the reduce prompt.")
+    reduce_context_tokens: int = Field(
+        default=2000, ge=100, description="Token budget of the key points in the reduce prompt."
+    )
     reduce_max_tokens: int = Field(default=600, ge=32, description="Token limit of the answer.")
     passages_per_document: int = Field(default=2, ge=1, description="Supporting passages cited per document.")
     show_progress: bool = Field(default=False, description="Show a progress bar for the map step.")
@@ -138,8 +142,10 @@ class GlobalSearchEngine(CustomQueryEngine):
         before = meter.snapshot()
         index = self._index
         if index is None:
-            raise KGPlusError("This engine has no index: create it with GraphRAGIndex.as_query_engine() or "
-                              "GlobalSearchEngine.from_index(index).")
+            raise KGPlusError(
+                "This engine has no index: create it with GraphRAGIndex.as_query_engine() or "
+                "GlobalSearchEngine.from_index(index)."
+            )
         stored = [r for r in index.reports(level=self.level) if r.report is not None]
         stored.sort(key=lambda r: (-r.report.rating, r.community.id))
         if self.max_reports:
@@ -149,8 +155,13 @@ class GlobalSearchEngine(CustomQueryEngine):
         tasks = [
             LLMTask(
                 r.community.id,
-                partial(_map_task, self.max_points, self.map_max_tokens, query_str,
-                        await self._report_context(r.community.id, r.report.to_text(), query_str)),
+                partial(
+                    _map_task,
+                    self.max_points,
+                    self.map_max_tokens,
+                    query_str,
+                    await self._report_context(r.community.id, r.report.to_text(), query_str),
+                ),
             )
             for r in stored
         ]
@@ -174,20 +185,26 @@ class GlobalSearchEngine(CustomQueryEngine):
             answer = NO_DATA_ANSWER
         else:
             prompt = REDUCE_PROMPT.format(question=query_str, points=context, response_type=self.response_type)
-            answer = (await atext_call(self.llm, prompt, max_tokens=self.reduce_max_tokens)).strip() or NO_DATA_ANSWER
+            answer = (
+                await acomplete_text(self.llm, prompt, max_tokens=self.reduce_max_tokens)
+            ).strip() or NO_DATA_ANSWER
         used_ids = list(dict.fromkeys(p.community_id for p in used))
-        citations = cite_sources(
-            used_ids,
-            [answer, *(p.description for p in used)],
-            {r.community.id: r.community for r in stored},
-            index.entities(),
-            index.relationships(),
-            index.chunks,
-            {d: rec.title for d, rec in index.documents().items()},
-            passages_per_document=self.passages_per_document,
-        ) if used else None
+        citations = (
+            cite_sources(
+                used_ids,
+                [answer, *(p.description for p in used)],
+                {r.community.id: r.community for r in stored},
+                index.entities(),
+                index.relationships(),
+                index.chunks,
+                {d: rec.title for d, rec in index.documents().items()},
+                passages_per_document=self.passages_per_document,
+            )
+            if used
+            else None
+        )
         usage = meter.snapshot() - before
-        best = {}
+        best: dict[str, float] = {}
         for p in used:
             best[p.community_id] = max(best.get(p.community_id, 0), p.score)
         metadata = {
@@ -196,8 +213,12 @@ class GlobalSearchEngine(CustomQueryEngine):
             "level": self.level,
             "reports_read": len(stored),
             "reports": [
-                {"community_id": cid, "title": by_id[cid].report.title, "rating": by_id[cid].report.rating,
-                 "importance": best[cid]}
+                {
+                    "community_id": cid,
+                    "title": by_id[cid].report.title,
+                    "rating": by_id[cid].report.rating,
+                    "importance": best[cid],
+                }
                 for cid in used_ids
             ],
             "key_points": [

@@ -143,7 +143,9 @@ class GraphRAGState:
     # ------------------------------------------------------------------ documents and chunks
 
     def documents(self) -> dict[str, DocumentRecord]:
-        return {r[0]: DocumentRecord(*r) for r in self._rows("SELECT doc_id, title, hash, chunker, n_chunks FROM documents")}
+        return {
+            r[0]: DocumentRecord(*r) for r in self._rows("SELECT doc_id, title, hash, chunker, n_chunks FROM documents")
+        }
 
     def replace_document(self, doc: DocumentRecord, chunks: Sequence[ChunkRecord]) -> None:
         """Store a new or changed document and its chunks, in one transaction."""
@@ -200,8 +202,14 @@ class GraphRAGState:
             db.execute(
                 "INSERT OR REPLACE INTO extractions (text_hash, config, status, result, error, updated) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (text_hash, config, "ok" if error is None else "failed",
-                 None if result is None else json.dumps(result, ensure_ascii=False), error, time.time()),
+                (
+                    text_hash,
+                    config,
+                    "ok" if error is None else "failed",
+                    None if result is None else json.dumps(result, ensure_ascii=False),
+                    error,
+                    time.time(),
+                ),
             )
 
     def _extraction_rows(self, config: str, status: str) -> list[tuple]:
@@ -237,10 +245,14 @@ class GraphRAGState:
         with self._tx() as db:
             db.execute("DELETE FROM entities")
             db.execute("DELETE FROM relationships")
-            db.executemany("INSERT INTO entities (id, hash, data) VALUES (?, ?, ?)",
-                           [(e.id, e.content_hash(), _dump(e)) for e in entities])
-            db.executemany("INSERT INTO relationships (id, hash, data) VALUES (?, ?, ?)",
-                           [(r.id, r.content_hash(), _dump(r)) for r in relationships])
+            db.executemany(
+                "INSERT INTO entities (id, hash, data) VALUES (?, ?, ?)",
+                [(e.id, e.content_hash(), _dump(e)) for e in entities],
+            )
+            db.executemany(
+                "INSERT INTO relationships (id, hash, data) VALUES (?, ?, ?)",
+                [(r.id, r.content_hash(), _dump(r)) for r in relationships],
+            )
 
     def entities(self) -> dict[str, Entity]:
         return {r[0]: _entity(r[1]) for r in self._rows("SELECT id, data FROM entities ORDER BY id")}
@@ -258,8 +270,13 @@ class GraphRAGState:
         return [
             (
                 Community(
-                    id=r[0], level=r[1], parent=r[2], children=tuple(json.loads(r[3])),
-                    entity_ids=tuple(json.loads(r[4])), structure_key=r[5], component_key=r[6],
+                    id=r[0],
+                    level=r[1],
+                    parent=r[2],
+                    children=tuple(json.loads(r[3])),
+                    entity_ids=tuple(json.loads(r[4])),
+                    structure_key=r[5],
+                    component_key=r[6],
                 ),
                 r[7],
             )
@@ -280,12 +297,22 @@ class GraphRAGState:
                 "INSERT INTO communities (id, level, parent, children, entity_ids, structure_key, component_key, "
                 "fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (c.id, c.level, c.parent, json.dumps(c.children), json.dumps(c.entity_ids, ensure_ascii=False),
-                     c.structure_key, c.component_key, fp)
+                    (
+                        c.id,
+                        c.level,
+                        c.parent,
+                        json.dumps(c.children),
+                        json.dumps(c.entity_ids, ensure_ascii=False),
+                        c.structure_key,
+                        c.component_key,
+                        fp,
+                    )
                     for c, fp in communities
                 ],
             )
-            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_community_id', ?)", (json.dumps(next_id),))
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_community_id', ?)", (json.dumps(next_id),)
+            )
             if edges is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('community_edges', ?)",
@@ -314,9 +341,16 @@ class GraphRAGState:
             db.execute(
                 "INSERT OR REPLACE INTO reports (fingerprint, community_id, status, report, error, context, run_id, "
                 "updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (fingerprint, community_id, "ok" if error is None else "failed",
-                 None if report is None else json.dumps(report, ensure_ascii=False), error,
-                 json.dumps(context, ensure_ascii=False), run_id, time.time()),
+                (
+                    fingerprint,
+                    community_id,
+                    "ok" if error is None else "failed",
+                    None if report is None else json.dumps(report, ensure_ascii=False),
+                    error,
+                    json.dumps(context, ensure_ascii=False),
+                    run_id,
+                    time.time(),
+                ),
             )
 
     def prune_reports(self) -> int:
@@ -334,7 +368,8 @@ class GraphRAGState:
             cur = db.execute(
                 "INSERT INTO runs (command, started, status) VALUES (?, ?, 'running')", (command, time.time())
             )
-            return int(cur.lastrowid)
+            assert cur.lastrowid is not None  # set by every INSERT
+            return cur.lastrowid
 
     def finish_run(self, run_id: int, stats: dict[str, Any]) -> None:
         with self._tx() as db:
@@ -353,8 +388,14 @@ class GraphRAGState:
     def runs(self) -> list[dict[str, Any]]:
         rows = self._rows("SELECT run_id, command, started, finished, status, stats FROM runs ORDER BY run_id")
         return [
-            {"run_id": r[0], "command": r[1], "started": r[2], "finished": r[3], "status": r[4],
-             "stats": json.loads(r[5]) if r[5] else None}
+            {
+                "run_id": r[0],
+                "command": r[1],
+                "started": r[2],
+                "finished": r[3],
+                "status": r[4],
+                "stats": json.loads(r[5]) if r[5] else None,
+            }
             for r in rows
         ]
 

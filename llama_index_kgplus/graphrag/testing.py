@@ -30,9 +30,50 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field
 
 _STOP = {
-    "a", "an", "and", "as", "at", "but", "by", "for", "from", "he", "her", "his", "however", "if", "in", "it",
-    "its", "many", "most", "of", "on", "one", "or", "she", "some", "such", "that", "the", "their", "there",
-    "these", "they", "this", "those", "to", "was", "we", "were", "what", "when", "which", "while", "with", "you",
+    "a",
+    "an",
+    "and",
+    "as",
+    "at",
+    "but",
+    "by",
+    "for",
+    "from",
+    "he",
+    "her",
+    "his",
+    "however",
+    "if",
+    "in",
+    "it",
+    "its",
+    "many",
+    "most",
+    "of",
+    "on",
+    "one",
+    "or",
+    "she",
+    "some",
+    "such",
+    "that",
+    "the",
+    "their",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "which",
+    "while",
+    "with",
+    "you",
 }
 _PHRASE = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:of\s+|de\s+|the\s+)?[A-Z][\w'-]*)*")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -68,25 +109,30 @@ class RuleBasedGraphRAGLLM(CustomLLM):
 
     @classmethod
     def class_name(cls) -> str:
+        """The LlamaIndex component name."""
         return "RuleBasedGraphRAGLLM"
 
     @property
     def metadata(self) -> LLMMetadata:
+        """A 32k context window, so no GraphRAG prompt is ever truncated."""
         return LLMMetadata(model_name="rule-based-graphrag", context_window=32768, num_output=1024)
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The rule-based reply to ``prompt`` (after ``delay_seconds``)."""
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
         return CompletionResponse(text=self.reply(prompt))
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """The reply of :meth:`complete` as one chunk."""
         yield self.complete(prompt, formatted=formatted, **kwargs)
 
     # ------------------------------------------------------------------ the rules
 
     def reply(self, prompt: str) -> str:
+        """The rule-based answer to ``prompt``: extraction, report, map or reduce, told apart by its sections."""
         if "-Text-" in prompt:
             return json.dumps(self.extract(prompt))
         if "-Entities-" in prompt:
@@ -102,6 +148,7 @@ class RuleBasedGraphRAGLLM(CustomLLM):
         return int(match.group(1)) if match else default
 
     def extract(self, prompt: str) -> dict[str, Any]:
+        """A valid extraction of the entities this fake knows in the chunk of ``prompt``."""
         text = _between(prompt, "-Text-\n", "\n-End of text-")
         max_e = self._limit(prompt, "entities", 10)
         max_r = self._limit(prompt, "relationships", 10)
@@ -135,9 +182,11 @@ class RuleBasedGraphRAGLLM(CustomLLM):
         return {"entities": list(entities.values()), "relationships": list(rels.values())}
 
     def report(self, prompt: str) -> dict[str, Any]:
+        """A valid community report built from the entities named in ``prompt``."""
         rows = [r for r in _between(prompt, "-Entities-\n", "\n-Relationships-").splitlines() if r.strip()]
         rels = [
-            r for r in _between(prompt, "-Relationships-\n", "\n-End of data-").splitlines()
+            r
+            for r in _between(prompt, "-Relationships-\n", "\n-End of data-").splitlines()
             if r.strip() and r.strip() != "(none)"
         ]
         names = [r.split(" (", 1)[0] for r in rows]
@@ -147,19 +196,22 @@ class RuleBasedGraphRAGLLM(CustomLLM):
         sources = [(f"{n} in this community", d) for n, d in zip(names, descs)]
         sources += [(f"Link: {_clip(r.split(' (', 1)[0], 100)}", r) for r in rels]
         while len(sources) < lo:
-            sources.append((f"Further note {len(sources) + 1} on {names[0] if names else 'the community'}",
-                            descs[0] if descs else "No further data."))
+            sources.append(
+                (
+                    f"Further note {len(sources) + 1} on {names[0] if names else 'the community'}",
+                    descs[0] if descs else "No further data.",
+                )
+            )
         return {
             "title": _clip("Community of " + ", ".join(names[:3] or ["unnamed entities"]), 100),
             "summary": _clip(" ".join(descs[:3]) or "No description.", 500),
             "rating": float(min(10, len(rels) + 1)),
             "rating_explanation": f"{len(names)} entities and {len(rels)} relationships.",
-            "findings": [
-                {"summary": _clip(s, 120), "explanation": _clip(e, 300)} for s, e in sources[:hi]
-            ],
+            "findings": [{"summary": _clip(s, 120), "explanation": _clip(e, 300)} for s, e in sources[:hi]],
         }
 
     def map(self, prompt: str) -> dict[str, Any]:
+        """A map-step answer: one key point per known entity named in ``prompt``."""
         question = _between(prompt, "-Question-\n", "\n-Report-")
         report = _between(prompt, "-Report-\n", "\n-End of report-")
         shared = _words(question) & _words(report)
@@ -176,6 +228,7 @@ class RuleBasedGraphRAGLLM(CustomLLM):
         }
 
     def reduce(self, prompt: str) -> str:
+        """A reduce-step answer citing the key points of ``prompt``."""
         points = _between(prompt, "-Key points-\n", "\n-End of key points-").splitlines()
         kept = [re.sub(r"^- \(importance \d+\) ", "", p).strip() for p in points if p.strip()]
         return "\n".join(f"- {p}" for p in kept[:5])

@@ -21,10 +21,9 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
 
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError, SummarizationError
 from llama_index_kgplus.hierarchy._parents import make_parent, mark_leaf, mean_embedding, node_level
 from llama_index_kgplus.summarizers._base import (
-    SummarizationError,
     check_summarizer,
     component_dict,
     model_fingerprint,
@@ -182,7 +181,9 @@ class BaseSummaryNodeBuilder(TransformComponent):
         if empty:
             logger.warning(
                 "%s: %d node(s) have no text and are left out of the summaries (kept as they are): %s",
-                self.class_name(), len(empty), ", ".join(empty[:5]) + (" ..." if len(empty) > 5 else ""),
+                self.class_name(),
+                len(empty),
+                ", ".join(empty[:5]) + (" ..." if len(empty) > 5 else ""),
             )
         return leaves
 
@@ -204,14 +205,15 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 if self.embedding_mode == "reembed":
                     raise
         if missing:
+            assert embed_model is not None  # resolved above, or the missing embeddings raised
             vectors = await embed_model.aget_text_embedding_batch(
                 [n.get_content(metadata_mode=MetadataMode.EMBED) for n in missing]
             )
             for node, vector in zip(missing, vectors):
                 node.embedding = list(vector)
-        dims = Counter(len(n.embedding) for n in leaves)
+        dims = Counter(len(n.get_embedding()) for n in leaves)
         if len(dims) > 1:
-            by_dim = {d: next(n.node_id for n in leaves if len(n.embedding) == d) for d in dims}
+            by_dim = {d: next(n.node_id for n in leaves if len(n.get_embedding()) == d) for d in dims}
             detail = ", ".join(f"{count} of dimension {d} (e.g. {by_dim[d]})" for d, count in dims.most_common())
             raise InputDataError(
                 f"{self.class_name()}: the nodes' embeddings have different dimensions: {detail}. They come from "
@@ -255,13 +257,19 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 self._learned["failed_clusters"].append(failure)
                 logger.warning(
                     "%s: the summary of a level-%d cluster of %d nodes failed after %d tries (%s); its children "
-                    "are kept without this parent.", self.class_name(), level, len(cluster), self.max_retries + 1, error,
+                    "are kept without this parent.",
+                    self.class_name(),
+                    level,
+                    len(cluster),
+                    self.max_retries + 1,
+                    error,
                 )
                 parents.append(None)
             else:
                 parents.append(make_parent(self.class_name(), cluster, text))
         made = [(p, c) for p, c in zip(parents, clusters) if p is not None]
         if made and self.embedding_mode == "reembed":
+            assert embed_model is not None  # "reembed" resolves it or raises
             vectors = await embed_model.aget_text_embedding_batch(
                 [p.get_content(metadata_mode=MetadataMode.EMBED) for p, _ in made]
             )

@@ -58,7 +58,9 @@ def _sklearn():
         from sklearn.decomposition import PCA
         from sklearn.mixture import GaussianMixture
     except ImportError as exc:
-        raise KGPlusSetupError("RAPTOR clustering needs scikit-learn: pip install 'llama-index-kgplus[raptor]'.") from exc
+        raise KGPlusSetupError(
+            "RAPTOR clustering needs scikit-learn: pip install 'llama-index-kgplus[raptor]'."
+        ) from exc
     return PCA, GaussianMixture
 
 

@@ -92,8 +92,8 @@ def merge_metadata(children: Sequence[BaseNode], level: int) -> tuple[dict[str, 
 
 
 def _shared_source(children: Sequence[BaseNode]) -> RelatedNodeInfo | None:
-    sources = [c.source_node for c in children]
-    if all(s is not None for s in sources) and len({s.node_id for s in sources}) == 1:
+    sources = [c.source_node for c in children if c.source_node is not None]
+    if len(sources) == len(children) and len({s.node_id for s in sources}) == 1:
         src = sources[0]
         return RelatedNodeInfo(node_id=src.node_id, node_type=src.node_type, metadata={}, hash=src.hash)
     return None

@@ -38,7 +38,9 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     max_levels: int = Field(default=3, ge=1, description="How many levels of summaries to build at most.")
     reduction_dim: int = Field(default=10, ge=1, description="UMAP (or PCA) output dimensions.")
-    n_neighbors: int | None = Field(default=None, ge=2, description="UMAP neighbours (None: sqrt(N - 1), RAPTOR's choice).")
+    n_neighbors: int | None = Field(
+        default=None, ge=2, description="UMAP neighbours (None: sqrt(N - 1), RAPTOR's choice)."
+    )
     metric: str = Field(default="cosine", description="UMAP distance metric.")
     reducer: Literal["umap", "pca"] = Field(
         default="umap", description="Dimension reduction; 'pca' avoids UMAP (and its ~20 s first-import JIT)."
@@ -50,7 +52,9 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
     )
     max_cluster_size: int = Field(default=10, ge=2, description="Larger clusters are clustered again (then split).")
     search_patience: int | None = Field(
-        default=5, ge=1, description="Stop trying more components after this many without a better criterion (None: try all)."
+        default=5,
+        ge=1,
+        description="Stop trying more components after this many without a better criterion (None: try all).",
     )
 
     @classmethod

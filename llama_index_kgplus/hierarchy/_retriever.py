@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -87,7 +88,9 @@ class HierarchicalRetriever(BaseRetriever):
     @classmethod
     def from_index(cls, index: Any, **kwargs: Any) -> HierarchicalRetriever:
         """From a ``VectorStoreIndex`` (its vector store, docstore and embedding model)."""
-        kwargs.setdefault("embed_model", index._embed_model)
+        from llama_index_kgplus.indexing import index_embed_model
+
+        kwargs.setdefault("embed_model", index_embed_model(index))
         return cls(index.vector_store, index.docstore, **kwargs)
 
     @classmethod
@@ -99,7 +102,9 @@ class HierarchicalRetriever(BaseRetriever):
 
         persist_dir = Path(persist_dir)
         if not (persist_dir / "docstore.json").is_file():
-            raise InputDataError(f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`.")
+            raise InputDataError(
+                f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
+            )
         from llama_index_kgplus.indexing import check_index_files
 
         check_index_files(persist_dir)
@@ -183,7 +188,7 @@ class HierarchicalRetriever(BaseRetriever):
     def _collapsed_hits(self, result: VectorStoreQueryResult) -> list[NodeWithScore]:
         ids = list(result.ids or [n.node_id for n in result.nodes or []])
         returned = {n.node_id: n for n in result.nodes or []}
-        sims = list(result.similarities or [None] * len(ids))
+        sims: list[float | None] = list(result.similarities) if result.similarities else [None] * len(ids)
         hits = []
         for node_id, score in zip(ids, sims):
             node = self._node(node_id) or returned.get(node_id)
@@ -226,14 +231,16 @@ class HierarchicalRetriever(BaseRetriever):
         query = unit(embedding)
         if self.mode == "tree":
             return self._finish(self._tree_hits(query), query)
-        result = self.vector_store.query(VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k))
+        result = self.vector_store.query(
+            VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
+        )
         return self._finish(self._collapsed_hits(result), query)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = await self._aquery_embedding(query_bundle)
         query = unit(embedding)
-        if self.mode == "tree":
-            return self._finish(self._tree_hits(query), query)
+        if self.mode == "tree":  # scoring reads the docstore and vector store synchronously: off the event loop
+            return await asyncio.to_thread(lambda: self._finish(self._tree_hits(query), query))
         result = await self.vector_store.aquery(
             VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
         )
@@ -291,7 +298,9 @@ def read_manifest(persist_dir: str | Path) -> dict[str, Any] | None:
         raise InputDataError(f"{path} is not valid JSON ({exc}); delete it or re-run `kgplus ingest`.") from exc
     roots = manifest.get("root_ids") if isinstance(manifest, dict) else None
     if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
-        raise InputDataError(f"{path} is not a hierarchy manifest (no list of root_ids); delete it or re-run `kgplus ingest`.")
+        raise InputDataError(
+            f"{path} is not a hierarchy manifest (no list of root_ids); delete it or re-run `kgplus ingest`."
+        )
     return manifest
 
 

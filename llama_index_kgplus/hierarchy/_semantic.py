@@ -132,7 +132,9 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
     max_cluster_size: int | None = Field(
         default=None, ge=2, description="Split larger clusters at their weakest link (default 2 * cluster_size)."
     )
-    merge_singletons: bool = Field(default=True, description="Join single-chunk clusters to the more similar neighbour.")
+    merge_singletons: bool = Field(
+        default=True, description="Join single-chunk clusters to the more similar neighbour."
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -174,7 +176,7 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
         for key, seq in groups.items():  # document order, when every chunk knows its position
             starts = [getattr(n, "start_char_idx", None) for n in seq]
             if all(s is not None for s in starts):
-                groups[key] = [n for _, n in sorted(zip(starts, seq), key=lambda pair: pair[0])]
+                groups[key] = [n for _, n in sorted(zip(starts, seq), key=lambda pair: pair[0] or 0)]
         return groups
 
     async def _abuild(
@@ -184,7 +186,7 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
         sequences = self._sequences(leaves)
         made: list[TextNode] = []
         for level in range(1, self.max_levels + 1):
-            sims = {k: consecutive_similarities([n.embedding for n in seq]) for k, seq in sequences.items()}
+            sims = {k: consecutive_similarities([n.get_embedding() for n in seq]) for k, seq in sequences.items()}
             curves = [s for s in sims.values() if s.size]
             if not curves:
                 break

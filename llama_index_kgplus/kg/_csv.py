@@ -114,7 +114,8 @@ def _rows(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
 
 def parse_header(fields: list[str], path: Path) -> list[Column]:
     """Parse a neo4j-admin header line into columns; unknown types and bad names fail with a clear message."""
-    columns, seen = [], {}
+    columns: list[Column] = []
+    seen: dict[tuple[str, ...] | str, str] = {}
     for index, raw in enumerate(fields):
         header = raw.strip()
         match = _HEADER_RE.match(header)
@@ -127,8 +128,13 @@ def parse_header(fields: list[str], path: Path) -> list[Column]:
                 raise InputDataError(f"{path}:1: column {header!r}: {typ.upper()} cannot be an array.")
         elif typ == "" or typ in _INT_TYPES | _FLOAT_TYPES | _STRING_TYPES | {"boolean"}:
             kind = "property"
-            base = "int" if typ in _INT_TYPES else "float" if typ in _FLOAT_TYPES else (
-                "boolean" if typ == "boolean" else "string")
+            base = (
+                "int"
+                if typ in _INT_TYPES
+                else "float"
+                if typ in _FLOAT_TYPES
+                else ("boolean" if typ == "boolean" else "string")
+            )
             value_type = base + ("[]" if match["array"] else "")
             if not name:
                 raise InputDataError(f"{path}:1: column {index + 1} has no name (header {header!r}).")
@@ -166,7 +172,9 @@ def _convert(value: str, value_type: str, array_delimiter: str) -> Any:
     return value
 
 
-def _properties(columns: list[Column], fields: list[str], path: Path, line: int, array_delimiter: str) -> dict[str, Any]:
+def _properties(
+    columns: list[Column], fields: list[str], path: Path, line: int, array_delimiter: str
+) -> dict[str, Any]:
     props = {}
     for col in columns:
         raw = fields[col.index]
@@ -195,7 +203,9 @@ def _one(columns: list[Column], kind: str, path: Path, hint: str) -> Column | No
 
 def _missing_hint(columns: list[Column], wanted: str, candidates: tuple[str, ...]) -> str:
     names = [c.header for c in columns]
-    close = [c.header for c in columns if c.name.lower().strip(":") in candidates or c.header.upper().strip(":") == wanted]
+    close = [
+        c.header for c in columns if c.name.lower().strip(":") in candidates or c.header.upper().strip(":") == wanted
+    ]
     text = f"no ':{wanted}' column (found: {', '.join(names)})."
     if close:
         prefix = close[0].split(":")[0] if wanted == "ID" else ""  # the id column's name becomes its property
@@ -235,7 +245,9 @@ def read_nodes(
     columns = parse_header(header, path)
     for kind in ("start_id", "end_id", "type"):
         if any(c.kind == kind for c in columns):
-            raise InputDataError(f"{path}:1: a nodes file has no :{kind.upper()} column; is this the relationships file?")
+            raise InputDataError(
+                f"{path}:1: a nodes file has no :{kind.upper()} column; is this the relationships file?"
+            )
     id_col = _one(columns, "id", path, _missing_hint(columns, "ID", ("id", "cid", "identifier", "node_id")))
     assert id_col is not None
     id_property = id_col.name or "id"
@@ -259,7 +271,9 @@ def read_nodes(
                 f"{', '.join(prop_names) or '(none)'}. Name the column to use with --name-column / name_column."
             )
         name_property = found
-    nodes, first_line, duplicates = [], {}, []
+    nodes: list[NodeRecord] = []
+    first_line: dict[str, int] = {}
+    duplicates: list[str] = []
     width = len(columns)
     for line, fields in rows:
         if len(fields) != width:
@@ -275,7 +289,8 @@ def read_nodes(
         if label_col is not None:
             labels = tuple(
                 _check_identifier(lb.strip(), "label", path, line)
-                for lb in fields[label_col.index].split(array_delimiter) if lb.strip()
+                for lb in fields[label_col.index].split(array_delimiter)
+                if lb.strip()
             )
         nodes.append(NodeRecord(node_id, labels, _properties(props, fields, path, line, array_delimiter)))
     if duplicates:
@@ -310,7 +325,8 @@ def read_kg_csv(
     rels, rel_props, skipped_rels = _read_relationships(
         Path(relationships), ids, id_space, default_type, on_unknown_id, delimiter, array_delimiter
     )
-    aliases, skipped_aliases = ([], 0)
+    aliases: list[tuple[str, str]] = []
+    skipped_aliases = 0
     if synonyms is not None:
         aliases, skipped_aliases = _read_synonyms(Path(synonyms), ids, id_property, on_unknown_id, delimiter)
     data = KGData(
@@ -336,15 +352,22 @@ def read_kg_csv(
 
 
 def _read_relationships(
-    path: Path, ids: set[str], id_space: str | None, default_type: str | None, on_unknown_id: str,
-    delimiter: str, array_delimiter: str,
+    path: Path,
+    ids: set[str],
+    id_space: str | None,
+    default_type: str | None,
+    on_unknown_id: str,
+    delimiter: str,
+    array_delimiter: str,
 ) -> tuple[list[RelRecord], dict[str, str], int]:
     rows = _rows(path, delimiter)
     _, header = next(rows)
     columns = parse_header(header, path)
     if any(c.kind == "id" for c in columns):
         raise InputDataError(f"{path}:1: a relationships file has no :ID column; is this the nodes file?")
-    start = _one(columns, "start_id", path, _missing_hint(columns, "START_ID", ("start", "start_id", "source", "from", "src")))
+    start = _one(
+        columns, "start_id", path, _missing_hint(columns, "START_ID", ("start", "start_id", "source", "from", "src"))
+    )
     end = _one(columns, "end_id", path, _missing_hint(columns, "END_ID", ("end", "end_id", "target", "to", "dst")))
     assert start is not None and end is not None
     for col in (start, end):
@@ -352,15 +375,25 @@ def _read_relationships(
             raise InputDataError(
                 f"{path}:1: column {col.header!r} uses id space {col.id_space!r} but the nodes use {id_space!r}."
             )
-    type_col = _one(columns, "type", path, "" if default_type else _missing_hint(columns, "TYPE", ("type", "rel_type", "relationship")) + " Or give a default relationship type.")
+    type_col = _one(
+        columns,
+        "type",
+        path,
+        ""
+        if default_type
+        else _missing_hint(columns, "TYPE", ("type", "rel_type", "relationship"))
+        + " Or give a default relationship type.",
+    )
     if default_type:
         _check_identifier(default_type, "default relationship type", path, 1)
     props = [c for c in columns if c.kind == "property"]
     for col in props:
         if col.name in RESERVED_REL_PROPERTIES:
             raise InputDataError(f"{path}:1: column {col.header!r}: {col.name!r} is reserved; rename the column.")
-    rels, unknown, width = [], [], len(columns)
-    unknown_count, checked_types = 0, set()
+    rels: list[RelRecord] = []
+    unknown: list[str] = []
+    width, unknown_count = len(columns), 0
+    checked_types: set[str] = set()
     for line, fields in rows:
         if len(fields) != width:
             raise InputDataError(f"{path}:{line}: {len(fields)} fields, the header has {width}.")
@@ -400,7 +433,10 @@ def _read_synonyms(
             f"{path}:1: a synonyms file needs the columns '{id_property}' (or 'cid'/'id') and 'synonym'; "
             f"found: {', '.join(names)}."
         )
-    out, seen, unknown, unknown_count = [], set(), [], 0
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    unknown: list[str] = []
+    unknown_count = 0
     for line, fields in rows:
         if len(fields) != len(names):
             raise InputDataError(f"{path}:{line}: {len(fields)} fields, the header has {len(names)}.")

@@ -47,9 +47,7 @@ class KGPathFinder(BaseComponent):
     single_entity: Literal["neighbours", "none"] = Field(
         "neighbours", description="With one entity only: its direct relationships ('neighbours') or nothing."
     )
-    max_rows: int = Field(
-        10_000, ge=1, description="Safety bound on the rows one graph query may return (LIMIT)."
-    )
+    max_rows: int = Field(10_000, ge=1, description="Safety bound on the rows one graph query may return (LIMIT).")
     name_property: str | None = Field(
         "relname", description="Relationship property shown as its type when set; else the :TYPE is shown."
     )
@@ -142,7 +140,9 @@ class KGPathFinder(BaseComponent):
             if key in seen:
                 continue
             seen.add(key)
-            ranked.append(((path.length, self._rank_sum(path), pair_order.get(frozenset(path.endpoints), 0), path.text), path))
+            ranked.append(
+                ((path.length, self._rank_sum(path), pair_order.get(frozenset(path.endpoints), 0), path.text), path)
+            )
         ranked.sort(key=lambda kv: kv[0])
         return [path for _, path in ranked[: self.max_paths]]
 

@@ -55,7 +55,7 @@ def rel_table_for(node_label: str) -> str:
 class KGManifest(BaseModel):
     """What the import recorded about a knowledge graph (stored as JSON in the store)."""
 
-    version: int = Field(MANIFEST_VERSION, description="Manifest format version.")
+    version: int = Field(default=MANIFEST_VERSION, description="Manifest format version.")
     import_id: str = Field(description="Unique id of the import that wrote the graph (keys the caches).")
     created: str = Field(description="UTC time of the import, ISO 8601.")
     node_label: str = Field(description="Label (Ladybug: node table) of every entity node.")
@@ -104,8 +104,9 @@ class KnowledgeGraph:
         """Open the store named by ``uri`` (default: the embedded default store); an embedded store that does
         not exist is an error unless ``create`` (importing creates it)."""
         store, parsed = open_kg_store(uri, create=create, **store_kwargs)
-        return cls(store, node_label=node_label, cache_dir=default_cache_dir(parsed, node_label, store_kwargs),
-                   owns_store=True)
+        return cls(
+            store, node_label=node_label, cache_dir=default_cache_dir(parsed, node_label, store_kwargs), owns_store=True
+        )
 
     # ------------------------------------------------------------------ metadata
 

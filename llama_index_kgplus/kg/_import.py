@@ -7,6 +7,11 @@ Neo4j graphs the offline importer is faster: :func:`neo4j_admin_import_command` 
 ``neo4j-admin database import full`` command for the same files; after it, ``metadata_only=True`` records the
 manifest and synonyms without writing nodes again.
 
+Replacing a graph never loses the old one to a failure or a ``kill -9``: an embedded store is imported into a copy
+of its file, renamed over it when whole; on a server the new graph is written under a staging label
+(``KGPlusImporting_<label>``) and switched in one transaction (delete the old, relabel the new, write the
+manifest).
+
 Example::
 
     report = import_kg("ladybug:///tmp/kg.lbug", "nodes.csv", "relationships.csv", synonyms="synonyms.csv")
@@ -15,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -80,15 +86,20 @@ def import_kg(
 
     ``graph`` is a :class:`KnowledgeGraph`, a store URI, or ``None`` for the default store. Every node gets
     ``node_label`` besides its ``:LABEL`` labels. An existing graph with that label is an error unless
-    ``replace=True`` (which deletes it first). ``metadata_only=True`` expects the nodes and relationships to be
-    in the store already (e.g. after ``neo4j-admin database import``) and writes only the synonyms and manifest.
+    ``replace=True`` (the old graph stays until the new one is whole). ``metadata_only=True`` expects the nodes
+    and relationships to be in the store already (e.g. after ``neo4j-admin database import``) and writes only the
+    synonyms and manifest.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
     quote_identifier(node_label, "node label")
     started = time.perf_counter()
     data = read_kg_csv(
-        nodes, relationships, synonyms, name_column=name_column, default_type=default_type,
+        nodes,
+        relationships,
+        synonyms,
+        name_column=name_column,
+        default_type=default_type,
         on_unknown_id=on_unknown_id,
     )
     if not isinstance(graph, KnowledgeGraph):
@@ -144,15 +155,20 @@ def _import_into_copy(parsed: GraphStoreURI, data: KGData, started: float, **set
 
 
 def _check_replace(kg: KnowledgeGraph, node_label: str, replace: bool, metadata_only: bool) -> int:
-    layout = GraphLayout(node_label=node_label, id_property="id", name_property="name", rel_types=("R",),
-                         rel_properties=(), rel_table=rel_table_for(node_label))  # fmt: skip
-    existing = kg.dialect.count_nodes(kg.store, layout)
+    # counting reads only the label (the node table on Ladybug)
+    existing = kg.dialect.count_nodes(kg.store, GraphLayout(node_label=node_label, rel_table=rel_table_for(node_label)))
     if not metadata_only and (existing or kg.exists()) and not replace:
         raise GraphStoreError(
             f"The store already holds a graph labelled {node_label!r} ({existing} nodes). Pass --replace "
             "(replace=True) to delete it and import again, or use another --label."
         )
     return existing
+
+
+def _staging_layout(layout: GraphLayout) -> GraphLayout:
+    """Where a replacing import writes before the switch (one fixed label per graph, so the next import clears
+    what a killed one left)."""
+    return dataclasses.replace(layout, node_label=f"KGPlusImporting_{layout.node_label}")
 
 
 def _import_into(
@@ -181,26 +197,35 @@ def _import_into(
     )
     dialect, store = kg.dialect, kg.store
     existing = _check_replace(kg, node_label, replace, metadata_only)
-    if metadata_only:
-        if existing == 0:
-            raise GraphStoreError(
-                f"metadata_only: the store has no nodes labelled {node_label!r}; load them first "
-                "(e.g. with the neo4j-admin command) or import without --metadata-only."
-            )
-    else:
+    # Replacing a graph on a server: write the new one under a staging label, then switch in one transaction,
+    # so a failure or a kill before the switch leaves the old graph whole.
+    staging = _staging_layout(layout) if dialect.can_swap and not metadata_only else None
+    staged = staging if existing else None
+    target = staged or layout
+    if metadata_only and existing == 0:
+        raise GraphStoreError(
+            f"metadata_only: the store has no nodes labelled {node_label!r}; load them first "
+            "(e.g. with the neo4j-admin command) or import without --metadata-only."
+        )
+    if staging is not None:
+        dialect.drop_graph(store, staging)  # what an interrupted import left
+    if not metadata_only and staged is None:
         dialect.drop_graph(store, layout)  # also clears what a failed import may have left
         dialect.delete_meta(store, manifest_key(node_label))
     kg.refresh()
     written_nodes = written_rels = 0
     if not metadata_only:
-        dialect.create_schema(store, layout, data.node_properties, data.rel_properties)
-        with tqdm(total=len(data.nodes), desc="nodes", unit="node", disable=not show_progress) as bar:
-            written_nodes = dialect.write_nodes(store, layout, data.nodes, data.node_properties, batch_size, bar)
+        records = data.nodes
+        if staged is not None:  # a node must not carry the live label before the switch
+            records = [dataclasses.replace(n, labels=tuple(lb for lb in n.labels if lb != node_label)) for n in records]
+        dialect.create_schema(store, target, data.node_properties, data.rel_properties)
+        with tqdm(total=len(records), desc="nodes", unit="node", disable=not show_progress) as bar:
+            written_nodes = dialect.write_nodes(store, target, records, data.node_properties, batch_size, bar)
         with tqdm(total=len(data.relationships), desc="relationships", unit="rel", disable=not show_progress) as bar:
             written_rels = dialect.write_relationships(
-                store, layout, data.relationships, data.rel_properties, batch_size, bar
+                store, target, data.relationships, data.rel_properties, batch_size, bar
             )
-    written_aliases = dialect.write_aliases(store, layout, data.aliases, batch_size)
+    written_aliases = dialect.write_aliases(store, target, data.aliases, batch_size)
     import_id = uuid.uuid4().hex
     manifest = KGManifest(
         import_id=import_id,
@@ -219,10 +244,16 @@ def _import_into(
             "skipped_relationships": data.skipped_relationships,
             "skipped_synonyms": data.skipped_aliases,
         },
-        sources={k: str(Path(v).resolve()) for k, v in
-                 (("nodes", nodes), ("relationships", relationships), ("synonyms", synonyms)) if v is not None},
+        sources={
+            k: str(Path(v).resolve())
+            for k, v in (("nodes", nodes), ("relationships", relationships), ("synonyms", synonyms))
+            if v is not None
+        },
     )
-    dialect.write_meta(store, manifest_key(node_label), manifest.model_dump_json())
+    if staged is not None:
+        dialect.swap_graph(store, staged, layout, manifest_key(node_label), manifest.model_dump_json())
+    else:
+        dialect.write_meta(store, manifest_key(node_label), manifest.model_dump_json())
     kg.refresh()
     names = [(n.id, n.properties[data.name_property]) for n in data.nodes if n.properties.get(data.name_property)]
     matcher = EntityMatcher.from_pairs(names, data.aliases)

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from llama_index_kgplus.errors import InputDataError, NotFittedError
 from llama_index_kgplus.files import atomic_write_json
@@ -108,7 +108,8 @@ class EntityMatcher:
     @classmethod
     def from_graph(cls, graph: KnowledgeGraph, **params: Any) -> EntityMatcher:
         """From the names and synonyms stored in a knowledge graph (one read of the store)."""
-        names, synonyms = [], []
+        names: list[tuple[str, str]] = []
+        synonyms: list[tuple[str, str]] = []
         for cid, text, is_alias in graph.names():
             (synonyms if is_alias else names).append((cid, text))
         return cls.from_pairs(names, synonyms, **params)
@@ -122,7 +123,7 @@ class EntityMatcher:
         for match in matcher.find(text):
             if len(match.values) > 1 and self.ambiguous == "skip":
                 continue
-            for cid, name in match.values:  # type: ignore[misc]
+            for cid, name in cast("tuple[tuple[str, str], ...]", match.values):  # (cid, name), as indexed
                 out.append(EntityMention(cid, name, match.start, match.end, match.text))
         return out
 
@@ -163,7 +164,11 @@ class EntityMatcher:
             if payload.get(key) != value:
                 raise InputDataError(f"{path} was saved for another {key} ({payload.get(key)!r}, not {value!r}).")
         params, n_entities = payload.get("params"), payload.get("n_entities")
-        if not isinstance(params, dict) or set(params) != {"min_length", "ambiguous"} or not isinstance(n_entities, int):
+        if (
+            not isinstance(params, dict)
+            or set(params) != {"min_length", "ambiguous"}
+            or not isinstance(n_entities, int)
+        ):
             raise InputDataError(f"{path} is an entity dictionary with malformed fields.")
         matcher = cls(**params)
         try:

@@ -76,7 +76,9 @@ class KGPath(BaseModel):
     @classmethod
     def from_raw(cls, raw: RawPath, name_property: str | None = "relname") -> KGPath:
         """From an engine's :class:`RawPath` (already oriented); ``name_property`` gives the display type."""
-        nodes = [PathNode(cid=c, name=str(n) if n not in (None, "") else c) for c, n in zip(raw.node_ids, raw.node_names)]
+        nodes = [
+            PathNode(cid=c, name=str(n) if n not in (None, "") else c) for c, n in zip(raw.node_ids, raw.node_names)
+        ]
         rels = []
         for i, rel_type in enumerate(raw.rel_types):
             props = raw.rel_properties[i] if raw.rel_properties else {}

@@ -91,8 +91,11 @@ def kg_section_node(result: KGPathResult, path_format: PathFormat = "arrows") ->
     node = TextNode(
         id_="kg-paths-section",
         text="\n".join(lines),
-        metadata={"source": "knowledge_graph", "kg_path": [p.to_dict() for p in result.paths],
-                  "kg_entity_ids": sorted({e.cid for e in result.entities})},
+        metadata={
+            "source": "knowledge_graph",
+            "kg_path": [p.to_dict() for p in result.paths],
+            "kg_entity_ids": sorted({e.cid for e in result.entities}),
+        },
         excluded_embed_metadata_keys=list(PATH_METADATA_KEYS),
         excluded_llm_metadata_keys=list(PATH_METADATA_KEYS),
     )

@@ -69,8 +69,11 @@ class KGPathRetriever(BaseRetriever):
     ) -> KGPathRetriever:
         """``graph``: a ``KnowledgeGraph``, a store URI, a property graph store, or ``None`` (default store);
         ``finder_kwargs`` are :class:`KGPathFinder` settings (``max_hops``, ``max_paths``, ...)."""
-        return cls(KGPathFinder.from_defaults(graph, matcher, **finder_kwargs),
-                   callback_manager=callback_manager, verbose=verbose)
+        return cls(
+            KGPathFinder.from_defaults(graph, matcher, **finder_kwargs),
+            callback_manager=callback_manager,
+            verbose=verbose,
+        )
 
     @property
     def finder(self) -> KGPathFinder:

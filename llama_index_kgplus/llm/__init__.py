@@ -4,13 +4,14 @@ Example::
 
     from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
-    llm = metered(llm)                       # counts every call (llama.cpp: in place)
+    llm = metered(llm)                       # a MeteredLLM: counts every call of the LLM it wraps
     usage = AnswerUsage(llm)
     response = attach_usage(engine.query("..."), usage)
     response.metadata["usage"]               # prompt/completion tokens, llm_calls, seconds, first_token_seconds
 """
 
-from llama_index_kgplus.llm._tokens import TokenCounter, llama_model
+from llama_index_kgplus.llm._llama import acomplete_text, complete_text, llama_complete, llama_model
+from llama_index_kgplus.llm._tokens import TokenCounter
 from llama_index_kgplus.llm._usage import (
     AnswerUsage,
     LLMUsage,
@@ -29,9 +30,12 @@ __all__ = [
     "MeteredLLM",
     "TokenCounter",
     "UsageMeter",
+    "acomplete_text",
     "attach_usage",
+    "complete_text",
     "format_usage",
     "is_metered",
+    "llama_complete",
     "llama_model",
     "metered",
     "usage_meter",

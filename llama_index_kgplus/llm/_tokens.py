@@ -6,11 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-
-def llama_model(llm: Any) -> Any | None:
-    """The ``llama_cpp.Llama`` behind a ``LlamaCPP`` LLM, else None."""
-    model = getattr(llm, "_model", None)
-    return model if type(model).__name__ == "Llama" else None
+from llama_index_kgplus.llm._llama import llama_model
 
 
 @dataclass(frozen=True)

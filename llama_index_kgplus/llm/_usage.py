@@ -1,11 +1,12 @@
 """Count LLM calls and tokens from the model's own usage figures.
 
-llama.cpp reports ``usage`` (prompt and completion tokens) with every completion; the meter reads it from
-``Llama.create_completion``, the one call that both plain completions and the schema-constrained JSON of
-:mod:`llama_index_kgplus.structured` go through, so each call is counted once (LlamaIndex's
-``TokenCountingHandler`` sees a chat call and the completion inside it and counts twice). Other LLMs are
-wrapped in :class:`MeteredLLM`, which reads ``usage`` from the provider's raw response when there is one and
-otherwise estimates tokens with LlamaIndex's tokenizer (``estimated`` is then true).
+:func:`metered` wraps any LlamaIndex LLM in a :class:`MeteredLLM` (the user's object is never changed), which
+counts each completion or chat call once (LlamaIndex's ``TokenCountingHandler`` sees a chat call and the
+completion inside it and counts twice): from the provider's reported ``usage`` when there is one (llama.cpp
+reports it for every non-streamed completion), else with the model's own tokenizer (llama.cpp's vocabulary for a
+stream), else estimated with LlamaIndex's tokenizer (``estimated`` is then true). The grammar-constrained JSON
+and bounded completions of :mod:`llama_index_kgplus.llm._llama`, which call llama.cpp directly, report to the
+wrapper they were given.
 
 Example::
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,9 +36,7 @@ from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from pydantic import BaseModel, PrivateAttr
 
-from llama_index_kgplus.llm._tokens import TokenCounter, llama_model
-
-_METER_ATTR = "_kgplus_usage_meter"
+from llama_index_kgplus.llm._tokens import TokenCounter
 
 
 @dataclass(frozen=True)
@@ -101,6 +100,16 @@ def _reported_usage(response: CompletionResponse) -> tuple[int, int] | None:
     return None
 
 
+_PROMPT_SETTINGS = (
+    "system_prompt",
+    "messages_to_prompt",
+    "completion_to_prompt",
+    "output_parser",
+    "pydantic_program_mode",
+    "query_wrapper_prompt",
+)
+
+
 class MeteredLLM(CustomLLM):
     """Any LlamaIndex LLM, with each completion counted in a :class:`UsageMeter` (see the module docstring)."""
 
@@ -108,6 +117,12 @@ class MeteredLLM(CustomLLM):
     _meter: UsageMeter = PrivateAttr()
 
     def __init__(self, inner: LLM, meter: UsageMeter | None = None, **kwargs: Any) -> None:
+        # LlamaIndex's predict()/stream() template a prompt with the LLM's own settings and then call
+        # complete(formatted=True): take the wrapped LLM's, or its chat template would be skipped.
+        for name in _PROMPT_SETTINGS:
+            value = getattr(inner, name, None)
+            if value is not None:
+                kwargs.setdefault(name, value)
         super().__init__(**kwargs)
         self._inner = inner
         self._meter = meter or UsageMeter()
@@ -124,14 +139,21 @@ class MeteredLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return self._inner.metadata
 
-    def _record(self, prompt: str, response: Any, text: str | None = None) -> Any:
+    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """Count a call made to the wrapped model directly (see :func:`~llama_index_kgplus.llm.llama_complete`)."""
+        self._meter.record(prompt_tokens, completion_tokens)
+
+    def _record(self, prompt: str, response: Any, text: str | None = None, formatted: bool = False) -> Any:
         reported = _reported_usage(response)
-        estimate = TokenCounter.estimate()
         if reported is not None:
             self._meter.record(*reported)
-        else:
-            answer = response.text if text is None else text
-            self._meter.record(estimate.count(prompt), estimate.count(answer or ""), estimated=True)
+            return response
+        counter = TokenCounter.for_llm(self._inner)
+        to_prompt = getattr(self._inner, "completion_to_prompt", None)
+        if counter.exact and callable(to_prompt) and not formatted:  # the model read the templated prompt
+            prompt = to_prompt(prompt)
+        answer = response.text if text is None else text
+        self._meter.record(counter.count(prompt), counter.count(answer or ""), estimated=not counter.exact)
         return response
 
     def _record_chat(self, messages: Sequence[ChatMessage], response: ChatResponse) -> ChatResponse:
@@ -179,7 +201,7 @@ class MeteredLLM(CustomLLM):
         for last in self._inner.stream_complete(prompt, formatted=formatted, **kwargs):
             yield last
         if last is not None:
-            self._record(prompt, last)
+            self._record(prompt, last, formatted=formatted)
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled for Ray. LlamaIndex's BaseComponent would silently drop an unpicklable inner LLM and leave a
@@ -194,64 +216,21 @@ class MeteredLLM(CustomLLM):
             self._meter = UsageMeter()
 
 
-def _meter_llama(model: Any) -> UsageMeter:
-    """Wrap ``model.create_completion`` (on this instance only) so every call lands in one meter."""
-    meter = getattr(model, _METER_ATTR, None)
-    if meter is not None:
-        return meter
-    meter = UsageMeter()
-    original: Callable[..., Any] = model.create_completion
-
-    def create_completion(*args: Any, **kwargs: Any) -> Any:
-        out = original(*args, **kwargs)
-        if isinstance(out, dict) and isinstance(out.get("usage"), dict):
-            meter.record(out["usage"].get("prompt_tokens", 0), out["usage"].get("completion_tokens", 0))
-            return out
-        prompt = kwargs.get("prompt", args[0] if args else "")
-        return _counted_stream(out, model, prompt if isinstance(prompt, str) else "", meter)
-
-    model.create_completion = create_completion
-    setattr(model, _METER_ATTR, meter)
-    return meter
-
-
-def _counted_stream(chunks: Any, model: Any, prompt: str, meter: UsageMeter) -> Any:
-    """llama.cpp reports no usage for a stream: count the prompt and the streamed text with its tokenizer."""
-    parts: list[str] = []
-    try:
-        for chunk in chunks:
-            parts.append(chunk["choices"][0].get("text") or "")
-            yield chunk
-    finally:
-        counter = TokenCounter.for_llm_model(model)
-        meter.record(counter.count(prompt), counter.count("".join(parts)))
-
-
 def metered(llm: LLM) -> LLM:
-    """``llm`` with its calls counted: the same object for llama.cpp models, else a :class:`MeteredLLM`."""
-    if isinstance(llm, MeteredLLM):
-        return llm
-    model = llama_model(llm)
-    if model is not None:
-        _meter_llama(model)
-        return llm
-    return MeteredLLM(llm)
+    """``llm`` with its calls counted: a :class:`MeteredLLM` around it (itself if it already is one)."""
+    return llm if isinstance(llm, MeteredLLM) else MeteredLLM(llm)
 
 
 def usage_meter(llm: LLM) -> UsageMeter:
     """The meter of an LLM returned by :func:`metered`."""
-    if isinstance(llm, MeteredLLM):
-        return llm._meter
-    model = llama_model(llm)
-    if model is None or getattr(model, _METER_ATTR, None) is None:
+    if not isinstance(llm, MeteredLLM):
         raise ValueError("This LLM is not metered: wrap it with metered(llm) first.")
-    return getattr(model, _METER_ATTR)
+    return llm._meter
 
 
 def is_metered(llm: Any) -> bool:
     """Whether :func:`usage_meter` can read ``llm``'s calls (it went through :func:`metered`)."""
-    model = llama_model(llm)
-    return isinstance(llm, MeteredLLM) or (model is not None and getattr(model, _METER_ATTR, None) is not None)
+    return isinstance(llm, MeteredLLM)
 
 
 class AnswerUsage:
@@ -296,10 +275,11 @@ def format_usage(usage: dict[str, Any]) -> str:
     """One line for people: ``usage: 1 LLM call(s), 812 prompt + 41 completion tokens, 6.2 s (first token after
     3.1 s)`` from a ``metadata["usage"]`` dict."""
     first = usage.get("first_token_seconds")
-    tokens = "?" if usage["prompt_tokens"] is None else f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']}"
-    return (
-        f"usage: {usage['llm_calls']} LLM call(s), {tokens} completion tokens, {usage['seconds']:.1f} s"
-        + (f" (first token after {first:.1f} s)" if first is not None else "")
+    tokens = (
+        "?" if usage["prompt_tokens"] is None else f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']}"
+    )
+    return f"usage: {usage['llm_calls']} LLM call(s), {tokens} completion tokens, {usage['seconds']:.1f} s" + (
+        f" (first token after {first:.1f} s)" if first is not None else ""
     )
 
 

@@ -11,11 +11,15 @@ Example::
     summarizer.summarize(["chunk one ...", "chunk two ..."])
 """
 
-from llama_index_kgplus.summarizers._abstractive import DEFAULT_SUMMARY_PROMPT, AbstractiveSummarizer
-from llama_index_kgplus.summarizers._base import BaseSummarizer, SummarizationError, Summarizer
+from llama_index_kgplus.errors import SummarizationError
+from llama_index_kgplus.summarizers._abstractive import (
+    DEFAULT_SUMMARY_PROMPT,
+    AbstractiveSummarizer,
+)
+from llama_index_kgplus.summarizers._base import BaseSummarizer, Summarizer
 from llama_index_kgplus.summarizers._extractive import ExtractiveSummarizer
-from llama_index_kgplus.text import split_sentences
 from llama_index_kgplus.summarizers._two_stage import TwoStageSummarizer
+from llama_index_kgplus.text import split_sentences
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

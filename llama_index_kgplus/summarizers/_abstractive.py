@@ -10,8 +10,8 @@ from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 from llama_index.core.llms import LLM
 
-from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.summarizers._base import BaseSummarizer, SummarizationError, model_fingerprint
+from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
+from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarize the passages below in one paragraph of at most {max_words} words.\n"
@@ -27,7 +27,9 @@ NO_COPY_HINT = (
 )
 _SHINGLE = 8
 
-_PREFIX = re.compile(r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I)
+_PREFIX = re.compile(
+    r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I
+)
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
 
 

@@ -10,11 +10,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseComponent
 
-from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
-
-
-class SummarizationError(KGPlusError, RuntimeError):
-    """A summarizer produced no usable summary (e.g. the LLM returned an empty text)."""
+from llama_index_kgplus.errors import KGPlusSetupError
 
 
 @runtime_checkable

@@ -12,7 +12,11 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint, resolve_embed_model
+from llama_index_kgplus.summarizers._base import (
+    BaseSummarizer,
+    model_fingerprint,
+    resolve_embed_model,
+)
 from llama_index_kgplus.text import split_sentences
 from llama_index_kgplus.vectors import unit_rows
 

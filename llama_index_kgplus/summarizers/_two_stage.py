@@ -9,8 +9,15 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
 from llama_index.core.llms import LLM
 
-from llama_index_kgplus.summarizers._abstractive import AbstractiveSummarizer, _settings_llm
-from llama_index_kgplus.summarizers._base import BaseSummarizer, check_summarizer, component_dict
+from llama_index_kgplus.summarizers._abstractive import (
+    AbstractiveSummarizer,
+    _settings_llm,
+)
+from llama_index_kgplus.summarizers._base import (
+    BaseSummarizer,
+    check_summarizer,
+    component_dict,
+)
 
 
 class TwoStageSummarizer(BaseSummarizer):

@@ -54,7 +54,8 @@ def _collapse_spaces(text: str) -> tuple[str, list[int] | None]:
     (``None`` when nothing changed)."""
     if not _IRREGULAR_SPACE.search(text):
         return text, None
-    chars, offsets = [], []
+    chars: list[str] = []
+    offsets: list[int] = []
     for i, ch in enumerate(text):
         if ch.isspace():
             if chars and chars[-1] == " ":

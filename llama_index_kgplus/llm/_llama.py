@@ -1,0 +1,52 @@
+"""Plain completions: the one place that calls ``Llama.create_completion`` on the llama.cpp model behind a
+``LlamaCPP`` LLM (for a token bound or a JSON grammar that LlamaIndex's wrapper cannot pass), with the LLM's chat
+template applied and one generation at a time per model, and :func:`complete_text` for any LLM. JSON output:
+:mod:`llama_index_kgplus.structured`."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+_LOCKS: dict[int, threading.Lock] = {}
+
+
+def llama_model(llm: Any) -> Any | None:
+    """The ``llama_cpp.Llama`` behind a ``LlamaCPP`` LLM (also when wrapped by ``metered``), else None."""
+    model = getattr(getattr(llm, "inner", llm), "_model", None)
+    return model if type(model).__name__ == "Llama" else None
+
+
+def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = None) -> str | None:
+    """``prompt`` completed by the llama.cpp model behind ``llm`` (at most ``max_tokens``, under ``grammar`` if
+    given), or None when ``llm`` is not a llama.cpp LLM."""
+    model = llama_model(llm)
+    if model is None:
+        return None
+    inner = getattr(llm, "inner", llm)
+    to_prompt = getattr(inner, "completion_to_prompt", None)
+    full_prompt = to_prompt(prompt) if callable(to_prompt) else prompt
+    extra = {"grammar": grammar} if grammar is not None else {}
+    with _LOCKS.setdefault(id(model), threading.Lock()):  # one Llama object must not run two generations at once
+        out = model.create_completion(
+            prompt=full_prompt, max_tokens=max_tokens, temperature=getattr(inner, "temperature", 0.0), **extra
+        )
+    record = getattr(llm, "record_usage", None)  # a MeteredLLM counts the calls that bypass its complete()
+    if callable(record):
+        usage = out.get("usage") or {}
+        record(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+    return out["choices"][0]["text"]
+
+
+def complete_text(llm: Any, prompt: str, *, max_tokens: int = 512) -> str:
+    """Plain completion of ``prompt`` by any LlamaIndex LLM; with a llama.cpp model ``max_tokens`` bounds it."""
+    text = llama_complete(llm, prompt, max_tokens=max_tokens)
+    return llm.complete(prompt).text if text is None else text
+
+
+async def acomplete_text(llm: Any, prompt: str, *, max_tokens: int = 512) -> str:
+    """Async twin of :func:`complete_text` (a local model runs in a worker thread)."""
+    if llama_model(llm) is not None:
+        return await asyncio.to_thread(complete_text, llm, prompt, max_tokens=max_tokens)
+    return (await llm.acomplete(prompt)).text
