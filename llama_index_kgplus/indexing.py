@@ -38,7 +38,7 @@ DEFAULT_CHUNK_OVERLAP = 32
 INGEST_FILE = "ingest.json"
 STAGING_DIR = ".ingest-staging"
 # written beside the index by later steps of an ingest; a new ingest removes the old ones with the old index
-_DERIVED_FILES = ("hierarchy.json", "entity_graph.npz")
+_DERIVED_FILES = ("hierarchy.json", "entity_graph.npz", "retriever.json")
 
 
 def build_index(
@@ -78,19 +78,24 @@ def build_index(
 
 def persist_index(index: VectorStoreIndex, persist_dir: str | Path) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id."""
+    return persist_storage(index.storage_context, persist_dir, index_id=index.index_id)
+
+
+def persist_storage(storage_context: StorageContext, persist_dir: str | Path, *, index_id: str | None = None) -> str:
+    """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
     persist_dir = Path(persist_dir)
     persist_dir.mkdir(parents=True, exist_ok=True)
     _finish_interrupted_persist(persist_dir)
     staging = persist_dir / STAGING_DIR
     shutil.rmtree(staging, ignore_errors=True)
-    index.storage_context.persist(persist_dir=str(staging))
+    storage_context.persist(persist_dir=str(staging))
     files = {}
     for path in sorted(staging.iterdir()):
         with path.open("rb") as handle:
             os.fsync(handle.fileno())
         files[path.name] = sha256_file(path)
     ingest_id = uuid.uuid4().hex
-    atomic_write_json(staging / INGEST_FILE, {"ingest_id": ingest_id, "index_id": index.index_id, "files": files})
+    atomic_write_json(staging / INGEST_FILE, {"ingest_id": ingest_id, "index_id": index_id, "files": files})
     _finish_interrupted_persist(persist_dir)
     return ingest_id
 

@@ -16,12 +16,13 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +34,33 @@ from pydantic import Field
 
 class ScriptedLLM(CustomLLM):
     """Replies by script: the first rule whose pattern is found in the prompt, else the next queued reply, else
-    ``default`` (no default: an error naming the prompt). Streams word by word."""
+    ``respond(prompt)``, else ``default`` (none of them: an error naming the prompt). Streams word by word.
+
+    For failure and concurrency tests: ``fail_on`` makes matching prompts raise, ``delay`` makes ``acomplete``
+    wait (yielding to the event loop) and ``max_in_flight`` records how many calls overlapped.
+    """
 
     rules: list[tuple[str, str | list[str]]] = Field(
         default_factory=list,
         description="(regex, reply) pairs, searched in order (DOTALL); a list reply is used up one item per call.",
     )
     replies: list[str] = Field(default_factory=list, description="Replies used in order when no rule matches.")
-    default: str | None = Field(default=None, description="The reply when no rule matches and no reply is left.")
+    respond: Callable[[str], str] | None = Field(
+        default=None, exclude=True, description="Computes the reply from the prompt when no rule or reply applies."
+    )
+    default: str | None = Field(default=None, description="The reply when nothing else applies.")
+    fail_on: str | None = Field(
+        default=None, description="Regex: a prompt where it is found raises RuntimeError('scripted failure')."
+    )
+    delay: float = Field(default=0.0, ge=0.0, description="Seconds acomplete waits before replying.")
+    usage: bool = Field(default=False, description="Report llama.cpp-style usage in ``raw`` (words counted as tokens).")
     model_name: str = Field(default="scripted", description="Model name reported in the metadata.")
     context_window: int = Field(default=8192, description="Context window reported in the metadata.")
     num_output: int = Field(default=256, description="Output tokens reported in the metadata.")
     prompts: list[str] = Field(default_factory=list, description="Every prompt received, in order.")
     chunks_streamed: int = Field(default=0, description="Stream chunks handed out (how far a reader read).")
+    in_flight: int = Field(default=0, description="acomplete calls running now.")
+    max_in_flight: int = Field(default=0, description="The most acomplete calls that ran at once.")
 
     @classmethod
     def class_name(cls) -> str:
@@ -66,6 +81,8 @@ class ScriptedLLM(CustomLLM):
         """The reply for ``prompt`` (recorded in ``prompts``): the first matching rule, else the next of
         ``replies``, else ``default``."""
         self.prompts.append(prompt)
+        if self.fail_on is not None and re.search(self.fail_on, prompt, re.DOTALL):
+            raise RuntimeError("scripted failure")
         for pattern, reply in self.rules:
             if re.search(pattern, prompt, re.DOTALL):
                 if isinstance(reply, list):
@@ -75,6 +92,8 @@ class ScriptedLLM(CustomLLM):
                 return reply
         if self.replies:
             return self.replies.pop(0)
+        if self.respond is not None:
+            return self.respond(prompt)
         if self.default is None:
             raise AssertionError(f"ScriptedLLM: no scripted reply for the prompt {prompt[-200:]!r}.")
         return self.default
@@ -82,7 +101,21 @@ class ScriptedLLM(CustomLLM):
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         """The scripted reply to ``prompt``."""
-        return CompletionResponse(text=self.reply(prompt))
+        text = self.reply(prompt)
+        if not self.usage:
+            return CompletionResponse(text=text)
+        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
+        return CompletionResponse(text=text, raw={"usage": usage})
+
+    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The scripted reply to ``prompt``, after ``delay`` seconds."""
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            return self.complete(prompt, formatted=formatted, **kwargs)
+        finally:
+            self.in_flight -= 1
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:

@@ -7,17 +7,13 @@ concurrency (said in each such test).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any
 
 import numpy as np
 import pytest
 from llama_index.core import Document
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
-from llama_index.core.llms import CustomLLM
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
@@ -30,6 +26,7 @@ from llama_index_kgplus.hierarchy import (
 )
 from llama_index_kgplus.hierarchy._semantic import segment, similarity_threshold
 from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+from llama_index_kgplus.testing import ScriptedLLM
 
 VOLCANO = [
     "Volcanoes form where magma from the mantle rises through cracks in the crust and erupts as lava.",
@@ -389,44 +386,10 @@ def test_mean_embedding_mode(embed_model, topic_nodes, kind):
 # ---------------------------------------------------------------------- failures, retries, concurrency
 
 
-class ScriptedLLM(CustomLLM):
-    """Scripted LLM for failure injection and concurrency measurement (the real model cannot be made to fail
-    on one chosen cluster). Replies with the first words of each passage, fails on prompts containing
-    ``fail_on``, or replies ``empty``; ``acomplete`` yields to the event loop so concurrency is observable."""
-
-    fail_on: str | None = None
-    empty: bool = False
-    delay: float = 0.0
-    _calls: list = PrivateAttr(default_factory=list)
-    _in_flight: int = PrivateAttr(default=0)
-    _max_in_flight: int = PrivateAttr(default=0)
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    def _reply(self, prompt: str) -> CompletionResponse:
-        self._calls.append(prompt)
-        if self.fail_on and self.fail_on in prompt:
-            raise RuntimeError("scripted failure")
-        passages = [p.split("\n")[0] for p in prompt.split("[")[1:] if "] " in p]
-        fused = " and ".join(" ".join(p.split("] ", 1)[1].split()[:4]) for p in passages)
-        return CompletionResponse(text="" if self.empty else f"In short: {fused}.")
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return self._reply(prompt)
-
-    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self._in_flight += 1
-        self._max_in_flight = max(self._max_in_flight, self._in_flight)
-        try:
-            await asyncio.sleep(self.delay)
-            return self._reply(prompt)
-        finally:
-            self._in_flight -= 1
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        raise NotImplementedError
+def first_words(prompt: str) -> str:
+    """A stand-in summary: the first words of each numbered passage of the prompt."""
+    passages = [p.split("\n")[0] for p in prompt.split("[")[1:] if "] " in p]
+    return "In short: " + " and ".join(" ".join(p.split("] ", 1)[1].split()[:4]) for p in passages) + "."
 
 
 def two_stage(llm, embed_model) -> TwoStageSummarizer:
@@ -435,7 +398,7 @@ def two_stage(llm, embed_model) -> TwoStageSummarizer:
 
 @pytest.mark.parametrize("kind", BUILDERS)
 def test_a_failing_cluster_is_retried_reported_and_its_children_kept(embed_model, topic_nodes, kind, caplog):
-    llm = ScriptedLLM(fail_on="shield volcanoes")
+    llm = ScriptedLLM(fail_on="shield volcanoes", respond=first_words)
     builder = BUILDERS[kind](embed_model, summarizer=two_stage(llm, embed_model), max_retries=2, max_levels=1)
     nodes = topic_nodes()
     with caplog.at_level(logging.WARNING):
@@ -443,7 +406,7 @@ def test_a_failing_cluster_is_retried_reported_and_its_children_kept(embed_model
     assert out[: len(nodes)] == nodes  # nothing lost
     (failed,) = builder.failed_clusters_
     assert "geo-bread-1" in failed.child_ids and "scripted failure" in failed.error and failed.level == 1
-    assert sum("shield volcanoes" in p for p in llm._calls) == 3  # 1 try + 2 retries
+    assert sum("shield volcanoes" in p for p in llm.prompts) == 3  # 1 try + 2 retries
     assert "failed after 3 tries" in caplog.text
     by_id = {n.node_id: n for n in out}
     only_there = [i for i in failed.child_ids if not by_id[i].metadata.get("parent_ids")]
@@ -466,7 +429,7 @@ def test_a_set_up_error_stops_the_run_once_instead_of_failing_every_cluster(embe
 
 @pytest.mark.parametrize("kind", BUILDERS)
 def test_an_empty_llm_summary_fails_the_cluster_not_the_run(embed_model, topic_nodes, kind):
-    builder = BUILDERS[kind](embed_model, summarizer=two_stage(ScriptedLLM(empty=True), embed_model), max_retries=1)
+    builder = BUILDERS[kind](embed_model, summarizer=two_stage(ScriptedLLM(default=""), embed_model), max_retries=1)
     nodes = topic_nodes()
     out = builder(nodes)
     assert out == nodes and builder.n_summaries_ == 0
@@ -476,19 +439,19 @@ def test_an_empty_llm_summary_fails_the_cluster_not_the_run(embed_model, topic_n
 
 @pytest.mark.parametrize("kind", BUILDERS)
 async def test_summaries_run_concurrently_with_a_bounded_worker_count(embed_model, topic_nodes, kind):
-    llm = ScriptedLLM(delay=0.05)
+    llm = ScriptedLLM(delay=0.05, respond=first_words)
     builder = BUILDERS[kind](
         embed_model, summarizer=two_stage(llm, embed_model), num_workers=2, max_levels=1, max_cluster_size=2
     )
     out = await builder.acall(topic_nodes())
     assert len(summaries(out)) >= 3
-    assert llm._max_in_flight == 2
-    sync_llm = ScriptedLLM(delay=0.05)
+    assert llm.max_in_flight == 2
+    sync_llm = ScriptedLLM(delay=0.05, respond=first_words)
     sync = BUILDERS[kind](
         embed_model, summarizer=two_stage(sync_llm, embed_model), num_workers=3, max_levels=1, max_cluster_size=2
     )
     sync(topic_nodes())  # the sync call runs the same bounded async jobs
-    assert sync_llm._max_in_flight == 3
+    assert sync_llm.max_in_flight == 3
 
 
 @pytest.mark.parametrize("kind", BUILDERS)

@@ -140,6 +140,22 @@ def test_from_persist_dir_with_and_without_manifest(semantic_index, embed_model,
         HierarchicalRetriever.from_persist_dir(tmp_path, embed_model=embed_model)
 
 
+def test_persist_writes_a_folder_that_retrieves_the_same_with_the_same_settings(semantic_index, embed_model, tmp_path):
+    index, _ = semantic_index
+    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=4, beam_width=2)
+    expected = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(QUESTION)]
+    retriever.persist(tmp_path / "saved")
+    loaded = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
+    assert (loaded.mode, loaded.similarity_top_k, loaded.beam_width) == ("tree", 4, 2)
+    assert loaded.root_ids() == retriever.root_ids()
+    assert [(h.node.node_id, round(h.score, 6)) for h in loaded.retrieve(QUESTION)] == expected
+    overridden = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model, mode="collapsed")
+    assert overridden.mode == "collapsed" and len(overridden.retrieve(QUESTION)) == 4
+    (tmp_path / "saved" / "retriever.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(Exception, match="retriever's settings"):
+        HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
+
+
 def test_missing_vectors_are_embedded_on_demand(semantic_index):
     index, _ = semantic_index
     retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)

@@ -3,11 +3,7 @@ a scripted LLM only where a test needs an exact answer, e.g. an empty one)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
-from llama_index.core.llms import CustomLLM
 
 from llama_index_kgplus.summarizers import (
     AbstractiveSummarizer,
@@ -17,6 +13,7 @@ from llama_index_kgplus.summarizers import (
     TwoStageSummarizer,
     split_sentences,
 )
+from llama_index_kgplus.testing import ScriptedLLM
 
 CATS = [
     "Cats are small domesticated carnivores that people keep as pets.",
@@ -28,30 +25,6 @@ MARKETS = [
     "Investors sold bank shares and bought government bonds.",
     "Bond yields rose to their highest level in a decade.",
 ]
-
-
-class ScriptedLLM(CustomLLM):
-    """A scripted LLM for exact-answer cases the real model cannot be made to produce (e.g. an empty reply).
-
-    It records every prompt and reports llama.cpp-style usage figures.
-    """
-
-    reply: str = ""
-    replies: list[str] = []  # consumed first, one per call
-    prompts: list[str] = []
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted")
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self.prompts.append(prompt)
-        text = self.replies.pop(0) if self.replies else self.reply
-        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
-        return CompletionResponse(text=text, raw={"usage": usage})
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
-        raise NotImplementedError
 
 
 def test_split_sentences_uses_bundled_punkt_and_keeps_abbreviations():
@@ -111,7 +84,7 @@ def test_extractive_counts_settings_in_cache_key(embed_model):
 
 
 def test_abstractive_prompt_is_grounded_and_usage_is_counted():
-    llm = ScriptedLLM(reply="Summary: Cats are pets and markets fell.", prompts=[])
+    llm = ScriptedLLM(default="Summary: Cats are pets and markets fell.", usage=True)
     summarizer = AbstractiveSummarizer(llm=llm, max_words=40)
     assert isinstance(summarizer, Summarizer)
     assert summarizer.summarize([CATS[0], "", MARKETS[0]]) == "Cats are pets and markets fell."
@@ -121,12 +94,12 @@ def test_abstractive_prompt_is_grounded_and_usage_is_counted():
     assert summarizer.usage_ == {
         "calls": 1,
         "prompt_tokens": len(prompt.split()),
-        "completion_tokens": len(llm.reply.split()),
+        "completion_tokens": len(llm.default.split()),
     }
 
 
 async def test_abstractive_empty_reply_raises():
-    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(reply="  <|im_end|> ", prompts=[]))
+    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(default="  <|im_end|> ", usage=True))
     with pytest.raises(SummarizationError, match="empty summary"):
         summarizer.summarize(CATS)
     with pytest.raises(SummarizationError, match="empty summary"):
@@ -151,7 +124,7 @@ def test_abstractive_without_llm_says_what_to_do(monkeypatch):
 
 async def test_a_copied_passage_gets_one_more_call_then_fails():
     copy = MARKETS[1]
-    llm = ScriptedLLM(replies=[copy, "Cats are pets, and investors sold bank shares."], prompts=[])
+    llm = ScriptedLLM(replies=[copy, "Cats are pets, and investors sold bank shares."], usage=True)
     summarizer = AbstractiveSummarizer(llm=llm)
     texts = [CATS[0], MARKETS[1]]
     assert summarizer.copied_passage(copy, texts) == 2
@@ -162,16 +135,16 @@ async def test_a_copied_passage_gets_one_more_call_then_fails():
     assert "repeated passage [1] word for word" in retry  # passage 2 is number 1 once reversed
     assert retry.index(MARKETS[1]) < retry.index(CATS[0])
     assert summarizer.usage_["calls"] == 2
-    stubborn = AbstractiveSummarizer(llm=ScriptedLLM(reply=f"Summary: {copy}", prompts=[]))
+    stubborn = AbstractiveSummarizer(llm=ScriptedLLM(default=f"Summary: {copy}", usage=True))
     with pytest.raises(SummarizationError, match="copied passage"):
         await stubborn.asummarize(texts)
     assert stubborn.usage_["calls"] == 2
-    lenient = AbstractiveSummarizer(llm=ScriptedLLM(reply=copy, prompts=[]), copy_threshold=None)
+    lenient = AbstractiveSummarizer(llm=ScriptedLLM(default=copy, usage=True), copy_threshold=None)
     assert lenient.summarize(texts) == copy
 
 
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):
-    llm = ScriptedLLM(reply="A summary.", prompts=[])
+    llm = ScriptedLLM(default="A summary.", usage=True)
     summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=1)
     texts = [" ".join(CATS), " ".join(MARKETS)]
     assert summarizer.summarize(texts) == "A summary."

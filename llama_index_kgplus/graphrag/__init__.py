@@ -22,11 +22,12 @@ from llama_index_kgplus.graphrag._extraction import (
     GraphExtractor,
 )
 from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink, PropertyGraphStoreSink
-from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE, GraphRAGIndex, IndexStats, StoredReport
+from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE, GraphRAGIndex
 from llama_index_kgplus.graphrag._merge import Entity, Relationship, merge_extractions, normalize_name
 from llama_index_kgplus.graphrag._ray_executor import RayExecutor
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, Finding, ReportContext
 from llama_index_kgplus.graphrag._search import GlobalSearchEngine, KeyPoint, MapAnswer
+from llama_index_kgplus.graphrag._stats import IndexStats, StoredReport
 from llama_index_kgplus.llm._usage import LLMUsage, MeteredLLM, UsageMeter, metered, usage_meter
 from llama_index_kgplus.structured import truncated_json_candidates
 

@@ -25,31 +25,30 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from llama_index.core import Document
 from llama_index.core.llms import LLM
-from llama_index.core.node_parser import SentenceSplitter, TextSplitter
+from llama_index.core.node_parser import TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.errors import InputDataError, KGPlusError
+from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.graphrag._communities import Community, CommunityDetector
+from llama_index_kgplus.graphrag._documents import check_corpus, chunker, sync_documents
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask, TaskOutcome
 from llama_index_kgplus.graphrag._extraction import ExtractionResult, GraphExtractor
 from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink
 from llama_index_kgplus.graphrag._merge import ChunkExtraction, Entity, Relationship, merge_extractions
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, ReportContext
 from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
+from llama_index_kgplus.graphrag._stats import IndexStats, StoredReport
 from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 
 logger = logging.getLogger(__name__)
@@ -66,66 +65,6 @@ _PERSISTED = (
     "detector",
     "reporter",
 )
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    """The figures of one ``build``/``update`` (the first eleven are the CLI's ``--json`` contract)."""
-
-    documents: int
-    chunks: int
-    entities: int
-    relationships: int
-    communities: int
-    reports_total: int
-    reports_regenerated: int
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    documents_added: int = 0
-    documents_changed: int = 0
-    documents_deleted: int = 0
-    chunks_extracted: int = 0
-    chunks_failed: int = 0
-    reports_new: int = 0  # of the regenerated: reports of communities that did not exist before
-    reports_reused: int = 0
-    reports_failed: int = 0
-    resumed: bool = False
-    tokens_estimated: bool = False
-
-    CONTRACT = (
-        "documents",
-        "chunks",
-        "entities",
-        "relationships",
-        "communities",
-        "reports_total",
-        "reports_regenerated",
-        "llm_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "seconds",
-    )
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def contract(self) -> dict[str, Any]:
-        """Exactly the CLI's ``--json`` keys."""
-        data = self.as_dict()
-        return {key: data[key] for key in self.CONTRACT}
-
-
-@dataclass(frozen=True)
-class StoredReport:
-    """A community with its stored report (``report`` is None when generating it failed: see ``error``)."""
-
-    community: Community
-    fingerprint: str
-    report: CommunityReport | None
-    error: str | None
-    context: dict[str, Any]
 
 
 async def _extract_task(extractor_config: dict[str, Any], text: str, llm: LLM) -> dict[str, Any]:
@@ -274,32 +213,9 @@ class GraphRAGIndex(BaseModel):
     async def aupdate(self, documents: Sequence[Document]) -> IndexStats:
         return await self._arefresh(documents, "update")
 
-    def _chunker_key(self) -> str:
-        if self.text_splitter is None:
-            return f"sentence:{self.chunk_size}:{self.chunk_overlap}"
-        settings = json.dumps(self.text_splitter.to_dict(), sort_keys=True, default=str)
-        return f"{self.text_splitter.class_name()}:{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
-
-    def _split(self, doc: Document) -> list[ChunkRecord]:
-        splitter = self.text_splitter or SentenceSplitter(chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
-        texts = [t for t in splitter.split_text(doc.text) if t.strip()]
-        return [
-            ChunkRecord(f"{doc.id_}#{i}", doc.id_, i, text, hashlib.sha256(text.encode()).hexdigest()[:24])
-            for i, text in enumerate(texts)
-        ]
-
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
         started = time.perf_counter()
-        docs = list(documents)
-        if not docs:
-            raise InputDataError(
-                "The corpus is empty: there is nothing to index. (An update never treats an empty corpus as "
-                "'delete everything'; to start over, delete the store folder.)"
-            )
-        counts = Counter(d.id_ for d in docs)
-        if len(counts) != len(docs):
-            dup = sorted(i for i, n in counts.items() if n > 1)[:5]
-            raise InputDataError(f"Duplicate document ids in the corpus: {dup}. Give every document its own id.")
+        docs = check_corpus(documents)
         state, meter = self.state, usage_meter(self.llm)
         usage_before = meter.snapshot()
         interrupted = state.interrupted_runs()
@@ -308,7 +224,8 @@ class GraphRAGIndex(BaseModel):
         state.set_meta("config", self.model_dump(include=set(_PERSISTED)))
         run_id = state.start_run(command)
 
-        added, changed, deleted = self._sync_documents(docs)
+        splitter, key = chunker(self.text_splitter, self.chunk_size, self.chunk_overlap)
+        added, changed, deleted = sync_documents(state, docs, splitter, key)
         extracted, failed_chunks = await self._aextract(state)
         entities, relationships = self._merge_and_write(state)
         previous_ids = {c.id for c, _ in state.communities()}
@@ -350,28 +267,6 @@ class GraphRAGIndex(BaseModel):
         state.mark_runs(interrupted, "resumed")
         logger.info("%s: regenerated %d of %d community reports.", command, regenerated, len(fingerprints))
         return stats
-
-    def _sync_documents(self, docs: list[Document]) -> tuple[int, int, int]:
-        state, chunker = self.state, self._chunker_key()
-        stored = state.documents()
-        added = changed = 0
-        for doc in docs:
-            record = stored.get(doc.id_)
-            if record is not None and record.hash == doc.hash and record.chunker == chunker:
-                continue
-            chunks = self._split(doc)
-            if not chunks:
-                logger.warning("Document %r has no text; it is stored without chunks.", doc.id_)
-            title = str(doc.metadata.get("title") or doc.id_)
-            state.replace_document(DocumentRecord(doc.id_, title, doc.hash, chunker, len(chunks)), chunks)
-            if record is None:
-                added += 1
-            else:
-                changed += 1
-        gone = sorted(set(stored) - {d.id_ for d in docs})
-        for doc_id in gone:
-            state.delete_document(doc_id)
-        return added, changed, len(gone)
 
     async def _aextract(self, state: GraphRAGState) -> tuple[int, int]:
         config = self.extractor.config_hash()

@@ -17,7 +17,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, No
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
 from llama_index_kgplus.vectors import unit
@@ -25,6 +25,8 @@ from llama_index_kgplus.vectors import unit
 logger = logging.getLogger(__name__)
 
 MANIFEST_FILE = "hierarchy.json"
+RETRIEVER_FILE = "retriever.json"
+_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children", "token_budget")
 RetrievalMode = Literal["collapsed", "tree"]
 
 
@@ -97,7 +99,8 @@ class HierarchicalRetriever(BaseRetriever):
     def from_persist_dir(
         cls, persist_dir: str | Path, embed_model: BaseEmbedding | None = None, **kwargs: Any
     ) -> HierarchicalRetriever:
-        """From an index folder written by ``build_index`` (and :func:`write_manifest`, if it was called)."""
+        """From an index folder written by ``build_index`` (and :func:`write_manifest`, if it was called) or by
+        :meth:`persist`, whose settings are the defaults here."""
         from llama_index.core import StorageContext
 
         persist_dir = Path(persist_dir)
@@ -112,11 +115,37 @@ class HierarchicalRetriever(BaseRetriever):
         roots = manifest_root_ids(persist_dir, storage.docstore)
         if roots is not None:
             kwargs.setdefault("root_ids", roots)
+        for key, value in _read_settings(persist_dir).items():
+            kwargs.setdefault(key, value)
         if embed_model is None:
             from llama_index.core import Settings
 
             embed_model = Settings.embed_model
         return cls(storage.vector_store, storage.docstore, embed_model, **kwargs)
+
+    def persist(self, persist_dir: str | Path) -> None:
+        """Write the docstore, the vector store and the settings (with the root ids) into ``persist_dir``, all at
+        once; :meth:`from_persist_dir` reads them back. The vector store must be LlamaIndex's in-folder default
+        (a server store keeps its own data: rebuild the retriever with :meth:`from_index`).
+
+        Example::
+
+            retriever.persist("./tree-retriever")
+            retriever = HierarchicalRetriever.from_persist_dir("./tree-retriever", embed_model=embed_model)
+        """
+        from llama_index.core import StorageContext
+
+        from llama_index_kgplus.indexing import persist_storage
+
+        if not isinstance(self.vector_store, SimpleVectorStore):
+            raise KGPlusError(
+                f"persist() writes LlamaIndex's in-folder vector store, not {type(self.vector_store).__name__}, "
+                "which keeps its own data: rebuild the retriever with HierarchicalRetriever.from_index(index)."
+            )
+        storage = StorageContext.from_defaults(docstore=self.docstore, vector_store=self.vector_store)
+        persist_storage(storage, persist_dir)
+        settings = {key: getattr(self, key) for key in _SETTINGS}
+        atomic_write_json(Path(persist_dir) / RETRIEVER_FILE, {**settings, "root_ids": self.root_ids()}, indent=1)
 
     # ------------------------------------------------------------------ structure
 
@@ -285,6 +314,18 @@ def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: 
     manifest["failed_clusters"] = [{"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed]
     atomic_write_json(Path(persist_dir) / MANIFEST_FILE, manifest, indent=1, default=str)
     return manifest
+
+
+def _read_settings(persist_dir: Path) -> dict[str, Any]:
+    """The settings :meth:`HierarchicalRetriever.persist` wrote (``{}`` when it did not)."""
+    path = persist_dir / RETRIEVER_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {key: data[key] for key in (*_SETTINGS, "root_ids")}
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise InputDataError(f"{path} is not a retriever's settings ({exc}); delete it or persist again.") from exc
 
 
 def read_manifest(persist_dir: str | Path) -> dict[str, Any] | None:
