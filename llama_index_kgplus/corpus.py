@@ -20,6 +20,10 @@ from llama_index.core import Document
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.jsonl import id_field, iter_jsonl, text_field
 
+__all__ = [
+    "load_corpus",
+]
+
 logger = logging.getLogger(__name__)
 
 

@@ -26,6 +26,27 @@ from typing import TYPE_CHECKING, Any
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.files import sha256_file
 
+__all__ = [
+    "DEFAULT_LLM",
+    "FAST_LLM",
+    "GRAPH_STORE_ENV",
+    "HOME_ENV",
+    "LLM_ENV",
+    "MODELS_DIR_ENV",
+    "GGUFModel",
+    "chatml_completion_to_prompt",
+    "chatml_messages_to_prompt",
+    "default_embed_model",
+    "default_graph_store_uri",
+    "default_llm",
+    "embed_model_path",
+    "gguf_path",
+    "kgplus_home",
+    "models_dir",
+    "resolve_llm_path",
+    "verify_gguf",
+]
+
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM

@@ -53,6 +53,10 @@ from llama_index_kgplus.sample import (
 )
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
 
+__all__ = [
+    "run_demo",
+]
+
 HIERARCHY_QUESTION = "How do I create a virtual environment, and how do I activate it?"
 GLOSSARY_QUESTION = "How can a function clean up resources whether or not an exception occurs?"
 KG_QUESTION = "How is a virus related to a disease or syndrome?"

@@ -10,6 +10,11 @@ from typing import TextIO
 
 from llama_index_kgplus import defaults
 
+__all__ = [
+    "Check",
+    "run_doctor",
+]
+
 
 @dataclass
 class Check:

@@ -1,5 +1,15 @@
 """Every exception of the pack, with messages that say what is wrong and what to do."""
 
+__all__ = [
+    "GraphStoreError",
+    "InputDataError",
+    "KGPlusError",
+    "KGPlusSetupError",
+    "NotFittedError",
+    "StructuredOutputError",
+    "SummarizationError",
+]
+
 
 class KGPlusError(Exception):
     """Base class of this pack's errors."""

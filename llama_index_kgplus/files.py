@@ -24,6 +24,15 @@ from typing import IO, Any
 
 from llama_index_kgplus.errors import InputDataError
 
+__all__ = [
+    "atomic_open",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "read_utf8",
+    "sha256_file",
+]
+
 
 @contextlib.contextmanager
 def atomic_open(path: str | Path, mode: str = "wb", encoding: str | None = None) -> Iterator[IO[Any]]:

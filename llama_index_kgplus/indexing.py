@@ -33,6 +33,19 @@ from llama_index.core.schema import TransformComponent
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.files import atomic_write_json, fsync_dir, sha256_file
 
+__all__ = [
+    "DEFAULT_CHUNK_OVERLAP",
+    "DEFAULT_CHUNK_SIZE",
+    "INGEST_FILE",
+    "build_index",
+    "check_index_files",
+    "index_embed_model",
+    "load_index",
+    "persist_index",
+    "persist_storage",
+    "require_index",
+]
+
 DEFAULT_CHUNK_SIZE = 384
 DEFAULT_CHUNK_OVERLAP = 32
 INGEST_FILE = "ingest.json"

@@ -10,6 +10,12 @@ from typing import Any
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.files import read_utf8
 
+__all__ = [
+    "id_field",
+    "iter_jsonl",
+    "text_field",
+]
+
 
 def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``("<path>:<line>", record)`` for each non-blank line; every record must be a JSON object.

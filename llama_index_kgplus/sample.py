@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = [
+    "SAMPLE_DIR",
+    "SAMPLE_DOCS",
+    "SAMPLE_KG_NODES",
+    "SAMPLE_KG_RELATIONSHIPS",
+    "SAMPLE_MULTIHOP_DOCS",
+    "SAMPLE_MULTIHOP_QUESTIONS",
+    "sample_glossary_path",
+]
+
 _DATA = Path(__file__).parent / "data"
 SAMPLE_DIR = _DATA / "sample"
 SAMPLE_DOCS = SAMPLE_DIR / "docs.jsonl"

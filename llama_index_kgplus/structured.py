@@ -30,6 +30,13 @@ from pydantic import BaseModel, ValidationError
 from llama_index_kgplus.errors import StructuredOutputError
 from llama_index_kgplus.llm import llama_complete, llama_model
 
+__all__ = [
+    "agenerate_json",
+    "generate_json",
+    "parse_json_object",
+    "truncated_json_candidates",
+]
+
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -31,6 +31,12 @@ from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field
 
+__all__ = [
+    "ScriptedLLM",
+    "falkordb_server",
+    "free_port",
+]
+
 
 class ScriptedLLM(CustomLLM):
     """Replies by script: the first rule whose pattern is found in the prompt, else the next queued reply, else

@@ -15,6 +15,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+__all__ = [
+    "cosine",
+    "unit",
+    "unit_rows",
+]
+
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row scaled to length 1 (rows of zeros are left as they are), in the matrix's own dtype."""
