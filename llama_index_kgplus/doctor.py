@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from llama_index_kgplus import defaults
 
@@ -31,7 +31,9 @@ def _run(name: str, fn: Callable[[], str]) -> Check:
         detail = fn()
         return Check(name, True, f"{detail} ({time.perf_counter() - started:.1f} s)")
     except Exception as exc:  # every failure becomes a line of the report, with its fix
-        return Check(name, False, f"{type(exc).__name__}: {exc}")
+        from llama_index_kgplus.llm import describe_server_error
+
+        return Check(name, False, describe_server_error(exc) or f"{type(exc).__name__}: {exc}")
 
 
 def _data_folder() -> str:
@@ -39,22 +41,64 @@ def _data_folder() -> str:
     return f"{home} is writable (set KGPLUS_HOME to move it)"
 
 
-def _embedding() -> str:
-    model = defaults.default_embed_model()
-    vec = model.get_text_embedding("kgplus doctor")
-    return f"all-MiniLM-L6-v2 from {defaults.embed_model_path()} -> {len(vec)}-d vectors"
-
-
-def _llm(model: str | None) -> Callable[[], str]:
+def _embedding(spec: str | None) -> Callable[[], str]:
     def check() -> str:
-        path = defaults.resolve_llm_path(model)
-        llm = defaults.default_llm(model, max_new_tokens=8)
-        text = llm.complete("Say OK.").text.strip()
-        if not text:
-            raise RuntimeError(f"{path} generated no text")
-        return f"{path.name} generated {text[:30]!r}"
+        model = defaults.default_embed_model(spec)
+        vec = model.get_text_embedding("kgplus doctor")
+        if not vec:
+            raise RuntimeError(f"{model.model_name} returned an empty vector")
+        chosen = _chosen(spec, defaults.EMBED_MODEL_ENV)
+        source = f"all-MiniLM-L6-v2 from {defaults.embed_model_path()}" if not chosen.remote else str(chosen)
+        return f"{source} -> {len(vec)}-d vectors"
 
     return check
+
+
+def _llm(spec: str | None) -> Callable[[], str]:
+    def check() -> str:
+        chosen = _chosen(spec, defaults.LLM_ENV)
+        llm = defaults.default_llm(spec, max_new_tokens=8)
+        text = llm.complete("Say OK.").text.strip()
+        name = str(chosen) if chosen.remote else defaults.resolve_llm_path(spec).name
+        if not text:
+            raise RuntimeError(f"{name} generated no text")
+        window = _served_context_window(chosen) if chosen.remote else llm.metadata.context_window
+        reported = (
+            f"context window {window}"
+            if window
+            else "the server reports no context window: pass --context-window where a command has it"
+        )
+        return f"{name} generated {text[:30]!r}; {reported}"
+
+    return check
+
+
+def _chosen(spec: str | None, env: str) -> Any:
+    import os
+
+    from llama_index_kgplus.llm import parse_model_spec
+
+    return parse_model_spec(spec or os.environ.get(env) or "local")
+
+
+def _served_context_window(spec: Any) -> int | None:
+    """The context window a server reports for the model (vLLM: max_model_len; llama.cpp / Ollama: n_ctx)."""
+    import httpx
+
+    try:
+        if spec.kind == "openai-like":
+            for item in httpx.get(f"{spec.base_url}/models", timeout=10).json().get("data", []):
+                if item.get("id") == spec.model:
+                    meta = item.get("meta") or {}
+                    window = item.get("max_model_len") or item.get("context_length") or meta.get("n_ctx_train")
+                    return int(window) if window else None
+        if spec.kind == "ollama":
+            info = httpx.post(f"{spec.base_url}/api/show", json={"model": spec.model}, timeout=10).json()
+            lengths = [v for k, v in (info.get("model_info") or {}).items() if k.endswith(".context_length")]
+            return int(lengths[0]) if lengths else None
+    except (httpx.HTTPError, ValueError, TypeError, AttributeError):
+        return None
+    return None
 
 
 def _graph_store() -> str:
@@ -79,18 +123,24 @@ def _optional(module: str, extra: str) -> Callable[[], str]:
     return check
 
 
-def run_doctor(*, llm: str | None = None, out: TextIO = sys.stdout) -> bool:
-    """Print one line per check; return True when every default works (optional backends only inform)."""
+def run_doctor(*, llm: str | None = None, embed_model: str | None = None, out: TextIO | None = None) -> bool:
+    """Print one line per check; return True when every default works (optional backends only inform).
+    ``llm`` and ``embed_model`` are model specs (default: ``$KGPLUS_LLM``, ``$KGPLUS_EMBED_MODEL``, the local
+    models); a served model is checked for real: one short completion, one embedding. Prints to ``out``
+    (default stdout)."""
+    out = out or sys.stdout
     required = [
         _run("data folder", _data_folder),
-        _run("embedding model", _embedding),
-        _run("local LLM", _llm(llm)),
+        _run("embedding model", _embedding(embed_model)),
+        _run("LLM", _llm(llm)),
         _run("graph store", _graph_store),
     ]
     optional = [
         _run("neo4j backend", _optional("llama_index.graph_stores.neo4j", "neo4j")),
         _run("falkordb backend", _optional("llama_index.graph_stores.falkordb", "falkordb")),
-        _run("bedrock LLM", _optional("llama_index.llms.bedrock_converse", "bedrock")),
+        _run("bedrock backend", _optional("llama_index.llms.bedrock_converse", "bedrock")),
+        _run("openai-like backend", _optional("llama_index.llms.openai_like", "openai")),
+        _run("ollama backend", _optional("llama_index.llms.ollama", "ollama")),
     ]
     for check in required:
         print(f"[{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}", file=out)

@@ -1,7 +1,9 @@
 """JSON output that follows a pydantic schema, from any LlamaIndex LLM.
 
-With the local llama.cpp model the schema becomes a grammar, so the model cannot emit anything else; other
-LLMs get the schema in the prompt. Either way the text is parsed, repaired if it is wrapped in prose or code
+With the local llama.cpp model the schema becomes a grammar, so the model cannot emit anything else. A served
+model gets it as a request option where the backend has one: OpenAI-compatible servers ``response_format``
+(OpenAI's ``json_schema`` form, else the ``json_object`` + ``schema`` form of llama.cpp's server), Ollama
+``format``; other LLMs (Bedrock among them) get the schema in the prompt only. Either way the text is parsed, repaired if it is wrapped in prose or code
 fences, validated, and retried with the problem appended to the prompt (at temperature 0 the same prompt would
 only bring the same reply back); after the last try a :class:`StructuredOutputError` carries the raw text.
 With ``repair_truncated=True`` a reply cut off at the token limit (or with raw control characters in its strings)
@@ -74,10 +76,55 @@ def _grammar(schema_json: str) -> Any:
 
 def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
     if llama_model(llm) is None:
-        return llm.complete(prompt + _schema_hint(schema)).text
+        options = _ServedOptions(llm, schema, max_tokens)
+        while True:
+            try:
+                return llm.complete(prompt + _schema_hint(schema), **options.current()).text
+            except Exception as exc:
+                if not options.refused(exc):
+                    raise
     text = llama_complete(llm, prompt, max_tokens=max_tokens, grammar=_grammar(json.dumps(schema, sort_keys=True)))
     assert text is not None
     return text
+
+
+# id of a served LLM -> the index of the first schema option its server accepted (see _ServedOptions)
+_ACCEPTED_OPTION: dict[int, int] = {}
+
+
+class _ServedOptions:
+    """The request options that make a served model follow a JSON schema, the most standard first; an option
+    the server refuses (HTTP 400 or 422) is dropped for this LLM and the next one tried; none left: no option."""
+
+    def __init__(self, llm: LLM, schema: dict, max_tokens: int) -> None:
+        inner = getattr(llm, "inner", llm)
+        self.key, module = id(inner), type(inner).__module__
+        self.options: list[dict[str, Any]] = []
+        self.always: dict[str, Any] = {}
+        self.tried = 0
+        if module.startswith("llama_index.llms.openai"):  # OpenAI, OpenAILike
+            name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
+            self.options = [
+                {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}},
+                {"response_format": {"type": "json_object", "schema": schema}},
+            ]
+            self.always = {"max_tokens": max_tokens}
+        elif module.startswith("llama_index.llms.ollama"):
+            self.options = [{"format": schema}]
+
+    def current(self) -> dict[str, Any]:
+        self.tried = _ACCEPTED_OPTION.get(self.key, 0)
+        return {**self.always, **(self.options[self.tried] if self.tried < len(self.options) else {})}
+
+    def refused(self, exc: Exception) -> bool:
+        """True (and the next option chosen) when ``exc`` is the server refusing the option just tried (HTTP 400
+        or 422; llama.cpp's server answers 500 naming ``response_format``)."""
+        status = getattr(exc, "status_code", None)
+        refusal = status in (400, 422) or (status == 500 and "response_format" in str(exc))
+        if self.tried >= len(self.options) or not refusal:
+            return False
+        _ACCEPTED_OPTION[self.key] = max(_ACCEPTED_OPTION.get(self.key, 0), self.tried + 1)
+        return True
 
 
 def _schema_hint(schema: dict) -> str:
@@ -167,13 +214,23 @@ async def agenerate_json(
             max_tokens=max_tokens,
             repair_truncated=repair_truncated,
         )
-    hint = _schema_hint(output_cls.model_json_schema())
+    schema = output_cls.model_json_schema()
     attempts = _Attempts(output_cls, max_retries, repair_truncated)
     for text in attempts.prompts(prompt):
-        result = attempts.check((await llm.acomplete(text + hint)).text)
+        result = attempts.check(await _acomplete_served(llm, text, schema, max_tokens))
         if result is not None:
             return result
     raise attempts.give_up()
+
+
+async def _acomplete_served(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
+    options = _ServedOptions(llm, schema, max_tokens)
+    while True:
+        try:
+            return (await llm.acomplete(prompt + _schema_hint(schema), **options.current())).text
+        except Exception as exc:
+            if not options.refused(exc):
+                raise
 
 
 _CLOSERS = {"{": "}", "[": "]"}

@@ -35,6 +35,7 @@ __all__ = [
     "ScriptedLLM",
     "falkordb_server",
     "free_port",
+    "llama_cpp_server",
 ]
 
 
@@ -172,6 +173,84 @@ def falkordb_server(workdir: str | Path, timeout: float = 30.0) -> Iterator[int]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# llama-cpp-python's server has no pooling setting: a decoder model such as Qwen would return one vector per
+# token. The launcher gives embedding models mean pooling (what OpenAI-style clients expect), then runs the server.
+_LLAMA_SERVER_LAUNCHER = """
+import functools, sys
+import llama_cpp
+from llama_cpp.server.__main__ import main
+init = llama_cpp.Llama.__init__
+@functools.wraps(init)
+def pooled(self, *args, **kwargs):
+    if kwargs.get("embedding"):
+        kwargs["pooling_type"] = llama_cpp.LLAMA_POOLING_TYPE_MEAN
+    init(self, *args, **kwargs)
+llama_cpp.Llama.__init__ = pooled
+sys.argv = ["llama_cpp.server", "--config_file", sys.argv[1]]
+main()
+"""
+
+
+@contextlib.contextmanager
+def llama_cpp_server(
+    model_path: str | Path,
+    workdir: str | Path,
+    *,
+    alias: str = "local",
+    embedding: bool = False,
+    n_ctx: int = 4096,
+    n_threads: int = 1,
+    timeout: float = 120.0,
+) -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on 127.0.0.1 serving one GGUF model
+    under the name ``alias`` (``embedding=True``: for ``/v1/embeddings``, mean-pooled) for the duration of the
+    block; yields its base URL (``http://127.0.0.1:PORT/v1``), for specs such as ``openai-like:ALIAS@URL``.
+    Its log is ``workdir/llama-server-PORT.log``.
+
+    Example::
+
+        with llama_cpp_server(defaults.gguf_path("qwen2.5-coder-0.5b"), tmp_path, alias="qwen") as url:
+            llm = llm_from_spec(f"openai-like:qwen@{url}")
+    """
+    import json
+    import sys
+
+    import httpx
+
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    port, workdir = free_port(), Path(workdir)
+    model = {"model": str(model_path), "model_alias": alias, "n_ctx": n_ctx, "n_threads": n_threads}
+    if embedding:
+        model["embedding"] = True
+    else:
+        model["chat_format"] = "chatml"
+    config = workdir / f"llama-server-{port}.json"
+    config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": [model]}), encoding="utf-8")
+    url = f"http://127.0.0.1:{port}/v1"
+    with open(workdir / f"llama-server-{port}.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", _LLAMA_SERVER_LAUNCHER, str(config)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise KGPlusSetupError(f"llama.cpp's server on port {port} did not start: see {log.name}.")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _answers_ping(port: int) -> bool:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from llama_index_kgplus import __version__
@@ -30,7 +32,40 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command in _leaf_parsers(parser):
+        command.add_argument(
+            "--embed-model",
+            default=None,
+            metavar="SPEC",
+            help="embedding model spec: local (default), openai-like:MODEL@URL, ollama:MODEL[@URL] or "
+            "bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
+        )
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield parser
+    for action in subs:
+        for child in dict.fromkeys(action.choices.values()):
+            yield from _leaf_parsers(child)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str | None) -> Iterator[None]:
+    """``$name`` set to ``value`` for one command (unchanged when ``value`` is None)."""
+    old = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if value is not None:
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,8 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     args = build_parser().parse_args(["--debug", *(a for a in argv if a != "--debug")] if debug else argv)
+    from llama_index_kgplus.defaults import EMBED_MODEL_ENV
+
     try:
-        return args.func(args)
+        with _env(EMBED_MODEL_ENV, getattr(args, "embed_model", None)):  # every command reads the default from it
+            return int(args.func(args))
     except KGPlusError as exc:
         print(f"kgplus: error: {exc}", file=sys.stderr)
         return 2
@@ -50,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        from llama_index_kgplus.llm import describe_server_error
+
+        served = describe_server_error(exc)
+        if served is not None:
+            print(f"kgplus: error: {served}", file=sys.stderr)
+            return 2
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"kgplus: unexpected error: {type(exc).__name__}{': ' + detail if detail else ''} "
               "(re-run with --debug for the traceback)", file=sys.stderr)  # fmt: skip

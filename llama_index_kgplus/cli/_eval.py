@@ -92,7 +92,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--out", required=True, type=Path, help="output folder (tables, plots, cache)")
     cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="retrieved nodes per question (default 5)")
     cmd.add_argument("--limit", type=_args.positive_int, default=None, help="only the first N questions")
-    cmd.add_argument("--llm", default=None, help="local model name or .gguf path (answers, and judge by default)")
-    cmd.add_argument("--judge-llm", default=None, help="another local model or .gguf path for the metrics' judge")
+    cmd.add_argument("--llm", default=None, help="model spec (answers, and judge by default); see `kgplus --help`")
+    cmd.add_argument("--judge-llm", default=None, help="another model spec for the metrics' judge")
     _compression.add_options(cmd, synthesize=False, compress="none")  # cached answers of earlier runs are uncompressed
     cmd.set_defaults(func=_eval)

@@ -32,7 +32,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_MODE})",
     )
     if "--llm" not in parser._option_string_actions:  # retrieve needs the LLM too, for the rewrite
-        group.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
+        group.add_argument(
+            "--llm",
+            default=None,
+            help="model spec (name, .gguf, openai-like:M@URL, ollama:M, bedrock:ID); default $KGPLUS_LLM",
+        )
 
 
 def _glossary_file(path: str) -> Any:

@@ -29,8 +29,9 @@ from llama_index_kgplus.cli import _args, _compression
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 
 LLM_HELP = (
-    "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b), a .gguf path, or 'module:factory' (a function "
-    "returning any LlamaIndex LLM); default $KGPLUS_LLM or the 1.5B model"
+    "model spec (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, openai-like:MODEL@URL, ollama:MODEL[@URL], "
+    "bedrock:MODEL_ID) or 'module:factory' (a function returning any LlamaIndex LLM); default $KGPLUS_LLM or the "
+    "1.5B model"
 )
 
 
@@ -39,11 +40,13 @@ def _err(*parts: Any) -> None:
 
 
 def build_llm(spec: str | None, context_window: int | None = None, threads: int | None = None) -> Any:
-    """The LLM named by ``--llm``: a packaged model, a ``.gguf`` path, or ``module:factory`` (any LlamaIndex LLM,
-    e.g. ``mypkg.llms:bedrock``)."""
+    """The LLM named by ``--llm``: a model spec (see :mod:`llama_index_kgplus.llm`) or ``module:factory`` (any
+    LlamaIndex LLM, e.g. ``mypkg.llms:my_llm``)."""
     from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import parse_model_spec
 
-    if spec and ":" in spec and not spec.endswith(".gguf") and not Path(spec).exists():
+    is_factory = spec is not None and ":" in spec and not spec.endswith(".gguf") and not Path(spec).exists()
+    if spec is not None and is_factory and not (parse_model_spec(spec).remote or spec.startswith("local:")):
         module, _, attr = spec.partition(":")
         try:
             factory = getattr(importlib.import_module(module), attr)

@@ -29,7 +29,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         default="two-stage",
         help="how summaries are written: extractive sentences then the LLM (default), sentences only (no LLM), LLM only",
     )
-    group.add_argument("--llm", default=None, help="local model name or .gguf path for summaries; default $KGPLUS_LLM")
+    group.add_argument("--llm", default=None, help="model spec for summaries; default $KGPLUS_LLM")
     group.add_argument(
         "--cluster-size", type=_args.positive_int, default=5, help="semantic: desired chunks per summary (default 5)"
     )

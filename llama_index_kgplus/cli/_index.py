@@ -214,7 +214,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="how many nodes to retrieve (default 5)")
         cmd.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
         if synthesize:
-            cmd.add_argument("--llm", default=None, help="local model name or .gguf path; default $KGPLUS_LLM")
+            cmd.add_argument(
+                "--llm",
+                default=None,
+                help="model spec (name, .gguf, openai-like:M@URL, ollama:M, bedrock:ID); default $KGPLUS_LLM",
+            )
         _hierarchy.add_retrieval_options(cmd)
         _entities.add_retrieval_options(cmd)
         _compression.add_options(cmd, synthesize, compress=_compression.DEFAULT_COMPRESS if synthesize else "none")

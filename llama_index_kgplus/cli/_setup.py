@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-LLM_HELP = "local model name (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b) or a .gguf path; default $KGPLUS_LLM"
+LLM_HELP = "model spec: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID; default $KGPLUS_LLM"
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from llama_index_kgplus.doctor import run_doctor
 
-    return 0 if run_doctor(llm=args.llm) else 1
+    return 0 if run_doctor(llm=args.llm, embed_model=args.embed_model) else 1
 
 
 def _demo(args: argparse.Namespace) -> int:

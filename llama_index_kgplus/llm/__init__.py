@@ -1,4 +1,5 @@
-"""The home of LLM bookkeeping: token counting in the model's own vocabulary and usage metering.
+"""The home of LLM bookkeeping: model specs (which LLM or embedding model, local or served), token counting in
+the model's own vocabulary and usage metering.
 
 Example::
 
@@ -11,6 +12,13 @@ Example::
 """
 
 from llama_index_kgplus.llm._llama import acomplete_text, complete_text, llama_complete, llama_model
+from llama_index_kgplus.llm._specs import (
+    ModelSpec,
+    describe_server_error,
+    embed_model_from_spec,
+    llm_from_spec,
+    parse_model_spec,
+)
 from llama_index_kgplus.llm._tokens import TokenCounter
 from llama_index_kgplus.llm._usage import (
     AnswerUsage,
@@ -28,15 +36,20 @@ __all__ = [
     "AnswerUsage",
     "LLMUsage",
     "MeteredLLM",
+    "ModelSpec",
     "TokenCounter",
     "UsageMeter",
     "acomplete_text",
     "attach_usage",
     "complete_text",
+    "describe_server_error",
+    "embed_model_from_spec",
     "format_usage",
     "is_metered",
     "llama_complete",
     "llama_model",
+    "llm_from_spec",
     "metered",
+    "parse_model_spec",
     "usage_meter",
 ]

@@ -1,0 +1,263 @@
+"""Model specs: one string names the LLM or the embedding model of every command and of :mod:`defaults`.
+
+=============================  ==============================================================================
+``local:NAME`` or ``NAME``     a packaged local model (``qwen2.5-coder-1.5b``, ...) or a ``.gguf`` path
+``openai-like:MODEL@URL``      any OpenAI-compatible server (vLLM, TGI, llama.cpp's server, LM Studio)
+``ollama:MODEL[@URL]``         an Ollama server (default ``http://localhost:11434``)
+``bedrock:MODEL_ID``           Amazon Bedrock (Converse for LLMs), region and credentials from the AWS chain
+=============================  ==============================================================================
+
+Credentials come from the environment only (``OPENAI_API_KEY``; the AWS variables, profile and config files): a
+spec that carries a key or a password is refused. Each remote backend is an optional extra.
+
+Example::
+
+    from llama_index_kgplus.llm import llm_from_spec, embed_model_from_spec
+
+    llm = llm_from_spec("openai-like:qwen2.5-coder-1.5b@http://127.0.0.1:8080/v1")
+    embed_model = embed_model_from_spec("ollama:nomic-embed-text@http://gpu-box:11434")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from llama_index_kgplus.errors import KGPlusSetupError
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
+
+SpecKind = Literal["local", "openai-like", "ollama", "bedrock"]
+KINDS: tuple[str, ...] = ("local", "openai-like", "ollama", "bedrock")
+OLLAMA_URL = "http://localhost:11434"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 3
+# Shapes of secrets that must never sit on a command line: OpenAI-style keys, AWS access key ids, bearer tokens.
+_SECRET_RE = re.compile(r"\bsk-[A-Za-z0-9_-]{12,}|\bA(?:KIA|SIA)[0-9A-Z]{16}\b|\bBearer\s", re.IGNORECASE)
+_SECRET_PARAMS = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|secret|password)=", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec: the backend ``kind``, the ``model`` name or id, and the server's ``base_url``."""
+
+    kind: SpecKind
+    model: str
+    base_url: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        """True for a model behind a server (anything but ``local``)."""
+        return self.kind != "local"
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """Parse ``spec`` (see the module docstring); a bare name or path is ``local``.
+
+    >>> parse_model_spec("openai-like:qwen@http://127.0.0.1:8080/v1")
+    ModelSpec(kind='openai-like', model='qwen', base_url='http://127.0.0.1:8080/v1')
+    """
+    spec = str(spec).strip()
+    if not spec:
+        raise KGPlusSetupError("The model spec is empty: give local:NAME, openai-like:MODEL@URL, ollama:MODEL or ...")
+    if _SECRET_RE.search(spec):
+        raise KGPlusSetupError(
+            "The model spec holds what looks like a key or token: never put credentials in a spec or on the "
+            "command line; set OPENAI_API_KEY (or the AWS variables / profile) in the environment instead."
+        )
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in KINDS:
+        return ModelSpec("local", spec)
+    if kind == "local":
+        return ModelSpec("local", _required(rest, spec, "local:NAME"))
+    if kind == "bedrock":
+        return ModelSpec("bedrock", _required(rest, spec, "bedrock:MODEL_ID"))
+    model, at, url = rest.partition("@")
+    model = _required(model, spec, f"{kind}:MODEL@URL")
+    if not at:
+        if kind == "ollama":
+            return ModelSpec("ollama", model, OLLAMA_URL)
+        raise KGPlusSetupError(
+            f"{spec!r} names no server: write openai-like:MODEL@URL, e.g. {kind}:{model}@http://127.0.0.1:8080/v1."
+        )
+    return ModelSpec(kind, model, _checked_url(url, spec))  # type: ignore[arg-type]
+
+
+def _required(value: str, spec: str, form: str) -> str:
+    if not value.strip():
+        raise KGPlusSetupError(f"{spec!r} names no model: write {form}.")
+    return value.strip()
+
+
+def _checked_url(url: str, spec: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise KGPlusSetupError(f"{spec!r}: {url!r} is not an http(s) URL of a server.")
+    if parts.username or parts.password or _SECRET_PARAMS.search(parts.query):
+        raise KGPlusSetupError(
+            f"{spec!r}: the URL carries credentials; set OPENAI_API_KEY (or the backend's variable) in the "
+            "environment and give the URL without them."
+        )
+    return url.strip().rstrip("/")
+
+
+def _import(module: str, extra: str, what: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise KGPlusSetupError(f"{what} needs the {extra!r} extra: pip install 'llama-index-kgplus[{extra}]'.") from exc
+
+
+def _openai_key() -> str:
+    # Local OpenAI-compatible servers (llama.cpp, vLLM without --api-key) accept any key; the client needs one.
+    return os.environ.get("OPENAI_API_KEY") or "not-needed"
+
+
+def _aws_region() -> str | None:
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        return region
+    boto3 = _import("boto3", "bedrock", "bedrock:")
+    region = boto3.session.Session().region_name
+    if not region:
+        raise KGPlusSetupError("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile).")
+    return str(region)
+
+
+def llm_from_spec(
+    spec: str | ModelSpec,
+    *,
+    temperature: float = 0.0,
+    max_new_tokens: int = 512,
+    context_window: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    **local_kwargs: Any,
+) -> LLM:
+    """The LlamaIndex LLM that ``spec`` names. ``context_window`` defaults to 4096 for servers that do not
+    report theirs; ``timeout`` (seconds per request) and ``max_retries`` (with backoff, on 429 and 5xx) apply to
+    servers; ``local_kwargs`` go to :func:`llama_index_kgplus.defaults.default_llm`."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    window = context_window or 4096
+    if parsed.kind == "local":
+        from llama_index_kgplus import defaults
+
+        return defaults.default_llm(
+            parsed.model,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            context_window=context_window,
+            **local_kwargs,
+        )
+    if parsed.kind == "openai-like":
+        _import("llama_index.llms.openai_like", "openai", "openai-like:")
+        from llama_index_kgplus.llm._openai_like import ServedOpenAILike
+
+        return ServedOpenAILike(
+            model=parsed.model,
+            api_base=parsed.base_url,
+            api_key=_openai_key(),
+            is_chat_model=True,
+            context_window=window,
+            max_tokens=max_new_tokens,
+            temperature=temperature,
+            timeout=timeout,
+            max_retries=max_retries,
+            # usage figures at the end of a stream, where the server offers them (OpenAI, vLLM); LlamaIndex drops
+            # the option from calls that do not stream
+            additional_kwargs={"stream_options": {"include_usage": True}},
+        )
+    if parsed.kind == "ollama":
+        module = _import("llama_index.llms.ollama", "ollama", "ollama:")
+        return module.Ollama(  # type: ignore[no-any-return]
+            model=parsed.model,
+            base_url=parsed.base_url,
+            temperature=temperature,
+            context_window=window,
+            request_timeout=timeout,
+            additional_kwargs={"num_predict": max_new_tokens},
+        )
+    module = _import("llama_index.llms.bedrock_converse", "bedrock", "bedrock:")
+    return module.BedrockConverse(  # type: ignore[no-any-return]
+        model=parsed.model,
+        region_name=_aws_region(),
+        temperature=temperature,
+        max_tokens=max_new_tokens,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def embed_model_from_spec(
+    spec: str | ModelSpec, *, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, **kwargs: Any
+) -> BaseEmbedding:
+    """The LlamaIndex embedding model that ``spec`` names; ``local`` (any name) is the packaged
+    all-MiniLM-L6-v2 of :func:`llama_index_kgplus.defaults.default_embed_model`."""
+    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    if parsed.kind == "local":
+        from llama_index_kgplus import defaults
+
+        return defaults.default_embed_model(spec="local", **kwargs)
+    if parsed.kind == "openai-like":
+        module = _import("llama_index.embeddings.openai", "openai", "openai-like:")
+        return module.OpenAIEmbedding(  # type: ignore[no-any-return]
+            model_name=parsed.model,
+            api_base=parsed.base_url,
+            api_key=_openai_key(),
+            timeout=timeout,
+            max_retries=max_retries,
+            **kwargs,
+        )
+    if parsed.kind == "ollama":
+        module = _import("llama_index.embeddings.ollama", "ollama", "ollama:")
+        return module.OllamaEmbedding(model_name=parsed.model, base_url=parsed.base_url, **kwargs)  # type: ignore[no-any-return]
+    module = _import("llama_index.embeddings.bedrock", "bedrock", "bedrock:")
+    return module.BedrockEmbedding(  # type: ignore[no-any-return]
+        model_name=parsed.model, region_name=_aws_region(), timeout=timeout, max_retries=max_retries, **kwargs
+    )
+
+
+_UNREACHABLE = {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
+                "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError"}  # fmt: skip
+
+
+def describe_server_error(exc: BaseException) -> str | None:
+    """One line that says what went wrong between this pack and a model server (unreachable, timed out, rate
+    limited after the retries, unknown model, an error reply, no AWS credentials), or None for other errors."""
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        name = type(err).__name__
+        request = getattr(err, "request", None)
+        where = f" at {getattr(request, 'url', '')}" if request is not None else ""
+        status = getattr(err, "status_code", None)
+        if name in _UNREACHABLE:
+            return f"cannot reach the model server{where} ({name}): check that it runs and that the spec's URL is right"
+        if name == "RateLimitError":
+            return f"the model server{where} kept answering 429 (rate limit) after {DEFAULT_MAX_RETRIES} retries"
+        if name == "NotFoundError" and status == 404:
+            return f"the model server{where} answered 404: wrong model name or URL ({_first_line(err)})"
+        if isinstance(status, int) and status >= 400:
+            return f"the model server{where} answered {status}: {_first_line(err)}"
+        if name in ("NoCredentialsError", "PartialCredentialsError"):
+            return "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        if name == "ConnectionError" and "ollama" in str(err).lower():
+            return f"cannot reach the Ollama server: {_first_line(err)}"
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
