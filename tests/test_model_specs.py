@@ -5,7 +5,9 @@ started by the tests on 127.0.0.1 with the 0.5B model, used through `openai-like
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 import time
 
 import pytest
@@ -13,7 +15,16 @@ import pytest
 from llama_index_kgplus import defaults
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.llm import ModelSpec, embed_model_from_spec, llm_from_spec, parse_model_spec
+from llama_index_kgplus.llm import (
+    LLMUsage,
+    ModelSpec,
+    describe_server_error,
+    embed_model_from_spec,
+    llm_from_spec,
+    metered,
+    parse_model_spec,
+    usage_meter,
+)
 from llama_index_kgplus.testing import free_port, llama_cpp_server
 
 
@@ -101,10 +112,80 @@ def test_bedrock_converse_through_botocore_stubber(monkeypatch):
         "usage": {"inputTokens": 12, "outputTokens": 2, "totalTokens": 14},
         "metrics": {"latencyMs": 5},
     }
+    counted = metered(llm)
     with Stubber(llm._client) as stub:
         stub.add_response("converse", reply)
-        assert llm.complete("What is the capital of France?").text == "Paris."
+        assert counted.complete("What is the capital of France?").text == "Paris."
     assert llm.metadata.context_window > 0 and llm.max_tokens == 20
+    assert usage_meter(counted).snapshot() == LLMUsage(1, 12, 2, False)  # Bedrock's own token counts
+
+
+def test_bedrock_embeddings_through_botocore_stubber(monkeypatch):
+    """As above: the Stubber answers InvokeModel with Titan's reply shape (no network here)."""
+    import io
+
+    from botocore.response import StreamingBody
+    from botocore.stub import Stubber
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    embed = embed_model_from_spec("bedrock:amazon.titan-embed-text-v2:0")
+    body = json.dumps({"embedding": [0.1, 0.2, 0.3], "inputTextTokenCount": 3}).encode()
+    with Stubber(embed._client) as stub:
+        stub.add_response("invoke_model", {"body": StreamingBody(io.BytesIO(body), len(body)), "contentType": "json"})
+        assert embed.get_text_embedding("hello") == [0.1, 0.2, 0.3]
+
+
+class _OllamaStub(http.server.BaseHTTPRequestHandler):
+    """Ollama's wire format (/api/chat, /api/embed), answered by a stub: no Ollama server runs here. It checks
+    what the spec's LlamaIndex classes send; it says nothing about a real Ollama's behaviour."""
+
+    requests: list = []
+
+    def do_POST(self):  # noqa: N802 (the http.server name)
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.requests.append((self.path, request))
+        if self.path == "/api/chat":
+            reply = {"model": request["model"], "created_at": "2026-12-01T00:00:00Z", "done": True,
+                     "message": {"role": "assistant", "content": '{"city": "Paris"}'},
+                     "prompt_eval_count": 21, "eval_count": 6}  # fmt: skip
+        else:
+            reply = {"model": request["model"], "embeddings": [[0.5, 0.25] for _ in request["input"]]}
+        body = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_ollama_specs_speak_ollamas_wire_format_to_a_stub():
+    from pydantic import BaseModel
+
+    from llama_index_kgplus.structured import generate_json
+
+    class City(BaseModel):
+        city: str
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OllamaStub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        llm = metered(llm_from_spec(f"ollama:llama3.2@{url}"))
+        assert generate_json(llm, "Capital of France?", City).city == "Paris"
+        assert usage_meter(llm).snapshot() == LLMUsage(1, 21, 6, False)  # Ollama's own counts
+        embed = embed_model_from_spec(f"ollama:nomic-embed-text@{url}")
+        assert embed.get_text_embedding_batch(["a", "b"]) == [[0.5, 0.25], [0.5, 0.25]]
+    finally:
+        server.shutdown()
+    (chat_path, chat), (embed_path, embed_request) = _OllamaStub.requests
+    assert chat_path == "/api/chat" and chat["model"] == "llama3.2"
+    assert chat["format"] == City.model_json_schema()  # the schema as Ollama's structured-output option
+    assert embed_path == "/api/embed" and embed_request["input"] == ["a", "b"]
 
 
 def test_unknown_prefixes_stay_local_names():
@@ -146,6 +227,49 @@ def test_an_unreachable_server_fails_fast_and_clearly(capsys, tmp_path):
     out = capsys.readouterr().out
     assert f"[FAIL] LLM: cannot reach the model server at {url}" in out
     assert f"[FAIL] embedding model: cannot reach the model server at {url}" in out
+
+
+class _Misbehaving(http.server.BaseHTTPRequestHandler):
+    """What no real server here can be made to do: answer HTML with status 200, an error page, or 429 forever."""
+
+    replies = {"/html/v1/chat/completions": (200, "text/html", b"<html>proxy login</html>"),
+               "/broken/v1/chat/completions": (500, "application/json", b'{"error": {"message": "CUDA OOM"}}'),
+               "/busy/v1/chat/completions": (429, "application/json", b'{"error": {"message": "slow down"}}')}  # fmt: skip
+
+    def do_POST(self):  # noqa: N802 (the http.server name)
+        status, kind, body = self.replies.get(self.path, (404, "application/json", b'{"error": {"message": "no"}}'))
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def misbehaving_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("html", "answered something that is not an OpenAI-style reply"),
+        ("broken", "answered 500: "),
+        ("busy", "kept answering 429 (rate limit)"),
+        ("nowhere", "answered 404: wrong model name or URL"),
+    ],
+)
+def test_a_misbehaving_server_is_one_clear_error(misbehaving_server, path, message):
+    llm = llm_from_spec(f"openai-like:m@{misbehaving_server}/{path}/v1", max_retries=1)
+    with pytest.raises(Exception) as info:
+        llm.complete("hi")
+    assert message in (describe_server_error(info.value) or str(info.value))
 
 
 # ---------------------------------------------------------------------- a real server
@@ -212,3 +336,19 @@ def test_doctor_checks_served_models_for_real(servers, capsys):
     out = capsys.readouterr().out
     assert f"[ok] LLM: {llm} generated" in out
     assert f"[ok] embedding model: {embed} -> 896-d vectors" in out
+
+
+@pytest.mark.slow
+def test_eval_through_a_served_model(servers, corpus, tmp_path):
+    llm, embed = servers
+    dataset = tmp_path / "ds.jsonl"
+    record = {"question": "How do I create a virtual environment?", "answers": ["venv"], "gold_ids": ["venv"]}
+    dataset.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["eval", "--dataset", str(dataset), "--corpus", str(corpus), "--pipelines", "baseline", "--out", str(out),
+            "--metrics", "answer_contains,hit@5", "--top-k", "2", "--llm", llm, "--embed-model", embed]  # fmt: skip
+    assert main(args) == 0
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "| hit@5 | 1.000" in summary
+    settings = json.loads((out / "cache" / "settings.json").read_text(encoding="utf-8"))
+    assert settings["llm"] == llm.removeprefix("openai-like:")  # MODEL@URL: cached answers are keyed by it

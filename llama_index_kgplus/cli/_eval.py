@@ -73,7 +73,12 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _model_name(llm) -> str:
-    return Path(getattr(llm, "model_path", "") or llm.metadata.model_name).name
+    """The GGUF file name of a local model; ``MODEL@URL`` of a served one (cached answers are keyed by it)."""
+    inner = getattr(llm, "inner", llm)
+    if getattr(inner, "model_path", None):
+        return Path(inner.model_path).name
+    server = getattr(inner, "api_base", None) or getattr(inner, "base_url", None)
+    return f"{llm.metadata.model_name}@{server}" if server else str(llm.metadata.model_name)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -87,16 +87,23 @@ class UsageMeter:
             return self._total
 
 
+# (prompt, completion) token field names: OpenAI-style and llama.cpp, Bedrock Converse, Ollama
+_USAGE_FIELDS = (("prompt_tokens", "completion_tokens"), ("inputTokens", "outputTokens"),
+                 ("prompt_eval_count", "eval_count"))  # fmt: skip
+
+
 def _reported_usage(response: CompletionResponse) -> tuple[int, int] | None:
-    """``(prompt, completion)`` tokens from a provider response (OpenAI-style ``usage``), if it has them."""
+    """``(prompt, completion)`` tokens from a provider response (``usage`` of OpenAI-style and Bedrock replies,
+    Ollama's counts), if it has them."""
     for source in (response.raw, response.additional_kwargs):
         usage = source.get("usage", source) if isinstance(source, dict) else getattr(source, "usage", None)
-        if isinstance(usage, dict):
-            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        else:
-            prompt, completion = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-        if isinstance(prompt, int) and isinstance(completion, int):
-            return prompt, completion
+        for prompt_field, completion_field in _USAGE_FIELDS:
+            if isinstance(usage, dict):
+                prompt, completion = usage.get(prompt_field), usage.get(completion_field)
+            else:
+                prompt, completion = getattr(usage, prompt_field, None), getattr(usage, completion_field, None)
+            if isinstance(prompt, int) and isinstance(completion, int):
+                return prompt, completion
     return None
 
 
