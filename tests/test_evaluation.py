@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -251,6 +252,39 @@ def test_runner_caches_and_resumes(tmp_path):
     records = EvalRunner(samples, {"p": edited}, tmp_path, metrics=metrics, show_progress=False).run()
     assert edited.answered == ["about zz?"]
     assert {(r.sample_id, r.metric): r.score for r in records}[("q1", "mrr")] == 1.0
+
+
+class SlowEngine(ListingEngine):
+    """ListingEngine whose async answer waits, so that overlapping questions can be counted."""
+
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+    async def acustom_query(self, query_str: str) -> Response:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(0.02)
+            return self.custom_query(query_str)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_workers_bound_the_questions_in_flight_and_score_the_same(tmp_path, workers):
+    samples = [EvalSample(question=f"about {c}", id=f"q{i}", gold_ids=("doc-c",)) for i, c in enumerate("abcdefg")]
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C in one worker stops them all; what finished stays cached
+        EvalRunner(samples, {"p": SlowEngine(fail_on="about d", answered=[])}, tmp_path, metrics=["hit@5"],
+                   show_progress=False, num_workers=workers).run()  # fmt: skip
+    cached = (tmp_path / "cache" / "answers.jsonl").read_text().count("\n")
+    engine = SlowEngine(answered=[])
+    runner = EvalRunner(samples, {"p": engine}, tmp_path, metrics=["hit@5"], show_progress=False, num_workers=workers)
+    records = runner.run()
+    assert len(engine.answered) == len(samples) - cached and "about d" in engine.answered
+    assert engine.max_in_flight == min(workers, len(samples) - cached)
+    assert {r.sample_id: r.score for r in records} == {s.id: 0.0 if s.question.endswith(" a") else 1.0 for s in samples}
+    with pytest.raises(InputDataError, match="num_workers must be at least 1"):
+        EvalRunner(samples, {"p": engine}, tmp_path, num_workers=0)
 
 
 def test_cache_made_with_other_settings_is_refused(tmp_path):

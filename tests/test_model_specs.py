@@ -346,9 +346,18 @@ def test_eval_through_a_served_model(servers, corpus, tmp_path):
     dataset.write_text(json.dumps(record) + "\n", encoding="utf-8")
     out = tmp_path / "out"
     args = ["eval", "--dataset", str(dataset), "--corpus", str(corpus), "--pipelines", "baseline", "--out", str(out),
-            "--metrics", "answer_contains,hit@5", "--top-k", "2", "--llm", llm, "--embed-model", embed]  # fmt: skip
+            "--metrics", "answer_contains,hit@5", "--top-k", "2", "--llm", llm, "--embed-model", embed, "--workers", "2"]  # fmt: skip
     assert main(args) == 0
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "| hit@5 | 1.000" in summary
     settings = json.loads((out / "cache" / "settings.json").read_text(encoding="utf-8"))
     assert settings["llm"] == llm.removeprefix("openai-like:")  # MODEL@URL: cached answers are keyed by it
+
+
+@pytest.mark.slow
+def test_a_prompt_longer_than_the_servers_context_is_refused_with_the_sizes(servers):
+    llm = llm_from_spec(servers[0], max_retries=0)
+    with pytest.raises(Exception) as info:
+        llm.complete("word " * 6000)  # the server's context window is 4096 tokens
+    message = describe_server_error(info.value) or ""
+    assert "answered 400" in message and "4096" in message, message

@@ -63,7 +63,7 @@ def _eval(args: argparse.Namespace) -> int:
     }
     runner = EvalRunner(
         samples, build_pipelines(names, ctx), args.out, metrics=metrics, llm=judge, embed_model=embed_model,
-        settings=settings,
+        settings=settings, num_workers=args.workers,
     )  # fmt: skip
     records = runner.run()
     paths = write_report(records, names, args.out)
@@ -99,5 +99,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--limit", type=_args.positive_int, default=None, help="only the first N questions")
     cmd.add_argument("--llm", default=None, help="model spec (answers, and judge by default); see `kgplus --help`")
     cmd.add_argument("--judge-llm", default=None, help="another model spec for the metrics' judge")
+    cmd.add_argument(
+        "--workers",
+        type=_args.positive_int,
+        default=1,
+        help="questions answered and scored at once (default 1; more pays off with a served model)",
+    )
     _compression.add_options(cmd, synthesize=False, compress="none")  # cached answers of earlier runs are uncompressed
     cmd.set_defaults(func=_eval)

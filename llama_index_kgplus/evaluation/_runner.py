@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -82,6 +83,10 @@ def _source_doc_ids(source_nodes: Sequence[Any]) -> list[str]:
     return [i for i in ids if i]
 
 
+class _Stopped(Exception):
+    """Carries a Ctrl-C (or exit) out of a worker task, to be raised again once the other tasks are cancelled."""
+
+
 class EvalRunner:
     """Answers every sample with every pipeline, then scores each answer with each applicable metric."""
 
@@ -96,7 +101,10 @@ class EvalRunner:
         embed_model: BaseEmbedding | None = None,
         settings: Mapping[str, Any] | None = None,
         show_progress: bool = True,
+        num_workers: int = 1,
     ) -> None:
+        if num_workers < 1:
+            raise InputDataError(f"num_workers must be at least 1, not {num_workers}.")
         known = [*METRICS, *SHORT_ANSWER_METRICS, *RETRIEVAL_METRICS]
         unknown = [m for m in metrics if m not in known]
         if unknown:
@@ -109,6 +117,7 @@ class EvalRunner:
         self.embed_model = embed_model
         self.settings = dict(settings or {})
         self.show_progress = show_progress
+        self.num_workers = num_workers
 
     def _check_settings(self) -> None:
         """Refuse a cache made with other settings; settings one run left unset (None) may be set by the next."""
@@ -143,7 +152,8 @@ class EvalRunner:
             if r.get("question") == questions.get(r["sample_id"])
         }
         todo = [(p, s) for p in self.pipelines for s in self.samples if (p, s.id) not in answers]
-        for name, sample in tqdm(todo, desc="answering", disable=not self.show_progress or not todo):
+
+        async def answer(name: str, sample: EvalSample) -> None:
             response = await self.pipelines[name].aquery(sample.question)
             record = {
                 "pipeline": name,
@@ -156,7 +166,43 @@ class EvalRunner:
             }
             _append_jsonl(path, record)
             answers[(name, sample.id)] = record
+
+        await self._bounded(todo, answer, "answering")
         return answers
+
+    async def _bounded(self, todo: list[tuple[Any, ...]], job: Any, desc: str) -> None:
+        """Run ``job(*item)`` for every item, ``num_workers`` at a time (a served model answers requests in
+        parallel; an in-process llama.cpp model takes them one at a time anyway), with a progress bar. The first
+        failure (or Ctrl-C) cancels the rest; what finished is already cached."""
+        bar = tqdm(total=len(todo), desc=desc, disable=not self.show_progress or not todo)
+        try:
+            if self.num_workers == 1:
+                for item in todo:
+                    await job(*item)
+                    bar.update()
+                return
+            gate = asyncio.Semaphore(self.num_workers)
+
+            async def one(item: tuple[Any, ...]) -> None:
+                async with gate:
+                    try:
+                        await job(*item)
+                    except (KeyboardInterrupt, SystemExit) as exc:  # out of a task, these would skip the cleanup
+                        raise _Stopped() from exc
+                bar.update()
+
+            tasks = [asyncio.ensure_future(one(item)) for item in todo]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            failed = next((t.exception() for t in tasks if not t.cancelled() and t.exception()), None)
+            if isinstance(failed, _Stopped) and failed.__cause__ is not None:
+                raise failed.__cause__
+            if failed is not None:
+                raise failed
+        finally:
+            bar.close()
 
     def _applicable(self, metric: str, sample: EvalSample) -> bool:
         if metric in RETRIEVAL_METRICS:
@@ -204,10 +250,13 @@ class EvalRunner:
             for metric in self.metrics
             if self._applicable(metric, sample) and (name, sample.id, metric) not in done
         ]
-        for name, sample, metric in tqdm(todo, desc="scoring", disable=not self.show_progress or not todo):
+
+        async def score(name: str, sample: EvalSample, metric: str) -> None:
             record = await self._score_one(metric, sample, answers[(name, sample.id)])
             _append_jsonl(path, {**record.__dict__, "sample_key": keys[sample.id]})
             done[(name, sample.id, metric)] = record
+
+        await self._bounded(todo, score, "scoring")
         keep = {s.id for s in self.samples}
         return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
 
