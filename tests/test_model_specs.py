@@ -63,8 +63,9 @@ def test_specs_parse(spec, expected):
     ],
 )
 def test_bad_specs_are_refused_with_the_fix(spec, message):
-    with pytest.raises(KGPlusSetupError, match=message):
+    with pytest.raises(KGPlusSetupError, match=message) as info:
         parse_model_spec(spec)
+    assert not any(secret in str(info.value) for secret in ("secret", "abc", "sk-proj", "AKIA"))  # never echoed
 
 
 def test_a_missing_extra_is_named(monkeypatch):

@@ -67,7 +67,9 @@ def parse_model_spec(spec: str) -> ModelSpec:
     """
     spec = str(spec).strip()
     if not spec:
-        raise KGPlusSetupError("The model spec is empty: give local:NAME, openai-like:MODEL@URL, ollama:MODEL or ...")
+        raise KGPlusSetupError(
+            "The model spec is empty: give local:NAME, openai-like:MODEL@URL, ollama:MODEL or bedrock:MODEL_ID."
+        )
     if _SECRET_RE.search(spec):
         raise KGPlusSetupError(
             "The model spec holds what looks like a key or token: never put credentials in a spec or on the "
@@ -103,8 +105,8 @@ def _checked_url(url: str, spec: str) -> str:
         raise KGPlusSetupError(f"{spec!r}: {url!r} is not an http(s) URL of a server.")
     if parts.username or parts.password or _SECRET_PARAMS.search(parts.query):
         raise KGPlusSetupError(
-            f"{spec!r}: the URL carries credentials; set OPENAI_API_KEY (or the backend's variable) in the "
-            "environment and give the URL without them."
+            "The model spec's URL carries credentials (not repeated here); set OPENAI_API_KEY (or the backend's "
+            "variable) in the environment and give the URL without them."
         )
     return url.strip().rstrip("/")
 
