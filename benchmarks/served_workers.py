@@ -72,11 +72,30 @@ def main() -> int:
         for d in paragraphs(args.data)[: args.docs]
     ]
     model = defaults.resolve_llm_path(args.llm)
-    rows: list[tuple[str, dict]] = []
     load_before = os.getloadavg()
+    print(
+        f"model {model.name}; {len(docs)} documents of <= {args.chars} characters; llama.cpp threads "
+        f"{args.threads} (in process and server); load average before {load_before[0]:.1f} (2 cores)\n"
+    )
+    print(
+        f"{'run':<26} {'LLM calls':>9} {'prompt tok':>10} {'compl. tok':>10} {'failed':>7} {'seconds':>8} {'ratio':>6}"
+    )
+    served_one: list[float] = []
+
+    def row(name: str, r: dict) -> None:
+        if name == "served, 1 worker(s)":
+            served_one.append(r["seconds"])
+        ratio = f"{r['seconds'] / served_one[0]:.2f}" if served_one and name.startswith("served") else ""
+        failed = r["chunks_failed"] + r["reports_failed"]
+        print(
+            f"{name:<26} {r['llm_calls']:>9} {r['prompt_tokens']:>10} {r['completion_tokens']:>10} {failed:>7} "
+            f"{r['seconds']:>8.1f} {ratio:>6}",
+            flush=True,
+        )
+
     local = defaults.default_llm(args.llm, context_window=4096, n_threads=args.threads)
     for workers in (1, max(worker_counts)):
-        rows.append((f"in process, {workers} worker(s)", run(local, docs, workers)))
+        row(f"in process, {workers} worker(s)", run(local, docs, workers))
     del local
     with (
         tempfile.TemporaryDirectory() as logs,
@@ -84,26 +103,8 @@ def main() -> int:
     ):
         for workers in worker_counts:
             llm = llm_from_spec(f"openai-like:qwen@{url}", context_window=4096)
-            rows.append((f"served, {workers} worker(s)", run(llm, docs, workers)))
-    load_after = os.getloadavg()
-
-    print(
-        f"\nmodel {model.name}; {len(docs)} documents of <= {args.chars} characters; llama.cpp threads "
-        f"{args.threads} (in process and server); load average before {load_before[0]:.1f}, after "
-        f"{load_after[0]:.1f} (2 cores)\n"
-    )
-    head = (
-        f"{'run':<26} {'LLM calls':>9} {'prompt tok':>10} {'compl. tok':>10} {'failed':>7} {'seconds':>8} {'ratio':>6}"
-    )
-    print(head)
-    served_one = next((r["seconds"] for name, r in rows if name == "served, 1 worker(s)"), None)
-    for name, r in rows:
-        failed = r["chunks_failed"] + r["reports_failed"]
-        ratio = f"{r['seconds'] / served_one:.2f}" if served_one and name.startswith("served") else ""
-        print(
-            f"{name:<26} {r['llm_calls']:>9} {r['prompt_tokens']:>10} {r['completion_tokens']:>10} {failed:>7} "
-            f"{r['seconds']:>8.1f} {ratio:>6}"
-        )
+            row(f"served, {workers} worker(s)", run(llm, docs, workers))
+    print(f"\nload average after {os.getloadavg()[0]:.1f}")
     print("\nratio: seconds / seconds of the served run with 1 worker (goal of issue 19: <= 0.6 with 4 workers)")
     return 0
 

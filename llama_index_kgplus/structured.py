@@ -79,7 +79,7 @@ def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
         options = _ServedOptions(llm, schema, max_tokens)
         while True:
             try:
-                return llm.complete(prompt + _schema_hint(schema), **options.current()).text
+                return llm.complete(options.prompt(prompt), **options.current()).text
             except Exception as exc:
                 if not options.refused(exc):
                     raise
@@ -99,6 +99,7 @@ class _ServedOptions:
     def __init__(self, llm: LLM, schema: dict, max_tokens: int) -> None:
         inner = getattr(llm, "inner", llm)
         self.key, module = id(inner), type(inner).__module__
+        self.schema = schema
         self.options: list[dict[str, Any]] = []
         self.always: dict[str, Any] = {}
         self.tried = 0
@@ -113,8 +114,16 @@ class _ServedOptions:
             self.options = [{"format": schema}]
 
     def current(self) -> dict[str, Any]:
+        """The request options of the next try."""
         self.tried = _ACCEPTED_OPTION.get(self.key, 0)
         return {**self.always, **(self.options[self.tried] if self.tried < len(self.options) else {})}
+
+    def prompt(self, prompt: str) -> str:
+        """``prompt`` as sent: the schema goes into the text only when the server gets no schema option (as
+        with the local grammar, a constrained model needs no copy of the schema to read)."""
+        if _ACCEPTED_OPTION.get(self.key, 0) < len(self.options):
+            return prompt
+        return prompt + _schema_hint(self.schema)
 
     def refused(self, exc: Exception) -> bool:
         """True (and the next option chosen) when ``exc`` is the server refusing the option just tried (HTTP 400
@@ -227,7 +236,7 @@ async def _acomplete_served(llm: LLM, prompt: str, schema: dict, max_tokens: int
     options = _ServedOptions(llm, schema, max_tokens)
     while True:
         try:
-            return (await llm.acomplete(prompt + _schema_hint(schema), **options.current())).text
+            return (await llm.acomplete(options.prompt(prompt), **options.current())).text
         except Exception as exc:
             if not options.refused(exc):
                 raise

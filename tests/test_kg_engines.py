@@ -460,6 +460,26 @@ def test_retriever_nodes_sync_and_async(toy_kg):
     ]
 
 
+def test_a_retriever_opened_by_uri_pickles_and_reopens_its_store(backend, toy):
+    import pickle
+
+    kg = backend.open(toy)
+    retriever = KGPathRetriever.from_defaults(kg, max_paths=2)
+    expected = [h.node.text for h in retriever.retrieve("alpha and beta")]
+    data = pickle.dumps(retriever)
+    kg.close()  # an embedded store takes one handle at a time: the copy opens its own when first used
+    copy = pickle.loads(data)
+    try:
+        assert [h.node.text for h in copy.retrieve("alpha and beta")] == expected
+        assert b"password" not in data.lower() and ARCADE_PASSWORD.encode() not in data  # credentials stay in env
+    finally:
+        copy.finder.graph.close()
+    with backend.open(toy) as opened:
+        on_store = KnowledgeGraph(opened.store)  # built on a store object: no URI to reopen from
+        with pytest.raises(GraphStoreError, match="open it by URI"):
+            pickle.dumps(KGPathRetriever.from_defaults(on_store))
+
+
 async def test_async_path_search_matches_sync_on_a_bench_graph(backend, famplex):
     pairs = [json.loads(x) for x in (BENCH / "kg-famplex/pairs.jsonl").read_text().splitlines()]
     chosen = pairs[62:72]  # distance 1 and distance 2 pairs: 20 entities, 190 pairs in one question

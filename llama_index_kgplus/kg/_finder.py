@@ -62,6 +62,10 @@ class KGPathFinder(BaseComponent):
         self._graph = graph
         self._matcher = matcher
 
+    def __getstate__(self) -> dict[Any, Any]:
+        self._graph.__getstate__()  # a graph on a store object cannot be pickled: say so, do not drop it silently
+        return super().__getstate__()
+
     @classmethod
     def class_name(cls) -> str:
         return "KGPathFinder"

@@ -83,19 +83,52 @@ class KnowledgeGraph:
     """A handle on an imported knowledge graph: ``store`` (a LlamaIndex ``PropertyGraphStore``), ``dialect``,
     ``manifest``/``layout`` and the cached :meth:`entity_matcher`.
 
-    Build it with :meth:`open` (from a URI; owns and closes the store) or from a store you opened yourself.
+    Build it with :meth:`open` (from a URI; owns and closes the store) or from a store you opened yourself. A
+    handle opened by URI pickles (for worker processes): the copy reopens the store by its URI when first used,
+    with credentials from the environment, never from the pickle.
     """
 
     def __init__(
-        self, store: Any, *, node_label: str = "Ent", cache_dir: str | Path | None = None, owns_store: bool = False
+        self,
+        store: Any,
+        *,
+        node_label: str = "Ent",
+        cache_dir: str | Path | None = None,
+        owns_store: bool = False,
+        uri: str | None = None,
+        store_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        self.store = store
+        self._store = store
         self.node_label = node_label
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.dialect: GraphDialect = dialect_for_store(store)
+        self.uri = uri
+        self._store_kwargs = {k: v for k, v in (store_kwargs or {}).items() if k not in _SECRET_KWARGS}
         self._owns_store = owns_store
         self._manifest: KGManifest | None = None
         self._matcher: EntityMatcher | None = None
+
+    @property
+    def store(self) -> Any:
+        """The LlamaIndex property graph store (reopened by URI in an unpickled copy)."""
+        if self._store is None:
+            assert self.uri is not None
+            self._store, _ = open_kg_store(self.uri, create=False, **self._store_kwargs)
+            self._owns_store = True
+        return self._store
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self.uri is None:
+            raise GraphStoreError(
+                "This knowledge graph was built on a store object, which cannot go to another process: open it by "
+                "URI (KnowledgeGraph.open(uri), or KGPathRetriever.from_defaults(uri)) to pickle it."
+            )
+        state = dict(self.__dict__)
+        state.update(_store=None, _owns_store=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     @classmethod
     def open(
@@ -104,8 +137,9 @@ class KnowledgeGraph:
         """Open the store named by ``uri`` (default: the embedded default store); an embedded store that does
         not exist is an error unless ``create`` (importing creates it)."""
         store, parsed = open_kg_store(uri, create=create, **store_kwargs)
+        cache_dir = default_cache_dir(parsed, node_label, store_kwargs)
         return cls(
-            store, node_label=node_label, cache_dir=default_cache_dir(parsed, node_label, store_kwargs), owns_store=True
+            store, node_label=node_label, cache_dir=cache_dir, owns_store=True, uri=parsed.uri, store_kwargs=store_kwargs
         )
 
     # ------------------------------------------------------------------ metadata
@@ -228,6 +262,10 @@ class KnowledgeGraph:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# never pickled with a handle: a copy takes credentials from the environment
+_SECRET_KWARGS = frozenset({"username", "password", "auth", "token"})
 
 
 def open_kg_store(uri: str | None = None, *, create: bool = True, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
