@@ -480,6 +480,39 @@ def test_a_retriever_opened_by_uri_pickles_and_reopens_its_store(backend, toy):
             pickle.dumps(KGPathRetriever.from_defaults(on_store))
 
 
+def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
+    """No import, no manifest: the graph PropertyGraphIndex (here its store's upsert calls) wrote is read as it is;
+    chunk nodes and MENTIONS are never on a path."""
+    from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
+
+    from llama_index_kgplus.kg._graph import open_kg_store
+
+    name = backend.new_graph("pgi")
+    kwargs = {} if backend.engine == "ladybug" else {"database": name}
+    store, _ = open_kg_store(backend.uri(name), create=True, **kwargs)
+    kg = KnowledgeGraph(store, owns_store=True)
+    try:
+        entities = [EntityNode(name=n, label=label) for n, label in
+                    [("virus", "ORGANISM"), ("fever", "SYMPTOM"), ("headache", "SYMPTOM")]]  # fmt: skip
+        try:
+            store.upsert_nodes(
+                [ChunkNode(text="A virus causes fever, which comes with headache.", id_="c1"), *entities]
+            )
+            store.upsert_relations([
+                Relation(label="CAUSES", source_id="virus", target_id="fever"),
+                Relation(label="COMES_WITH", source_id="fever", target_id="headache"),
+                Relation(label="MENTIONS", source_id="c1", target_id="virus"),
+                Relation(label="MENTIONS", source_id="c1", target_id="headache"),
+            ])  # fmt: skip
+        except Exception as exc:  # LlamaIndex's Neo4j store writes with APOC procedures, which ArcadeDB lacks
+            pytest.skip(f"LlamaIndex's {backend.engine} store cannot write here: {type(exc).__name__}")
+        retriever = KGPathRetriever.from_defaults(kg, max_paths=5)
+        texts = [h.node.text for h in retriever.retrieve("Does a virus give you a headache?")]
+        assert texts == ["virus -[CAUSES]-> fever -[COMES_WITH]-> headache"]
+    finally:
+        kg.close()
+
+
 async def test_async_path_search_matches_sync_on_a_bench_graph(backend, famplex):
     pairs = [json.loads(x) for x in (BENCH / "kg-famplex/pairs.jsonl").read_text().splitlines()]
     chosen = pairs[62:72]  # distance 1 and distance 2 pairs: 20 entities, 190 pairs in one question

@@ -189,6 +189,11 @@ class GraphDialect(ABC):
     @abstractmethod
     def delete_meta(self, store: Any, key: str) -> None: ...
 
+    @abstractmethod
+    def property_graph_layout(self, store: Any) -> GraphLayout | None:
+        """The layout of a graph written by LlamaIndex's property graph store itself (``PropertyGraphIndex``
+        and its extractors, ``upsert_nodes``/``upsert_relations``), or None when the store holds none."""
+
     # ------------------------------------------------------------------ writing a graph
 
     @abstractmethod

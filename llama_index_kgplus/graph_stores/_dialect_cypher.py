@@ -3,12 +3,14 @@ types, ``UNWIND`` batches, one ``allShortestPaths`` statement for all pairs."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.graph_stores._dialect_base import (
+    IDENTIFIER_RE,
     META_LABEL,
     GraphDialect,
     GraphLayout,
@@ -19,6 +21,8 @@ from llama_index_kgplus.graph_stores._dialect_base import (
     _decode_path,
     quote_identifier,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class _CypherDialect(GraphDialect):
@@ -35,6 +39,22 @@ class _CypherDialect(GraphDialect):
 
     def delete_meta(self, store: Any, key: str) -> None:
         self.run(store, f"MATCH (m:{META_LABEL} {{key: $key}}) DELETE m", {"key": key})
+
+    def property_graph_layout(self, store: Any) -> GraphLayout | None:
+        # LlamaIndex's FalkorDB and Neo4j stores: entities labelled __Entity__ (id = name), relations with their own
+        # types; MENTIONS runs from chunks, so only types between two entities are paths.
+        rows = self.run(store, "MATCH (a:__Entity__)-[r]->(:__Entity__) RETURN DISTINCT type(r) AS t LIMIT 10000")
+        if not rows and not self.run(store, "MATCH (n:__Entity__) RETURN n.id AS id LIMIT 1"):
+            return None
+        types = sorted({str(r["t"]) for r in rows})
+        usable = [t for t in types if IDENTIFIER_RE.fullmatch(t)]
+        if len(usable) < len(types):
+            logger.warning(
+                "Relationship types that are not plain identifiers are not followed by paths: %s",
+                sorted(set(types) - set(usable))[:10],
+            )
+        return GraphLayout(node_label="__Entity__", id_property="id", name_property="name",
+                           rel_types=tuple(usable) or ("RELATED_TO",))  # fmt: skip
 
     def count_nodes(self, store: Any, layout: GraphLayout) -> int:
         rows = self.run(store, f"MATCH (n:{quote_identifier(layout.node_label)}) RETURN count(n) AS n")

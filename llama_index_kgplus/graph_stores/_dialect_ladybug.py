@@ -89,6 +89,19 @@ class LadybugDialect(GraphDialect):
         if META_LABEL in self._tables(store):
             self.run(store, f"MATCH (m:{META_LABEL} {{key: $key}}) DELETE m", {"key": key})
 
+    def property_graph_layout(self, store: Any) -> GraphLayout | None:
+        # LlamaIndex's Ladybug store: entities in `Entity` (id = name), entity-entity relations in `LINKS`, the type
+        # in its `label` column; chunks and MENTIONS live in other tables, so no path runs through them. The store
+        # creates these tables when it opens: only entities in them make a graph.
+        if not {"Entity", "LINKS"} <= self._tables(store) or not self.run(
+            store, "MATCH (n:Entity) RETURN n.id LIMIT 1"
+        ):
+            return None
+        return GraphLayout(
+            node_label="Entity", id_property="id", name_property="name", rel_types=("LINKS",), rel_table="LINKS",
+            type_column="label",
+        )  # fmt: skip
+
     # schema
     def count_nodes(self, store: Any, layout: GraphLayout) -> int:
         if layout.node_label not in self._tables(store):

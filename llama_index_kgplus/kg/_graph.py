@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 _MATCHER_CACHE_PREFIX = "entity-matcher-"
 
 MANIFEST_VERSION = 1
+DEFAULT_NODE_LABEL = "Ent"
 
 
 def manifest_key(node_label: str) -> str:
@@ -63,6 +64,7 @@ class KGManifest(BaseModel):
     name_property: str = Field(description="Property holding the entity name used by the dictionary.")
     rel_types: list[str] = Field(description="Relationship types of the graph (:TYPE values).")
     rel_table: str = Field("Rel", description="Ladybug: the relationship table holding all of them.")
+    type_column: str = Field(default="reltype", description="Ladybug: the column of rel_table holding the type.")
     node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
     rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
     counts: dict[str, int] = Field(default_factory=dict, description="nodes, relationships, synonyms, skipped.")
@@ -76,6 +78,21 @@ class KGManifest(BaseModel):
             rel_types=tuple(self.rel_types) or ("RELATED_TO",),
             rel_properties=tuple(self.rel_properties),
             rel_table=self.rel_table,
+            type_column=self.type_column,
+        )
+
+    @classmethod
+    def of_property_graph(cls, layout: GraphLayout) -> KGManifest:
+        """The manifest of a graph LlamaIndex's store wrote (no import: no import id, so no disk cache)."""
+        return cls(
+            import_id="",
+            created="",
+            node_label=layout.node_label,
+            id_property=layout.id_property,
+            name_property=layout.name_property,
+            rel_types=list(layout.rel_types),
+            rel_table=layout.rel_table,
+            type_column=layout.type_column,
         )
 
 
@@ -139,7 +156,12 @@ class KnowledgeGraph:
         store, parsed = open_kg_store(uri, create=create, **store_kwargs)
         cache_dir = default_cache_dir(parsed, node_label, store_kwargs)
         return cls(
-            store, node_label=node_label, cache_dir=cache_dir, owns_store=True, uri=parsed.uri, store_kwargs=store_kwargs
+            store,
+            node_label=node_label,
+            cache_dir=cache_dir,
+            owns_store=True,
+            uri=parsed.uri,
+            store_kwargs=store_kwargs,
         )
 
     # ------------------------------------------------------------------ metadata
@@ -148,9 +170,14 @@ class KnowledgeGraph:
     def manifest(self) -> KGManifest:
         if self._manifest is None:
             raw = self.dialect.read_meta(self.store, manifest_key(self.node_label))
+            discovered = self._property_graph_layout() if raw is None else None
+            if discovered is not None:
+                self._manifest = KGManifest.of_property_graph(discovered)
+                return self._manifest
             if raw is None:
                 raise GraphStoreError(
-                    f"No knowledge graph with label {self.node_label!r} in this {self.dialect.engine} store: "
+                    f"No knowledge graph with label {self.node_label!r} in this {self.dialect.engine} store (nor "
+                    "entities written by LlamaIndex's property graph store): "
                     "import one with `kgplus kg import --nodes FILE --relationships FILE --store URI` "
                     "(after a neo4j-admin import, add --metadata-only)."
                 )
@@ -171,7 +198,15 @@ class KnowledgeGraph:
         return self.manifest.layout()
 
     def exists(self) -> bool:
+        """True when the store holds an imported graph ``node_label`` (a property graph LlamaIndex's store wrote
+        does not count: importing beside it is allowed)."""
         return self.dialect.read_meta(self.store, manifest_key(self.node_label)) is not None
+
+    def _property_graph_layout(self) -> GraphLayout | None:
+        """Without an import, the default label reads the graph LlamaIndex's own store wrote (if any)."""
+        if self.node_label != DEFAULT_NODE_LABEL:
+            return None
+        return self.dialect.property_graph_layout(self.store)
 
     def refresh(self) -> None:
         """Forget what was read from the store (after an import through another handle)."""
@@ -183,7 +218,7 @@ class KnowledgeGraph:
     def matcher_cache_path(self) -> Path | None:
         """The dictionary cache of the current import; its name is a hash of the import id (text read from the
         store never becomes a path)."""
-        if self.cache_dir is None:
+        if self.cache_dir is None or not self.manifest.import_id:  # a property graph changes under us: no cache
             return None
         digest = hashlib.sha256(self.manifest.import_id.encode("utf-8")).hexdigest()[:32]
         return self.cache_dir / f"{_MATCHER_CACHE_PREFIX}{digest}.json"
