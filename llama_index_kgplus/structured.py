@@ -98,19 +98,20 @@ class _ServedOptions:
 
     def __init__(self, llm: LLM, schema: dict, max_tokens: int) -> None:
         inner = getattr(llm, "inner", llm)
-        self.key, module = id(inner), type(inner).__module__
+        self.key = id(inner)
+        modules = [c.__module__ for c in type(inner).__mro__]
         self.schema = schema
         self.options: list[dict[str, Any]] = []
         self.always: dict[str, Any] = {}
         self.tried = 0
-        if module.startswith("llama_index.llms.openai"):  # OpenAI, OpenAILike
+        if any(m.startswith("llama_index.llms.openai") for m in modules):  # OpenAI, OpenAILike and subclasses
             name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
             self.options = [
                 {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}},
                 {"response_format": {"type": "json_object", "schema": schema}},
             ]
             self.always = {"max_tokens": max_tokens}
-        elif module.startswith("llama_index.llms.ollama"):
+        elif any(m.startswith("llama_index.llms.ollama") for m in modules):
             self.options = [{"format": schema}]
 
     def current(self) -> dict[str, Any]:
