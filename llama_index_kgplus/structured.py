@@ -88,8 +88,8 @@ def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
     return text
 
 
-# id of a served LLM -> the index of the first schema option its server accepted (see _ServedOptions)
-_ACCEPTED_OPTION: dict[int, int] = {}
+# (server URL, model) of a served LLM -> the index of the first schema option it accepted (see _ServedOptions)
+_ACCEPTED_OPTION: dict[Any, int] = {}
 
 
 class _ServedOptions:
@@ -98,7 +98,8 @@ class _ServedOptions:
 
     def __init__(self, llm: LLM, schema: dict, max_tokens: int) -> None:
         inner = getattr(llm, "inner", llm)
-        self.key = id(inner)
+        server = getattr(inner, "api_base", None) or getattr(inner, "base_url", None)
+        self.key = (server, getattr(inner, "model", None)) if server else id(inner)  # what a server accepts
         modules = [c.__module__ for c in type(inner).__mro__]
         self.schema = schema
         self.options: list[dict[str, Any]] = []
