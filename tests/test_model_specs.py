@@ -5,6 +5,7 @@ started by the tests on 127.0.0.1 with the 0.5B model, used through `openai-like
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -138,30 +139,53 @@ def test_bedrock_embeddings_through_botocore_stubber(monkeypatch):
         assert embed.get_text_embedding("hello") == [0.1, 0.2, 0.3]
 
 
-class _OllamaStub(http.server.BaseHTTPRequestHandler):
-    """Ollama's wire format (/api/chat, /api/embed), answered by a stub: no Ollama server runs here. It checks
-    what the spec's LlamaIndex classes send; it says nothing about a real Ollama's behaviour."""
+class _Stub(http.server.BaseHTTPRequestHandler):
+    """Base of the stub servers below: ``answer(path, request)`` gives ``(status, content type, body)``."""
 
     requests: list = []
+
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        raise NotImplementedError
 
     def do_POST(self):  # noqa: N802 (the http.server name)
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.requests.append((self.path, request))
-        if self.path == "/api/chat":
-            reply = {"model": request["model"], "created_at": "2026-12-01T00:00:00Z", "done": True,
-                     "message": {"role": "assistant", "content": '{"city": "Paris"}'},
-                     "prompt_eval_count": 21, "eval_count": 6}  # fmt: skip
-        else:
-            reply = {"model": request["model"], "embeddings": [[0.5, 0.25] for _ in request["input"]]}
-        body = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        status, kind, body = self.answer(self.path, request)
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
     def log_message(self, *args):
         pass
+
+
+@contextlib.contextmanager
+def _serving(handler: type[_Stub]):
+    """``handler`` on a free port of 127.0.0.1 for the block; yields its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+class _OllamaStub(_Stub):
+    """Ollama's wire format (/api/chat, /api/embed), answered by a stub: no Ollama server runs here. It checks
+    what the spec's LlamaIndex classes send; it says nothing about a real Ollama's behaviour."""
+
+    requests: list = []
+
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        if path == "/api/chat":
+            reply = {"model": request["model"], "created_at": "2026-12-01T00:00:00Z", "done": True,
+                     "message": {"role": "assistant", "content": '{"city": "Paris"}'},
+                     "prompt_eval_count": 21, "eval_count": 6}  # fmt: skip
+        else:
+            reply = {"model": request["model"], "embeddings": [[0.5, 0.25] for _ in request["input"]]}
+        return 200, "application/json", json.dumps(reply).encode()
 
 
 def test_ollama_specs_speak_ollamas_wire_format_to_a_stub():
@@ -172,17 +196,12 @@ def test_ollama_specs_speak_ollamas_wire_format_to_a_stub():
     class City(BaseModel):
         city: str
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OllamaStub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _serving(_OllamaStub) as url:
         llm = metered(llm_from_spec(f"ollama:llama3.2@{url}"))
         assert generate_json(llm, "Capital of France?", City).city == "Paris"
         assert usage_meter(llm).snapshot() == LLMUsage(1, 21, 6, False)  # Ollama's own counts
         embed = embed_model_from_spec(f"ollama:nomic-embed-text@{url}")
         assert embed.get_text_embedding_batch(["a", "b"]) == [[0.5, 0.25], [0.5, 0.25]]
-    finally:
-        server.shutdown()
     (chat_path, chat), (embed_path, embed_request) = _OllamaStub.requests
     assert chat_path == "/api/chat" and chat["model"] == "llama3.2"
     assert chat["format"] == City.model_json_schema()  # the schema as Ollama's structured-output option
@@ -230,31 +249,21 @@ def test_an_unreachable_server_fails_fast_and_clearly(capsys, tmp_path):
     assert f"[FAIL] embedding model: cannot reach the model server at {url}" in out
 
 
-class _Misbehaving(http.server.BaseHTTPRequestHandler):
+class _Misbehaving(_Stub):
     """What no real server here can be made to do: answer HTML with status 200, an error page, or 429 forever."""
 
     replies = {"/html/v1/chat/completions": (200, "text/html", b"<html>proxy login</html>"),
                "/broken/v1/chat/completions": (500, "application/json", b'{"error": {"message": "CUDA OOM"}}'),
                "/busy/v1/chat/completions": (429, "application/json", b'{"error": {"message": "slow down"}}')}  # fmt: skip
 
-    def do_POST(self):  # noqa: N802 (the http.server name)
-        status, kind, body = self.replies.get(self.path, (404, "application/json", b'{"error": {"message": "no"}}'))
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        return self.replies.get(path, (404, "application/json", b'{"error": {"message": "no"}}'))
 
 
 @pytest.fixture
 def misbehaving_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with _serving(_Misbehaving) as url:
+        yield url
 
 
 @pytest.mark.parametrize(
@@ -273,15 +282,13 @@ def test_a_misbehaving_server_is_one_clear_error(misbehaving_server, path, messa
     assert message in (describe_server_error(info.value) or str(info.value))
 
 
-class _JsonObjectOnly(http.server.BaseHTTPRequestHandler):
+class _JsonObjectOnly(_Stub):
     """A server that takes llama.cpp's `json_object` + `schema` response format and refuses OpenAI's
     `json_schema` one with 400, as older OpenAI-compatible servers do; records every request."""
 
     requests: list = []
 
-    def do_POST(self):  # noqa: N802 (the http.server name)
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.requests.append(request)
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
         if request.get("response_format", {}).get("type") == "json_schema":
             status, reply = 400, {"error": {"message": "response_format type must be text or json_object"}}
         else:
@@ -291,15 +298,7 @@ class _JsonObjectOnly(http.server.BaseHTTPRequestHandler):
                              "message": {"role": "assistant", "content": '{"city": "Paris"}'}}],
                 "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35},
             }  # fmt: skip
-        body = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        return status, "application/json", json.dumps(reply).encode()
 
 
 def test_openai_like_json_goes_as_a_response_format_with_its_own_token_budget():
@@ -310,15 +309,11 @@ def test_openai_like_json_goes_as_a_response_format_with_its_own_token_budget():
     class City(BaseModel):
         city: str
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _JsonObjectOnly)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        llm = metered(llm_from_spec(f"openai-like:m@http://127.0.0.1:{server.server_address[1]}/v1", max_new_tokens=64))
+    with _serving(_JsonObjectOnly) as url:
+        llm = metered(llm_from_spec(f"openai-like:m@{url}/v1", max_new_tokens=64))
         assert generate_json(llm, "Capital of France?", City, max_tokens=700).city == "Paris"
         assert generate_json(llm, "Capital of Italy?", City, max_tokens=700).city == "Paris"  # scripted reply
-    finally:
-        server.shutdown()
-    first, fallback, second = _JsonObjectOnly.requests
+    first, fallback, second = [request for _, request in _JsonObjectOnly.requests]
     assert first["response_format"]["type"] == "json_schema"  # the standard form first, refused with 400
     assert fallback["response_format"] == {"type": "json_object", "schema": City.model_json_schema()}
     assert second["response_format"]["type"] == "json_object"  # remembered for this LLM
