@@ -40,6 +40,12 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help="levels of summaries (default: semantic 1, raptor 3)",
     )
     group.add_argument("--seed", type=int, default=0, help="random seed of the clustering (default 0)")
+    group.add_argument(
+        "--workers",
+        type=_args.positive_int,
+        default=None,
+        help="summaries written at once (default: the builder's; more pays off with a served --llm)",
+    )
 
 
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +79,8 @@ def make_builders(args: argparse.Namespace, embed_model: Any) -> list[Any]:
     settings: dict[str, Any] = {"embed_model": embed_model, "summarizer": summarizer, "random_state": args.seed}
     if args.max_levels is not None:
         settings["max_levels"] = args.max_levels
+    if args.workers is not None:
+        settings["num_workers"] = args.workers
     if args.hierarchy == "semantic":
         return [SemanticChunkingSummaryNodeBuilder(cluster_size=args.cluster_size, **settings)]
     return [RaptorSummaryNodeBuilder(**settings)]
