@@ -94,7 +94,9 @@ _ACCEPTED_OPTION: dict[Any, int] = {}
 
 class _ServedOptions:
     """The request options that make a served model follow a JSON schema, the most standard first; an option
-    the server refuses (HTTP 400 or 422) is dropped for this LLM and the next one tried; none left: no option."""
+    the server refuses (an error reply naming it) is dropped for this server and model and the next one tried;
+    none left: the schema goes in the prompt. The ``json_object`` + ``schema`` form is llama.cpp's server's,
+    which enforces the schema as a grammar, so the prompt carries no copy of it then either."""
 
     def __init__(self, llm: LLM, schema: dict, max_tokens: int) -> None:
         inner = getattr(llm, "inner", llm)
@@ -105,7 +107,8 @@ class _ServedOptions:
         self.options: list[dict[str, Any]] = []
         self.always: dict[str, Any] = {}
         self.tried = 0
-        if any(m.startswith("llama_index.llms.openai") for m in modules):  # OpenAI, OpenAILike and subclasses
+        chat = bool(getattr(inner.metadata, "is_chat_model", False))  # completion endpoints take no response_format
+        if chat and any(m.startswith("llama_index.llms.openai") for m in modules):  # OpenAI, OpenAILike, subclasses
             name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
             self.options = [
                 {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}},
@@ -128,10 +131,11 @@ class _ServedOptions:
         return prompt + _schema_hint(self.schema)
 
     def refused(self, exc: Exception) -> bool:
-        """True (and the next option chosen) when ``exc`` is the server refusing the option just tried (HTTP 400
-        or 422; llama.cpp's server answers 500 naming ``response_format``)."""
+        """True (and the next option chosen) when ``exc`` is the server refusing the option just tried: an error
+        reply (400, 422; llama.cpp's server: 500) that names it. Other errors (a prompt too long) are not."""
         status = getattr(exc, "status_code", None)
-        refusal = status in (400, 422) or (status == 500 and "response_format" in str(exc))
+        named = any(word in str(exc) for word in ("response_format", "json_schema", "format"))
+        refusal = status in (400, 422, 500) and named
         if self.tried >= len(self.options) or not refusal:
             return False
         _ACCEPTED_OPTION[self.key] = max(_ACCEPTED_OPTION.get(self.key, 0), self.tried + 1)

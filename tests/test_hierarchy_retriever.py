@@ -12,6 +12,7 @@ from llama_index.core.utils import get_tokenizer
 
 from llama_index_kgplus import build_index, load_corpus, sample
 from llama_index_kgplus.cli import main
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.hierarchy import (
     HierarchicalRetriever,
     SemanticChunkingSummaryNodeBuilder,
@@ -145,6 +146,8 @@ def test_persist_writes_a_folder_that_retrieves_the_same_with_the_same_settings(
     retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=4, beam_width=2)
     expected = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(QUESTION)]
     retriever.persist(tmp_path / "saved")
+    with pytest.raises(InputDataError, match="holds an index written by `kgplus ingest`"):
+        retriever.persist(semantic_index[1])  # would lose the index's own files
     loaded = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
     assert (loaded.mode, loaded.similarity_top_k, loaded.beam_width) == ("tree", 4, 2)
     assert loaded.root_ids() == retriever.root_ids()

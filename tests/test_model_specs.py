@@ -56,6 +56,8 @@ def test_specs_parse(spec, expected):
         ("openai-like:@http://127.0.0.1:8080/v1", "names no model"),
         ("openai-like:qwen@ftp://host/v1", r"not an http\(s\) URL"),
         ("openai-like:qwen@http://user:secret@host:8080/v1", "carries credentials"),
+        ("openai-like:qwen@user:secret@gpu-box:8000/v1", "carries credentials"),
+        ("ollama:m@admin:secret@host", "carries credentials"),
         ("openai-like:qwen@http://host:8080/v1?api_key=abc", "carries credentials"),
         ("openai-like:sk-proj-abcdefghijklmnop1234@http://host/v1", "looks like a key"),
         ("bedrock:", "names no model"),
@@ -67,6 +69,12 @@ def test_bad_specs_are_refused_with_the_fix(spec, message):
     with pytest.raises(KGPlusSetupError, match=message) as info:
         parse_model_spec(spec)
     assert not any(secret in str(info.value) for secret in ("secret", "abc", "sk-proj", "AKIA"))  # never echoed
+
+
+@pytest.mark.parametrize("spec", ["olama:nomic-embed-text", "bge-small", "/models/embed.gguf"])
+def test_an_unknown_embedding_spec_is_refused_not_replaced_by_the_local_model(spec):
+    with pytest.raises(KGPlusSetupError, match="Unknown embedding model spec"):
+        embed_model_from_spec(spec)
 
 
 def test_a_missing_extra_is_named(monkeypatch):
@@ -289,7 +297,9 @@ class _JsonObjectOnly(_Stub):
     requests: list = []
 
     def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
-        if request.get("response_format", {}).get("type") == "json_schema":
+        if "too long" in request["messages"][-1]["content"]:
+            status, reply = 400, {"error": {"message": "This model's maximum context length is 4096 tokens"}}
+        elif request.get("response_format", {}).get("type") == "json_schema":
             status, reply = 400, {"error": {"message": "response_format type must be text or json_object"}}
         else:
             status, reply = 200, {
@@ -313,13 +323,17 @@ def test_openai_like_json_goes_as_a_response_format_with_its_own_token_budget():
         llm = metered(llm_from_spec(f"openai-like:m@{url}/v1", max_new_tokens=64))
         assert generate_json(llm, "Capital of France?", City, max_tokens=700).city == "Paris"
         assert generate_json(llm, "Capital of Italy?", City, max_tokens=700).city == "Paris"  # scripted reply
-    first, fallback, second = [request for _, request in _JsonObjectOnly.requests]
+        with pytest.raises(Exception, match="context length"):  # a 400 that is not about the schema option
+            generate_json(llm, "too long " * 5, City, max_tokens=700, max_retries=0)
+        generate_json(llm, "Capital of Spain?", City, max_tokens=700)
+    first, fallback, second, too_long, after = [request for _, request in _JsonObjectOnly.requests]
     assert first["response_format"]["type"] == "json_schema"  # the standard form first, refused with 400
     assert fallback["response_format"] == {"type": "json_object", "schema": City.model_json_schema()}
     assert second["response_format"]["type"] == "json_object"  # remembered for this LLM
     assert all(r["max_tokens"] == 700 for r in (first, fallback, second))  # the call's budget, not the LLM's 64
     assert "JSON schema" not in second["messages"][-1]["content"]  # a constrained server needs no schema copy
-    assert usage_meter(llm).snapshot() == LLMUsage(2, 60, 10, False)
+    assert too_long["response_format"]["type"] == after["response_format"]["type"] == "json_object"  # still
+    assert usage_meter(llm).snapshot() == LLMUsage(3, 90, 15, False)
 
 
 # ---------------------------------------------------------------------- a real server

@@ -78,7 +78,7 @@ def _model_name(llm) -> str:
     if getattr(inner, "model_path", None):
         return Path(inner.model_path).name
     server = getattr(inner, "api_base", None) or getattr(inner, "base_url", None)
-    return f"{llm.metadata.model_name}@{server}" if server else str(llm.metadata.model_name)
+    return f"{llm.metadata.model_name}@{server}" if server else Path(str(llm.metadata.model_name)).name
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -124,9 +124,10 @@ class HierarchicalRetriever(BaseRetriever):
         return cls(storage.vector_store, storage.docstore, embed_model, **kwargs)
 
     def persist(self, persist_dir: str | Path) -> None:
-        """Write the docstore, the vector store and the settings (with the root ids) into ``persist_dir``, all at
-        once; :meth:`from_persist_dir` reads them back. The vector store must be LlamaIndex's in-folder default
-        (a server store keeps its own data: rebuild the retriever with :meth:`from_index`).
+        """Write the docstore and the vector store into a new folder ``persist_dir`` (all at once), then the
+        settings with the root ids; :meth:`from_persist_dir` reads them back. The vector store must be LlamaIndex's
+        in-folder default (a server store keeps its own data: rebuild the retriever with :meth:`from_index`). An
+        index folder written by ``kgplus ingest`` is refused: it would lose its index store and derived files.
 
         Example::
 
@@ -135,8 +136,12 @@ class HierarchicalRetriever(BaseRetriever):
         """
         from llama_index.core import StorageContext
 
-        from llama_index_kgplus.indexing import persist_storage
+        from llama_index_kgplus.indexing import INGEST_FILE, persist_storage
 
+        if (Path(persist_dir) / INGEST_FILE).is_file():
+            raise InputDataError(
+                f"{persist_dir} holds an index written by `kgplus ingest`: persist the retriever into another folder."
+            )
         if not isinstance(self.vector_store, SimpleVectorStore):
             raise KGPlusError(
                 f"persist() writes LlamaIndex's in-folder vector store, not {type(self.vector_store).__name__}, "

@@ -34,17 +34,26 @@ class ServedOpenAILike(OpenAILike):
     def _chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         try:
             return super()._chat(messages, **kwargs)
-        except (AttributeError, TypeError) as exc:
+        except AttributeError as exc:
+            if not _unparsed_body(exc):
+                raise
             raise self._unusable(exc) from exc
 
     async def _achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         try:
             return await super()._achat(messages, **kwargs)
-        except (AttributeError, TypeError) as exc:
+        except AttributeError as exc:
+            if not _unparsed_body(exc):
+                raise
             raise self._unusable(exc) from exc
 
-    def _unusable(self, exc: Exception) -> ModelServerError:
+    def _unusable(self, exc: AttributeError) -> ModelServerError:
         return ModelServerError(
             f"the model server at {self.api_base} answered something that is not an OpenAI-style reply ({exc}): "
             "check the URL of the spec (it usually ends in /v1)"
         )
+
+
+def _unparsed_body(exc: AttributeError) -> bool:
+    """True when the OpenAI client handed back a non-JSON body as text (and LlamaIndex read it as a reply)."""
+    return str(exc).startswith("'str' object has no attribute")

@@ -35,10 +35,15 @@ if TYPE_CHECKING:
 SpecKind = Literal["local", "openai-like", "ollama", "bedrock"]
 KINDS: tuple[str, ...] = ("local", "openai-like", "ollama", "bedrock")
 OLLAMA_URL = "http://localhost:11434"
+LOCAL_EMBED_NAMES = frozenset({"local", "default", "all-MiniLM-L6-v2"})
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
 # Shapes of secrets that must never sit on a command line: OpenAI-style keys, AWS access key ids, bearer tokens.
 _SECRET_RE = re.compile(r"\bsk-[A-Za-z0-9_-]{12,}|\bA(?:KIA|SIA)[0-9A-Z]{16}\b|\bBearer\s", re.IGNORECASE)
+_CREDENTIALS_IN_URL = (
+    "The model spec's URL carries credentials (not repeated here); set OPENAI_API_KEY (or the backend's variable) "
+    "in the environment and give the URL without them."
+)
 _SECRET_PARAMS = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|secret|password)=", re.IGNORECASE)
 
 
@@ -79,35 +84,34 @@ def parse_model_spec(spec: str) -> ModelSpec:
     if not sep or kind not in KINDS:
         return ModelSpec("local", spec)
     if kind == "local":
-        return ModelSpec("local", _required(rest, spec, "local:NAME"))
+        return ModelSpec("local", _required(rest, kind, "local:NAME"))
     if kind == "bedrock":
-        return ModelSpec("bedrock", _required(rest, spec, "bedrock:MODEL_ID"))
+        return ModelSpec("bedrock", _required(rest, kind, "bedrock:MODEL_ID"))
     model, at, url = rest.partition("@")
-    model = _required(model, spec, f"{kind}:MODEL@URL")
+    if "@" in url:  # user:password@host: never repeated in a message
+        raise KGPlusSetupError(_CREDENTIALS_IN_URL)
+    model = _required(model, kind, f"{kind}:MODEL@URL")
     if not at:
         if kind == "ollama":
             return ModelSpec("ollama", model, OLLAMA_URL)
         raise KGPlusSetupError(
-            f"{spec!r} names no server: write openai-like:MODEL@URL, e.g. {kind}:{model}@http://127.0.0.1:8080/v1."
+            f"The {kind} spec names no server: write {kind}:MODEL@URL, e.g. {kind}:{model}@http://127.0.0.1:8080/v1."
         )
-    return ModelSpec(kind, model, _checked_url(url, spec))  # type: ignore[arg-type]
+    return ModelSpec(kind, model, _checked_url(url, kind))  # type: ignore[arg-type]
 
 
-def _required(value: str, spec: str, form: str) -> str:
+def _required(value: str, kind: str, form: str) -> str:
     if not value.strip():
-        raise KGPlusSetupError(f"{spec!r} names no model: write {form}.")
+        raise KGPlusSetupError(f"The {kind} spec names no model: write {form}.")
     return value.strip()
 
 
-def _checked_url(url: str, spec: str) -> str:
+def _checked_url(url: str, kind: str) -> str:
     parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise KGPlusSetupError(f"{spec!r}: {url!r} is not an http(s) URL of a server.")
     if parts.username or parts.password or _SECRET_PARAMS.search(parts.query):
-        raise KGPlusSetupError(
-            "The model spec's URL carries credentials (not repeated here); set OPENAI_API_KEY (or the backend's "
-            "variable) in the environment and give the URL without them."
-        )
+        raise KGPlusSetupError(_CREDENTIALS_IN_URL)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise KGPlusSetupError(f"The {kind} spec's server is not an http(s) URL (http://host:port/...).")
     return url.strip().rstrip("/")
 
 
@@ -207,6 +211,11 @@ def embed_model_from_spec(
     all-MiniLM-L6-v2 of :func:`llama_index_kgplus.defaults.default_embed_model`."""
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
     if parsed.kind == "local":
+        if parsed.model not in LOCAL_EMBED_NAMES:
+            raise KGPlusSetupError(
+                f"Unknown embedding model spec {parsed.model!r}: the local one is 'local' (all-MiniLM-L6-v2); served "
+                "ones are openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
+            )
         from llama_index_kgplus import defaults
 
         return defaults.default_embed_model(spec="local", **kwargs)
@@ -229,8 +238,9 @@ def embed_model_from_spec(
     )
 
 
-_UNREACHABLE = {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ReadTimeout",
-                "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError"}  # fmt: skip
+_UNREACHABLE = {"APIConnectionError", "ConnectError", "ConnectTimeout", "EndpointConnectionError",
+                "ConnectTimeoutError"}  # fmt: skip
+_TIMED_OUT = {"APITimeoutError", "ReadTimeout", "ReadTimeoutError", "TimeoutException"}
 
 
 def describe_server_error(exc: BaseException) -> str | None:
@@ -256,7 +266,7 @@ def describe_server_error(exc: BaseException) -> str | None:
             return "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         if name == "ConnectionError" and "ollama" in str(err).lower():
             return f"cannot reach the Ollama server: {_first_line(err)}"
-        err = err.__cause__ or err.__context__
+        err = err.__cause__  # only what the error was raised from, not what was being handled around it
     return None
 
 
