@@ -91,10 +91,30 @@ def build_index(
 
 def persist_index(index: VectorStoreIndex, persist_dir: str | Path) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id."""
-    return persist_storage(index.storage_context, persist_dir, index_id=index.index_id)
+    embed_model = index_embed_model(index)
+    return persist_storage(
+        index.storage_context,
+        persist_dir,
+        index_id=index.index_id,
+        embed_model=embed_model_record(embed_model) if embed_model is not None else None,
+    )
 
 
-def persist_storage(storage_context: StorageContext, persist_dir: str | Path, *, index_id: str | None = None) -> str:
+def embed_model_record(embed_model: BaseEmbedding) -> dict[str, Any]:
+    """What ``ingest.json`` records of the embedding model: its class, name and server (if served)."""
+    server = getattr(embed_model, "api_base", None) or getattr(embed_model, "base_url", None)
+    name = str(embed_model.model_name)
+    # a local model is named by its folder, wherever the environment keeps it
+    return {"class": embed_model.class_name(), "model_name": name if server else Path(name).name, "server": server}
+
+
+def persist_storage(
+    storage_context: StorageContext,
+    persist_dir: str | Path,
+    *,
+    index_id: str | None = None,
+    embed_model: dict[str, Any] | None = None,
+) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
     persist_dir = Path(persist_dir)
     persist_dir.mkdir(parents=True, exist_ok=True)
@@ -108,7 +128,8 @@ def persist_storage(storage_context: StorageContext, persist_dir: str | Path, *,
             os.fsync(handle.fileno())
         files[path.name] = sha256_file(path)
     ingest_id = uuid.uuid4().hex
-    atomic_write_json(staging / INGEST_FILE, {"ingest_id": ingest_id, "index_id": index_id, "files": files})
+    stamp = {"ingest_id": ingest_id, "index_id": index_id, "files": files, "embed_model": embed_model}
+    atomic_write_json(staging / INGEST_FILE, stamp)
     _finish_interrupted_persist(persist_dir)
     return ingest_id
 
@@ -180,12 +201,36 @@ def index_embed_model(index: Any) -> BaseEmbedding | None:
     return getattr(index, "_embed_model", None)
 
 
+def _check_embed_model(persist_dir: Path, embed_model: BaseEmbedding) -> None:
+    """Refuse to query an index with another embedding model than the one that built it (vectors of another
+    model give a crash, or, with the same dimension, wrong rankings without an error)."""
+    path = persist_dir / INGEST_FILE
+    try:
+        built = json.loads(path.read_text(encoding="utf-8")).get("embed_model") if path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return  # check_index_files reports an unreadable stamp
+    if not isinstance(built, dict):
+        return  # an index of an earlier version, or of plain LlamaIndex: nothing recorded
+    now = embed_model_record(embed_model)
+    if any(built.get(key) != now[key] for key in ("class", "model_name", "server")):
+
+        def name(record: dict[str, Any]) -> str:
+            return f"{record.get('model_name')}" + (f" at {record['server']}" if record.get("server") else "")
+
+        raise InputDataError(
+            f"{persist_dir} was built with the embedding model {name(built)}, not {name(now)}: query it with the "
+            f"same --embed-model (or $KGPLUS_EMBED_MODEL), or re-run `kgplus ingest` with this one."
+        )
+
+
 def load_index(
     persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None, check: bool = True
 ) -> VectorStoreIndex:
     """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
     called, e.g. before loading the embedding model)."""
     persist_dir = require_index(persist_dir) if check else Path(persist_dir)
+    if embed_model is not None:
+        _check_embed_model(persist_dir, embed_model)
     try:
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         index = load_index_from_storage(storage, embed_model=embed_model)

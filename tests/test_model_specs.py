@@ -377,6 +377,8 @@ def test_ingest_and_query_through_a_served_model(servers, corpus, tmp_path, caps
     assert record["answer"].strip() and record["sources"][0]["id"].startswith("venv")
     usage = record["usage"]  # the answer streams and llama.cpp's server reports no usage in streams: estimated
     assert usage["llm_calls"] == 1 and usage["prompt_tokens"] > 50 and usage["completion_tokens"] > 0
+    assert main([*args, "--llm", llm]) == 2  # the local embedding model on an index the served one built
+    assert "was built with the embedding model qwen-embed at http://127.0.0.1:" in capsys.readouterr().err
 
 
 @pytest.mark.slow
