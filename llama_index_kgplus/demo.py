@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from llama_index.core import Settings, VectorStoreIndex
@@ -33,6 +34,7 @@ from llama_index_kgplus import defaults
 from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET, ContextCompressor
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.glossary import GlossaryQueryEngine
 from llama_index_kgplus.graph_stores import ladybug_uri
 from llama_index_kgplus.hierarchy import (
@@ -120,8 +122,10 @@ def _answer(label: str, question: str, engine: Any, out: TextIO, llm: LLM) -> An
 def _demo_index(embed_model: BaseEmbedding, out: TextIO) -> VectorStoreIndex:
     index_dir = defaults.kgplus_home() / "demo" / "index"
     if (index_dir / "docstore.json").is_file() and read_manifest(index_dir):
-        print(f"[demo] loaded the vector index from {index_dir}", file=out)
-        return load_index(index_dir, embed_model=embed_model)
+        loaded = _reusable(index_dir, embed_model, out)
+        if loaded is not None:
+            print(f"[demo] loaded the vector index from {index_dir}", file=out)
+            return loaded
     docs = load_corpus(SAMPLE_DOCS)
     builder = SemanticChunkingSummaryNodeBuilder(
         embed_model=embed_model, summarizer=ExtractiveSummarizer(embed_model=embed_model), cluster_size=5
@@ -132,6 +136,16 @@ def _demo_index(embed_model: BaseEmbedding, out: TextIO) -> VectorStoreIndex:
     levels = ", ".join(f"level {k}: {v}" for k, v in manifest["nodes_per_level"].items())
     print(f"[demo] indexed {len(docs)} documents ({levels}) in {time.perf_counter() - started:.1f} s", file=out)
     return index
+
+
+def _reusable(index_dir: Path, embed_model: BaseEmbedding, out: TextIO) -> VectorStoreIndex | None:
+    """The index an earlier demo run left, or None (and why) when it cannot serve this run (e.g. it was built
+    with another embedding model)."""
+    try:
+        return load_index(index_dir, embed_model=embed_model)
+    except InputDataError as exc:
+        print(f"[demo] building the index again: {exc}", file=out)
+        return None
 
 
 def _demo_graph(out: TextIO) -> KnowledgeGraph:
@@ -146,8 +160,9 @@ def _demo_graph(out: TextIO) -> KnowledgeGraph:
 def _demo_multihop(embed_model: BaseEmbedding, out: TextIO) -> tuple[VectorStoreIndex, EntityGraph]:
     index_dir = defaults.kgplus_home() / "demo" / "multihop"
     if EntityGraph.exists(index_dir) and (index_dir / "docstore.json").is_file():
-        index = load_index(index_dir, embed_model=embed_model)
-        return index, EntityGraph.load(index_dir, index_id=index.index_id)
+        index = _reusable(index_dir, embed_model, out)
+        if index is not None:
+            return index, EntityGraph.load(index_dir, index_id=index.index_id)
     linker = EntityLinker.from_defaults(["titles"])
     started = time.perf_counter()
     index = build_index(

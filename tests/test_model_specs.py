@@ -428,3 +428,30 @@ def test_a_prompt_longer_than_the_servers_context_is_refused_with_the_sizes(serv
         llm.complete("word " * 6000)  # the server's context window is 4096 tokens
     message = describe_server_error(info.value) or ""
     assert "answered 400" in message and "4096" in message, message
+
+
+def test_an_index_refuses_another_embedding_model_and_the_demo_rebuilds_instead(tmp_path):
+    import io
+
+    from llama_index.core import Document
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_kgplus.demo import _reusable
+    from llama_index_kgplus.errors import InputDataError
+    from llama_index_kgplus.indexing import build_index, load_index
+
+    class OtherEmbedding(MockEmbedding):
+        @classmethod
+        def class_name(cls) -> str:
+            return "OtherEmbedding"
+
+    built_with = MockEmbedding(embed_dim=8)
+    build_index(
+        [Document(text="A virus causes fever.", id_="d")], tmp_path, embed_model=built_with, show_progress=False
+    )
+    assert load_index(tmp_path, embed_model=MockEmbedding(embed_dim=8)).index_id  # the same model: fine
+    with pytest.raises(InputDataError, match="was built with the embedding model"):
+        load_index(tmp_path, embed_model=OtherEmbedding(embed_dim=8))
+    out = io.StringIO()
+    assert _reusable(tmp_path, OtherEmbedding(embed_dim=8), out) is None
+    assert out.getvalue().startswith("[demo] building the index again: ")
