@@ -83,11 +83,15 @@ def _chosen(spec: str | None, env: str) -> Any:
 
 def _served_context_window(spec: Any) -> int | None:
     """The context window a server reports for the model (vLLM: max_model_len; llama.cpp / Ollama: n_ctx)."""
+    import os
+
     import httpx
 
     try:
         if spec.kind == "openai-like":
-            for item in httpx.get(f"{spec.base_url}/models", timeout=10).json().get("data", []):
+            key = os.environ.get("OPENAI_API_KEY")
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            for item in httpx.get(f"{spec.base_url}/models", headers=headers, timeout=10).json().get("data", []):
                 if item.get("id") == spec.model:
                     meta = item.get("meta") or {}
                     window = item.get("max_model_len") or item.get("context_length") or meta.get("n_ctx_train")
