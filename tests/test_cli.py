@@ -41,7 +41,7 @@ def test_doctor_reports_every_default_working(monkeypatch):
     monkeypatch.setenv("KGPLUS_LLM", "qwen2.5-coder-0.5b")
     result = kgplus("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
-    for name in ("data folder", "embedding model", "local LLM", "graph store"):
+    for name in ("data folder", "embedding model", "LLM", "graph store"):
         assert f"[ok] {name}" in result.stdout
     assert "all embedded defaults work" in result.stdout
 
