@@ -3,12 +3,14 @@
 With the local llama.cpp model the schema becomes a grammar, so the model cannot emit anything else. A served
 model gets it as a request option where the backend has one: OpenAI-compatible servers ``response_format``
 (OpenAI's ``json_schema`` form, else the ``json_object`` + ``schema`` form of llama.cpp's server), Ollama
-``format``; other LLMs (Bedrock among them) get the schema in the prompt only. Either way the text is parsed, repaired if it is wrapped in prose or code
-fences, validated, and retried with the problem appended to the prompt (at temperature 0 the same prompt would
-only bring the same reply back); after the last try a :class:`StructuredOutputError` carries the raw text.
-With ``repair_truncated=True`` a reply cut off at the token limit (or with raw control characters in its strings)
-is first repaired by :func:`truncated_json_candidates`, which keeps its complete items, before asking again: for
-long lists whose tail may be lost (GraphRAG's extraction and reports), not for answers that must be whole.
+``format``; a function-calling LLM without such an option (Bedrock Converse) is made to call a tool whose
+arguments are the schema; other LLMs get the schema in the prompt. Either way the text is parsed, repaired if it
+is wrapped in prose or code fences, validated, and retried with the problem appended to the prompt (at
+temperature 0 the same prompt would only bring the same reply back); after the last try a
+:class:`StructuredOutputError` carries the raw text. With ``repair_truncated=True`` a reply cut off at the token
+limit (or with raw control characters in its strings) is first repaired by :func:`truncated_json_candidates`,
+which keeps its complete items, before asking again: for long lists whose tail may be lost (GraphRAG's
+extraction and reports), not for answers that must be whole.
 
 Example::
 
@@ -74,9 +76,12 @@ def _grammar(schema_json: str) -> Any:
     return LlamaGrammar.from_json_schema(schema_json, verbose=False)
 
 
-def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
+def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_tokens: int) -> str:
+    schema = output_cls.model_json_schema()
     if llama_model(llm) is None:
         options = _ServedOptions(llm, schema, max_tokens)
+        if options.tool_llm is not None:
+            return _tool_reply(llm, options.tool_llm.chat_with_tools(**_tool_request(output_cls, prompt)))
         while True:
             try:
                 return llm.complete(options.prompt(prompt), **options.current()).text
@@ -86,6 +91,25 @@ def _complete_once(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
     text = llama_complete(llm, prompt, max_tokens=max_tokens, grammar=_grammar(json.dumps(schema, sort_keys=True)))
     assert text is not None
     return text
+
+
+def _tool_request(output_cls: type[BaseModel], prompt: str) -> dict[str, Any]:
+    """A required call of a tool whose arguments are ``output_cls`` (a function-calling LLM's structured output)."""
+    from llama_index.core.program.function_program import get_function_tool
+
+    return {"tools": [get_function_tool(output_cls)], "user_msg": prompt, "tool_required": True}
+
+
+def _tool_reply(llm: LLM, response: Any) -> str:
+    """The arguments of the tool call in ``response`` as JSON text (counted as one call of ``llm``)."""
+    from llama_index_kgplus.llm._usage import _reported_usage
+
+    inner: Any = getattr(llm, "inner", llm)
+    usage = _reported_usage(response)
+    if usage is not None and hasattr(llm, "record_usage"):
+        llm.record_usage(*usage)
+    calls = inner.get_tool_calls_from_response(response, error_on_no_tool_call=False)
+    return json.dumps(calls[0].tool_kwargs) if calls else str(response.message.content or "")
 
 
 # (server URL, model) of a served LLM -> the index of the first schema option it accepted (see _ServedOptions)
@@ -117,6 +141,11 @@ class _ServedOptions:
             self.always = {"max_tokens": max_tokens}
         elif any(m.startswith("llama_index.llms.ollama") for m in modules):
             self.options = [{"format": schema}]
+        # no schema option, but tool calling (Bedrock Converse, ...): the schema as a tool's arguments
+        function_calling = getattr(inner.metadata, "is_function_calling_model", False)
+        self.tool_llm: Any = (
+            inner if not self.options and function_calling and hasattr(inner, "chat_with_tools") else None
+        )
 
     def current(self) -> dict[str, Any]:
         """The request options of the next try."""
@@ -200,10 +229,9 @@ def generate_json(
 ) -> M:
     """Ask ``llm`` for one JSON object of ``output_cls``; validate; retry up to ``max_retries`` times
     (``repair_truncated``: see the module docstring)."""
-    schema = output_cls.model_json_schema()
     attempts = _Attempts(output_cls, max_retries, repair_truncated)
     for text in attempts.prompts(prompt):
-        result = attempts.check(_complete_once(llm, text, schema, max_tokens))
+        result = attempts.check(_complete_once(llm, text, output_cls, max_tokens))
         if result is not None:
             return result
     raise attempts.give_up()
@@ -229,17 +257,18 @@ async def agenerate_json(
             max_tokens=max_tokens,
             repair_truncated=repair_truncated,
         )
-    schema = output_cls.model_json_schema()
     attempts = _Attempts(output_cls, max_retries, repair_truncated)
     for text in attempts.prompts(prompt):
-        result = attempts.check(await _acomplete_served(llm, text, schema, max_tokens))
+        result = attempts.check(await _acomplete_served(llm, text, output_cls, max_tokens))
         if result is not None:
             return result
     raise attempts.give_up()
 
 
-async def _acomplete_served(llm: LLM, prompt: str, schema: dict, max_tokens: int) -> str:
-    options = _ServedOptions(llm, schema, max_tokens)
+async def _acomplete_served(llm: LLM, prompt: str, output_cls: type[BaseModel], max_tokens: int) -> str:
+    options = _ServedOptions(llm, output_cls.model_json_schema(), max_tokens)
+    if options.tool_llm is not None:
+        return _tool_reply(llm, await options.tool_llm.achat_with_tools(**_tool_request(output_cls, prompt)))
     while True:
         try:
             return (await llm.acomplete(options.prompt(prompt), **options.current())).text

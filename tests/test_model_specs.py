@@ -130,6 +130,36 @@ def test_bedrock_converse_through_botocore_stubber(monkeypatch):
     assert usage_meter(counted).snapshot() == LLMUsage(1, 12, 2, False)  # Bedrock's own token counts
 
 
+def test_bedrock_json_comes_from_a_required_tool_call(monkeypatch):
+    """Stubber as above: the Converse request must carry the schema as a tool the model is required to call, and
+    the tool's arguments are the JSON (validated like any other reply)."""
+    from botocore.stub import ANY, Stubber
+    from pydantic import BaseModel
+
+    from llama_index_kgplus.structured import generate_json
+
+    class City(BaseModel):
+        city: str
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    llm = metered(llm_from_spec("bedrock:anthropic.claude-3-haiku-20240307-v1:0"))
+    reply = {
+        "output": {"message": {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": "t1", "name": "City", "input": {"city": "Paris"}}}]}},
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": 40, "outputTokens": 9, "totalTokens": 49},
+        "metrics": {"latencyMs": 5},
+    }  # fmt: skip
+    expected = {"modelId": ANY, "messages": ANY, "inferenceConfig": ANY,
+                "toolConfig": {"tools": [{"toolSpec": ANY}], "toolChoice": {"any": {}}}}  # fmt: skip
+    with Stubber(llm.inner._client) as stub:
+        stub.add_response("converse", reply, expected)
+        assert generate_json(llm, "Capital of France?", City) == City(city="Paris")
+    assert usage_meter(llm).snapshot() == LLMUsage(1, 40, 9, False)
+
+
 def test_bedrock_embeddings_through_botocore_stubber(monkeypatch):
     """As above: the Stubber answers InvokeModel with Titan's reply shape (no network here)."""
     import io
