@@ -32,7 +32,7 @@ from llama_index.core.llms import LLM
 from pydantic import BaseModel, ValidationError
 
 from llama_index_kgplus.errors import StructuredOutputError
-from llama_index_kgplus.llm import llama_complete, llama_model
+from llama_index_kgplus.llm import MeteredLLM, llama_complete, llama_model
 
 __all__ = [
     "agenerate_json",
@@ -81,7 +81,7 @@ def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_token
     if llama_model(llm) is None:
         options = _ServedOptions(llm, schema, max_tokens)
         if options.tool_llm is not None:
-            return _tool_reply(llm, options.tool_llm.chat_with_tools(**_tool_request(output_cls, prompt)))
+            return _tool_reply(llm, prompt, options.tool_llm.chat_with_tools(**_tool_request(output_cls, prompt)))
         while True:
             try:
                 return llm.complete(options.prompt(prompt), **options.current()).text
@@ -100,16 +100,14 @@ def _tool_request(output_cls: type[BaseModel], prompt: str) -> dict[str, Any]:
     return {"tools": [get_function_tool(output_cls)], "user_msg": prompt, "tool_required": True}
 
 
-def _tool_reply(llm: LLM, response: Any) -> str:
-    """The arguments of the tool call in ``response`` as JSON text (counted as one call of ``llm``)."""
-    from llama_index_kgplus.llm._usage import _reported_usage
-
+def _tool_reply(llm: LLM, prompt: str, response: Any) -> str:
+    """The arguments of the tool call in ``response`` as JSON text (counted as one call of ``llm``, if metered)."""
     inner: Any = getattr(llm, "inner", llm)
-    usage = _reported_usage(response)
-    if usage is not None and hasattr(llm, "record_usage"):
-        llm.record_usage(*usage)
     calls = inner.get_tool_calls_from_response(response, error_on_no_tool_call=False)
-    return json.dumps(calls[0].tool_kwargs) if calls else str(response.message.content or "")
+    text = json.dumps(calls[0].tool_kwargs) if calls else str(response.message.content or "")
+    if isinstance(llm, MeteredLLM):
+        llm.record_reply(prompt, response, text)
+    return text
 
 
 # (server URL, model) of a served LLM -> the index of the first schema option it accepted (see _ServedOptions)
@@ -131,7 +129,8 @@ class _ServedOptions:
         self.options: list[dict[str, Any]] = []
         self.always: dict[str, Any] = {}
         self.tried = 0
-        chat = bool(getattr(inner.metadata, "is_chat_model", False))  # completion endpoints take no response_format
+        metadata = inner.metadata
+        chat = bool(getattr(metadata, "is_chat_model", False))  # completion endpoints take no response_format
         if chat and any(m.startswith("llama_index.llms.openai") for m in modules):  # OpenAI, OpenAILike, subclasses
             name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
             self.options = [
@@ -142,7 +141,7 @@ class _ServedOptions:
         elif any(m.startswith("llama_index.llms.ollama") for m in modules):
             self.options = [{"format": schema}]
         # no schema option, but tool calling (Bedrock Converse, ...): the schema as a tool's arguments
-        function_calling = getattr(inner.metadata, "is_function_calling_model", False)
+        function_calling = getattr(metadata, "is_function_calling_model", False)
         self.tool_llm: Any = (
             inner if not self.options and function_calling and hasattr(inner, "chat_with_tools") else None
         )
@@ -268,7 +267,8 @@ async def agenerate_json(
 async def _acomplete_served(llm: LLM, prompt: str, output_cls: type[BaseModel], max_tokens: int) -> str:
     options = _ServedOptions(llm, output_cls.model_json_schema(), max_tokens)
     if options.tool_llm is not None:
-        return _tool_reply(llm, await options.tool_llm.achat_with_tools(**_tool_request(output_cls, prompt)))
+        reply = await options.tool_llm.achat_with_tools(**_tool_request(output_cls, prompt))
+        return _tool_reply(llm, prompt, reply)
     while True:
         try:
             return (await llm.acomplete(options.prompt(prompt), **options.current())).text

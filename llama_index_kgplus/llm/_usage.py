@@ -150,6 +150,11 @@ class MeteredLLM(CustomLLM):
         """Count a call made to the wrapped model directly (see :func:`~llama_index_kgplus.llm.llama_complete`)."""
         self._meter.record(prompt_tokens, completion_tokens)
 
+    def record_reply(self, prompt: str, response: Any, text: str) -> None:
+        """Count a reply obtained from the wrapped model directly (e.g. a tool call): the usage it reports, else
+        ``prompt`` and ``text`` counted with the model's tokenizer."""
+        self._record(prompt, response, text)
+
     def _record(self, prompt: str, response: Any, text: str | None = None, formatted: bool = False) -> Any:
         reported = _reported_usage(response)
         if reported is not None:
