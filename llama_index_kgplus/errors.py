@@ -7,8 +7,10 @@ __all__ = [
     "KGPlusSetupError",
     "ModelServerError",
     "NotFittedError",
+    "QueryTimeoutError",
     "StructuredOutputError",
     "SummarizationError",
+    "UnsafeQueryError",
 ]
 
 
@@ -46,3 +48,15 @@ class StructuredOutputError(KGPlusError, ValueError):
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)
         self.raw = raw
+
+
+class UnsafeQueryError(KGPlusError, ValueError):
+    """A generated query (SQL or Cypher) was refused by the read-only guard and not run; ``query`` holds it."""
+
+    def __init__(self, message: str, query: str) -> None:
+        super().__init__(message)
+        self.query = query
+
+
+class QueryTimeoutError(KGPlusError, TimeoutError):
+    """A query ran longer than its timeout and was interrupted."""

@@ -11,6 +11,8 @@ __all__ = [
     "SAMPLE_KG_RELATIONSHIPS",
     "SAMPLE_MULTIHOP_DOCS",
     "SAMPLE_MULTIHOP_QUESTIONS",
+    "SAMPLE_STOCKS_TABLE",
+    "SAMPLE_WEATHER_TABLE",
     "sample_glossary_path",
 ]
 
@@ -22,6 +24,10 @@ SAMPLE_KG_RELATIONSHIPS = SAMPLE_DIR / "kg" / "relationships.csv"
 #: 120 short Wikipedia passages of 2WikiMultihopQA and 13 multi-hop questions over them (``gold_ids``)
 SAMPLE_MULTIHOP_DOCS = SAMPLE_DIR / "multihop.jsonl"
 SAMPLE_MULTIHOP_QUESTIONS = SAMPLE_DIR / "multihop_questions.jsonl"
+#: Seattle's daily weather 2012-2015 (date, precipitation, temp_max, temp_min, wind, weather)
+SAMPLE_WEATHER_TABLE = SAMPLE_DIR / "tables" / "seattle-weather.csv"
+#: Monthly prices of five stocks 2000-2010 (symbol, date, price)
+SAMPLE_STOCKS_TABLE = SAMPLE_DIR / "tables" / "stocks.csv"
 
 
 def sample_glossary_path() -> Path:

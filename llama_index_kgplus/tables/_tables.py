@@ -1,0 +1,274 @@
+"""Tables for text-to-SQL: CSV, Parquet, SQLite and DuckDB files copied into one in-memory DuckDB database.
+
+Why DuckDB: it is embedded (a wheel, no server), columnar and vectorised (aggregates over millions of rows in
+milliseconds on a CPU), reads CSV (sniffing delimiters, quotes, types and a BOM) and Parquet itself, and can
+interrupt a running query, which the timeout needs. The files are *copied* in at registration, so nothing a
+query does can reach them; once the first query runs the database is sealed (no file or network access, no
+extension loading, no change of settings), and each query runs in a transaction that is rolled back. The copy
+is held in memory: tables up to a few GB, as much as the machine's memory allows.
+
+Example::
+
+    tables = SQLTables()
+    tables.add("weather", "seattle-weather.csv")
+    tables.run("SELECT sum(precipitation) FROM weather WHERE year(date) = 2014")
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
+from llama_index_kgplus.tables._guard import read_only_select
+
+__all__ = ["SQLResult", "SQLTables", "table_kind"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def table_kind(path: Path) -> str:
+    """``csv``, ``parquet``, ``sqlite`` or ``duckdb``, from the file's first bytes (its suffix for CSV)."""
+    with path.open("rb") as fh:
+        head = fh.read(16)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(_SQLITE_MAGIC):
+        return "sqlite"
+    if head[8:12] == b"DUCK":
+        return "duckdb"
+    return "csv"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else " ".join(str(value).split()).replace("|", "\\|")
+
+
+@dataclass
+class SQLResult:
+    """The rows of one query: ``truncated`` when the row limit cut them."""
+
+    sql: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+
+    def as_text(self, max_rows: int = 20) -> str:
+        """The rows as a Markdown table (at most ``max_rows``), for a prompt or a terminal."""
+        if not self.columns:
+            return "(no columns)"
+        lines = ["| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+        lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in self.rows[:max_rows]]
+        if len(self.rows) > max_rows or self.truncated:
+            lines.append(
+                f"({len(self.rows)}{'+' if self.truncated else ''} rows; {min(max_rows, len(self.rows))} shown)"
+            )
+        return "\n".join(lines)
+
+
+@dataclass
+class SQLTables:
+    """Registered tables in an in-memory DuckDB database, queried through the read-only guard.
+
+    Example::
+
+        tables = SQLTables(max_rows=1000, timeout=10.0)
+        tables.add("weather", "seattle-weather.csv")   # or .parquet, a SQLite or DuckDB file
+        result = tables.run("SELECT weather, count(*) AS days FROM weather GROUP BY weather")
+        result.columns, result.rows
+    """
+
+    max_rows: int = 1000
+    timeout: float = 10.0
+    sources: dict[str, Path] = field(default_factory=dict)
+    _con: Any = field(default=None, init=False, repr=False)
+    _sealed: bool = field(default=False, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def _connection(self) -> Any:
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
+        return self._con
+
+    @property
+    def names(self) -> list[str]:
+        """The registered table names."""
+        return list(self.sources)
+
+    def add(self, name: str, path: str | Path) -> list[str]:
+        """Copy the file at ``path`` in as table ``name``; a SQLite or DuckDB file brings each of its tables, as
+        ``name`` when it holds one and ``name_<table>`` otherwise. Returns the table names added."""
+        path = Path(path)
+        if not _NAME.match(name):
+            raise InputDataError(f"Table name {name!r}: use letters, digits and _ (not starting with a digit).")
+        if self._sealed:
+            raise InputDataError(f"Table {name!r}: add every table before the first query runs.")
+        if not path.is_file():
+            raise InputDataError(f"Table {name!r}: no file at {path}.")
+        if path.stat().st_size == 0:
+            raise InputDataError(f"Table {name!r}: {path} is empty.")
+        kind = table_kind(path)
+        if kind in ("sqlite", "duckdb"):
+            members = self._database_tables(path, kind)
+            names = {t: name if len(members) == 1 else f"{name}_{t}" for t in members}
+        else:
+            names = {"": name}
+        taken = {n.lower(): n for n in self.sources}  # DuckDB names are case-insensitive
+        for table in names.values():
+            if table.lower() in taken:
+                existing = taken[table.lower()]
+                raise InputDataError(
+                    f"Table {table!r} is already registered (as {existing!r}, from {self.sources[existing]})."
+                )
+        con = self._connection()
+        try:
+            if kind == "csv":
+                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_csv({_literal(str(path))})")
+            elif kind == "parquet":
+                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_parquet({_literal(str(path))})")
+            elif kind == "duckdb":
+                con.execute(f"ATTACH {_literal(str(path))} AS kgplus_source (READ_ONLY)")
+                try:
+                    for source, table in names.items():
+                        con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_source.{_quoted(source)}")
+                finally:
+                    con.execute("DETACH kgplus_source")
+            else:
+                for source, table in names.items():
+                    self._copy_sqlite_table(path, source, table)
+        except Exception as exc:
+            if type(exc).__module__.startswith("duckdb") or isinstance(exc, sqlite3.Error):
+                raise InputDataError(f"Table {name!r} from {path}: {str(exc).splitlines()[0]}") from exc
+            raise
+        for table in names.values():
+            self.sources[table] = path
+        return list(names.values())
+
+    def _database_tables(self, path: Path, kind: str) -> list[str]:
+        if kind == "sqlite":
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+                rows = db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+            members = [r[0] for r in rows if not r[0].startswith("sqlite_")]
+        else:
+            import duckdb
+
+            with duckdb.connect(str(path), read_only=True) as db:
+                members = [r[0] for r in db.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+        if not members:
+            raise InputDataError(f"{path} holds no tables.")
+        bad = [m for m in members if not _NAME.match(m)]
+        if bad:
+            raise InputDataError(f"{path}: table names {bad} cannot be used in SQL here; rename them.")
+        return members
+
+    def _copy_sqlite_table(self, path: Path, source: str, table: str) -> None:
+        """SQLite has no typed columns: each column becomes BIGINT, DOUBLE or VARCHAR by the values it holds."""
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            cursor = db.execute(f"SELECT * FROM {_quoted(source)}")
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        types = []
+        for i in range(len(columns)):
+            kinds = {type(row[i]) for row in rows if row[i] is not None}
+            types.append("BIGINT" if kinds <= {int} else "DOUBLE" if kinds <= {int, float} else "VARCHAR")
+        rows = [tuple(v if t != "VARCHAR" or v is None else str(v) for v, t in zip(row, types)) for row in rows]
+        con = self._connection()
+        con.execute(f"CREATE TABLE {_quoted(table)} ({', '.join(f'{_quoted(c)} {t}' for c, t in zip(columns, types))})")
+        if rows:
+            con.executemany(f"INSERT INTO {_quoted(table)} VALUES ({', '.join('?' * len(columns))})", rows)
+
+    def _seal(self) -> None:
+        if not self._sealed:
+            con = self._connection()
+            con.execute("SET enable_external_access = false")
+            con.execute("SET autoload_known_extensions = false")
+            con.execute("SET lock_configuration = true")
+            self._sealed = True
+
+    def columns(self, table: str) -> list[tuple[str, str]]:
+        """``(column, type)`` pairs of a registered table."""
+        rows = self._connection().execute(f"DESCRIBE {_quoted(table)}").fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def describe(self, sample_rows: int = 3, max_values: int = 12) -> str:
+        """Each table as ``CREATE TABLE`` with its first rows and, for text columns with few values, the values:
+        what the LLM needs to write SQL."""
+        con = self._connection()
+        parts = []
+        for table in self.sources:
+            cols = self.columns(table)
+            lines = [f"CREATE TABLE {table} (" + ", ".join(f"{c} {t}" for c, t in cols) + ");"]
+            sample = con.execute(f"SELECT * FROM {_quoted(table)} LIMIT {int(sample_rows)}").fetchall()
+            lines.append(SQLResult("", [c for c, _ in cols], sample).as_text())
+            for column, kind in cols:
+                if kind == "VARCHAR":
+                    values = con.execute(
+                        f"SELECT DISTINCT {_quoted(column)} FROM {_quoted(table)} "
+                        f"WHERE {_quoted(column)} IS NOT NULL LIMIT {max_values + 1}"
+                    ).fetchall()
+                    if len(values) <= max_values:
+                        lines.append(f"-- {table}.{column} values: " + ", ".join(repr(v[0]) for v in values))
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+    def text_values(self, max_values: int = 200) -> dict[str, list[str]]:
+        """``{"table.column": values}`` of the text columns with at most ``max_values`` distinct values (the
+        router looks for them in questions)."""
+        con, found = self._connection(), {}
+        for table in self.sources:
+            for column, kind in self.columns(table):
+                if kind != "VARCHAR":
+                    continue
+                values = con.execute(
+                    f"SELECT DISTINCT {_quoted(column)} FROM {_quoted(table)} "
+                    f"WHERE {_quoted(column)} IS NOT NULL LIMIT {max_values + 1}"
+                ).fetchall()
+                if len(values) <= max_values:
+                    found[f"{table}.{column}"] = [str(v[0]) for v in values]
+        return found
+
+    def run(self, sql: str) -> SQLResult:
+        """Run one generated statement through the guard, with the row limit and the timeout; raises
+        :class:`UnsafeQueryError` (not run), :class:`QueryTimeoutError` or ``InputDataError`` (the database's
+        error message, for a repair)."""
+        import duckdb
+
+        if not self.sources:
+            raise InputDataError("No tables are registered.")
+        safe = read_only_select(sql, tables=self.sources, max_rows=self.max_rows + 1)
+        with self._lock:  # one DuckDB connection runs one query at a time
+            self._seal()
+            con = self._connection()
+            timer = threading.Timer(self.timeout, con.interrupt)
+            con.execute("BEGIN TRANSACTION")
+            timer.start()
+            try:
+                cursor = con.execute(safe)
+                columns = [d[0] for d in cursor.description or []]
+                rows = cursor.fetchall()
+            except duckdb.InterruptException:
+                raise QueryTimeoutError(
+                    f"The query ran longer than {self.timeout:g} s and was stopped: {safe}"
+                ) from None
+            except duckdb.Error as exc:
+                raise InputDataError(str(exc).splitlines()[0]) from exc
+            finally:
+                timer.cancel()
+                con.execute("ROLLBACK")
+        truncated = len(rows) > self.max_rows
+        return SQLResult(safe, columns, rows[: self.max_rows], truncated)
