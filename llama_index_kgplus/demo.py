@@ -10,6 +10,9 @@
 5. Ingests 120 short Wikipedia passages of 2WikiMultihopQA with their titles as entities (no LLM call) and
    answers a bridge question with the entity-graph retriever, showing the path that reached each passage and
    the passages plain vector search returns instead.
+6. Routes one question of each kind the demo's data supports (local, multi-hop, KG, table) with the zero-LLM
+   :class:`~llama_index_kgplus.router.QuestionRouter`, showing each route's score and why, and answers the table
+   question (bundled Seattle weather CSV) through the routed engine with text-to-SQL, showing the SQL.
 
 Each answer streams as it is generated, from passages compressed to the sentences the question needs
 (:class:`~llama_index_kgplus.compression.ContextCompressor`, ``context_budget`` tokens), and is followed by its
@@ -46,14 +49,17 @@ from llama_index_kgplus.hierarchy import (
 from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, format_usage, metered
+from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, kg_entity_feature, table_feature
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
     SAMPLE_KG_NODES,
     SAMPLE_KG_RELATIONSHIPS,
     SAMPLE_MULTIHOP_DOCS,
+    SAMPLE_WEATHER_TABLE,
     sample_glossary_path,
 )
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
+from llama_index_kgplus.tables import SQLTables, TableQueryEngine
 
 __all__ = [
     "run_demo",
@@ -63,6 +69,8 @@ HIERARCHY_QUESTION = "How do I create a virtual environment, and how do I activa
 GLOSSARY_QUESTION = "How can a function clean up resources whether or not an exception occurs?"
 KG_QUESTION = "How is a virus related to a disease or syndrome?"
 MULTIHOP_QUESTION = "When did Lothair II's mother die?"
+TABLE_QUESTION = "What was the total precipitation in Seattle in 2014?"
+WEATHER_TABLE_DESCRIPTION = "Seattle's daily weather 2012-2015: precipitation in mm, temperatures in °C, wind in m/s"
 
 
 def _sources(response: Any, out: TextIO) -> None:
@@ -91,7 +99,7 @@ def _answer(label: str, question: str, engine: Any, out: TextIO, llm: LLM) -> An
     print(f"\n[{label}] Q: {question}", file=out, flush=True)
     usage = AnswerUsage(llm)
     response = engine.query(question)
-    if isinstance(engine, RetrieverQueryEngine):  # this pack's engines measure themselves
+    if "usage" not in (response.metadata or {}):  # this pack's GlossaryQueryEngine and KG engine measure themselves
         response = attach_usage(response, usage)
     meta = response.metadata or {}
     if "glossary_terms" in meta:
@@ -108,12 +116,17 @@ def _answer(label: str, question: str, engine: Any, out: TextIO, llm: LLM) -> An
         print(f"   entities: {', '.join(e['name'] for e in meta['kg_entities']) or '-'}", file=out)
         for path in meta.get("kg_paths", [])[:5]:
             print(f"   path: {path['text']}", file=out)
+    if "sql" in meta:
+        print(f"   SQL: {meta['sql']}", file=out)
     print("A: ", end="", file=out, flush=True)
-    parts = []
-    for token in response.response_gen:
-        parts.append(token)
-        print(token, end="", file=out, flush=True)
-    response.response_txt = "".join(parts).strip()
+    if hasattr(response, "response_gen"):
+        parts = []
+        for token in response.response_gen:
+            parts.append(token)
+            print(token, end="", file=out, flush=True)
+        response.response_txt = "".join(parts).strip()
+    else:
+        print(response.response, end="", file=out, flush=True)
     print(f"\n   {format_usage(response.metadata['usage'])}\n   sources:", file=out)
     _sources(response, out)
     return response
@@ -186,8 +199,9 @@ def run_demo(
     context_budget: int | None = DEFAULT_CONTEXT_BUDGET,
     out: TextIO = sys.stdout,
 ) -> dict[str, Any]:
-    """Run the demo; return the LlamaIndex ``StreamingResponse`` of each step (``hierarchy``, ``glossary``, ``kg``,
-    ``multihop``), already streamed (``str(response)`` is the answer). ``context_budget=None``: no compression."""
+    """Run the demo; return the LlamaIndex response of each step (``hierarchy``, ``glossary``, ``kg``, ``multihop``,
+    ``table``), streamed ones already read (``str(response)`` is the answer), and the routing decisions
+    (``routes``). ``context_budget=None``: no compression."""
     embed_model = embed_model or defaults.default_embed_model()
     llm = metered(llm or defaults.default_llm())
     post: list[BaseNodePostprocessor] = (
@@ -221,4 +235,20 @@ def run_demo(
     responses["multihop"] = _answer("multi-hop", MULTIHOP_QUESTION, multihop_engine, out, llm)
     vector_hits = multihop_index.as_retriever(similarity_top_k=4).retrieve(MULTIHOP_QUESTION)
     print(f"   plain vector search, top 4: {', '.join(h.node.metadata['doc_id'] for h in vector_hits)}", file=out)
+
+    tables = SQLTables()
+    tables.add("weather", SAMPLE_WEATHER_TABLE, description=WEATHER_TABLE_DESCRIPTION)
+    router = QuestionRouter.from_defaults(
+        embed_model, features=[kg_entity_feature(graph.entity_matcher()), table_feature(tables)]
+    )
+    engines = {"local": hierarchy_engine, "multihop": multihop_engine, "kg": kg_engine}
+    routed = RoutedQueryEngine.from_defaults(
+        {**engines, "sql": TableQueryEngine.from_defaults(tables, llm=llm)}, router=router
+    )
+    print("\n[routing] one question of each kind the demo's data supports (no LLM call):", file=out)
+    questions = [HIERARCHY_QUESTION, MULTIHOP_QUESTION, KG_QUESTION, TABLE_QUESTION]
+    responses["routes"] = router.route_many(questions)
+    for decision in responses["routes"]:
+        print(f"   {decision.route:>8} <- {decision.question}\n            {decision.reason}", file=out)
+    responses["table"] = _answer("table, routed", TABLE_QUESTION, routed, out, llm)
     return responses

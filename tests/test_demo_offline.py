@@ -33,7 +33,13 @@ def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_mo
     multihop = responses["multihop"]
     assert {"Lothair II", "Ermengarde of Tours"} <= {hit.node.metadata["doc_id"] for hit in multihop.source_nodes}
     assert "reached by: Lothair II -MENTIONS (about)-> [Lothair II] -MENTIONS-> Ermengarde of Tours" in printed
-    assert all(str(r).strip() for r in responses.values())
+    assert [d.route for d in responses["routes"]] == ["local", "multihop", "kg", "sql"]
+    assert all(d.decided_by == "examples" for d in responses["routes"])  # no LLM call to route
+    table = responses["table"].metadata
+    assert (table["route"], table["engine"]) == ("sql", "sql") and "SQL: SELECT" in printed
+    assert table["refused"] is None and table["sql"].startswith("SELECT")
+    answers = {k: v for k, v in responses.items() if k != "routes"}
+    assert all(str(r).strip() for r in answers.values())
     assert no_network == []
 
 

@@ -130,11 +130,19 @@ def test_bad_table_files_get_clear_errors(tmp_path, tables):
     assert tables.names == ["weather", "stocks"]
 
 
+def test_a_like_on_a_date_compares_its_text(tables):
+    result = tables.run("SELECT count(*) FROM weather WHERE date LIKE '2012%' AND weather LIKE 'rain'")
+    assert "CAST(date AS TEXT) LIKE '2012%'" in result.sql and "weather LIKE 'rain'" in result.sql
+    assert result.rows == [(191,)]
+
+
 def test_queries_are_limited_timed_out_and_sealed(tables, tmp_path):
     import duckdb
 
     result = tables.run("SELECT * FROM weather")
     assert (len(result.rows), result.truncated) == (50, True)
+    millions = tables.run("SELECT a.date, b.date FROM weather a, weather b")  # 2.1 million rows
+    assert (len(millions.rows), millions.truncated) == (50, True)
     with pytest.raises(QueryTimeoutError, match="longer than 2 s"):
         tables.run("SELECT count(*) FROM weather a, weather b, weather c, weather d")
     with pytest.raises(InputDataError, match="Referenced column"):

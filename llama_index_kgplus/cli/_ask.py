@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.cli import _args
+from llama_index_kgplus.cli._graphrag import build_llm
 from llama_index_kgplus.cli._index import _questions, source_record
 from llama_index_kgplus.errors import InputDataError
 
@@ -91,9 +92,7 @@ class _Sources:
 
         features = []
         if self.kg is not None:
-            from llama_index_kgplus.kg import EntityMatcher
-
-            features.append(kg_entity_feature(EntityMatcher.from_graph(self.kg)))
+            features.append(kg_entity_feature(self.kg.entity_matcher()))
         if self.tables is not None:
             features.append(table_feature(self.tables))
         return QuestionRouter.from_defaults(embed_model, features=features).fit()
@@ -209,7 +208,7 @@ def _ask(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         sources = _Sources(args, stack)
         embed_model = defaults.default_embed_model()
-        llm = metered(defaults.default_llm(args.llm))
+        llm = metered(build_llm(args.llm))
         engine = RoutedQueryEngine.from_defaults(sources.engines(llm, embed_model), router=sources.router(embed_model))
         for question in questions:
             usage = AnswerUsage(llm)

@@ -41,8 +41,8 @@ Rules: one SELECT only (never INSERT, UPDATE, DELETE, CREATE, DROP, ATTACH, COPY
 question says); only the tables and columns above; compute the answer in SQL (sum, avg, count, min, max,
 GROUP BY, ORDER BY ... LIMIT); for a DATE column use year(col) and month(col), never LIKE; compare text
 values exactly as listed. If the tables cannot answer the question, set "sql" to "" and say why in "reason".
-Example with other tables: "How many orders were shipped in March 2011?" ->
-SELECT count(*) FROM orders WHERE status = 'shipped' AND year(order_date) = 2011 AND month(order_date) = 3
+Example with another table: "How many orders were placed in 2011?" ->
+SELECT count(*) FROM orders WHERE year(order_date) = 2011
 {repair}
 Question: {question}
 Reply with JSON: {{"sql": "...", "reason": "..."}}"""

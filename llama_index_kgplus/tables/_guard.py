@@ -3,7 +3,9 @@
 The SQL is parsed (sqlglot, DuckDB dialect), never matched with patterns: DDL, DML, ``ATTACH``, ``COPY``,
 ``PRAGMA``, ``SET``, ``INSTALL``/``LOAD`` and any statement sqlglot cannot model are refused, and so are table
 functions and functions that read files or the environment (``read_csv``, ``glob``, ``getenv``, ``query``...)
-and tables that are not registered. A ``LIMIT`` is put on (or lowered to) the row limit.
+and tables that are not registered. A ``LIMIT`` is put on (or lowered to) the row limit. Given the columns'
+types, a ``LIKE`` on a column that is not text compares the column's text form (``date LIKE '2014%'``, which
+small models write for a DATE column, becomes ``CAST(date AS TEXT) LIKE '2014%'`` instead of an error).
 
 Example::
 
@@ -12,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from llama_index_kgplus.errors import UnsafeQueryError
 
@@ -31,9 +33,12 @@ def _function_name(node: object) -> str:
     return str(getattr(node, "sql_name", lambda: "")()).lower()
 
 
-def read_only_select(sql: str, *, tables: Collection[str], max_rows: int) -> str:
+def read_only_select(
+    sql: str, *, tables: Collection[str], max_rows: int, column_types: Mapping[str, str] | None = None
+) -> str:
     """``sql`` as one ``SELECT`` over ``tables`` with ``LIMIT max_rows`` at most, in DuckDB's dialect; raises
-    :class:`UnsafeQueryError` (with the reason) for anything else."""
+    :class:`UnsafeQueryError` (with the reason) for anything else. ``column_types``: ``{column: type}`` (any
+    case) for the ``LIKE`` cast."""
     import sqlglot
     from sqlglot import exp
 
@@ -64,6 +69,11 @@ def read_only_select(sql: str, *, tables: Collection[str], max_rows: int) -> str
             if node.name.lower() not in allowed | ctes:
                 known = ", ".join(sorted(tables)) or "none"
                 raise refuse(f"it reads table {node.name!r}, which is not registered (tables: {known})")
+    types = {c.lower(): t.upper() for c, t in (column_types or {}).items()}
+    for like in list(tree.find_all(exp.Like, exp.ILike)):
+        column = like.this
+        if isinstance(column, exp.Column) and types.get(column.name.lower(), "VARCHAR") != "VARCHAR":
+            column.replace(exp.cast(column.copy(), "VARCHAR"))
     limit = tree.args.get("limit")
     current = limit.expression if isinstance(limit, exp.Limit) else None
     if not (isinstance(current, exp.Literal) and current.is_int and int(current.name) <= max_rows):

@@ -94,6 +94,7 @@ class SQLTables:
     max_rows: int = 1000
     timeout: float = 10.0
     sources: dict[str, Path] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
     _con: Any = field(default=None, init=False, repr=False)
     _sealed: bool = field(default=False, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -110,9 +111,10 @@ class SQLTables:
         """The registered table names."""
         return list(self.sources)
 
-    def add(self, name: str, path: str | Path) -> list[str]:
+    def add(self, name: str, path: str | Path, description: str = "") -> list[str]:
         """Copy the file at ``path`` in as table ``name``; a SQLite or DuckDB file brings each of its tables, as
-        ``name`` when it holds one and ``name_<table>`` otherwise. Returns the table names added."""
+        ``name`` when it holds one and ``name_<table>`` otherwise. ``description`` (what the rows are, units) is
+        shown to the LLM with the schema. Returns the table names added."""
         path = Path(path)
         if not _NAME.match(name):
             raise InputDataError(f"Table name {name!r}: use letters, digits and _ (not starting with a digit).")
@@ -157,6 +159,8 @@ class SQLTables:
             raise
         for table in names.values():
             self.sources[table] = path
+            if description:
+                self.descriptions[table] = " ".join(description.split())
         return list(names.values())
 
     def _database_tables(self, path: Path, kind: str) -> list[str]:
@@ -212,7 +216,8 @@ class SQLTables:
         parts = []
         for table in self.sources:
             cols = self.columns(table)
-            lines = [f"CREATE TABLE {table} (" + ", ".join(f"{c} {t}" for c, t in cols) + ");"]
+            lines = [f"-- {self.descriptions[table]}"] if table in self.descriptions else []
+            lines.append(f"CREATE TABLE {table} (" + ", ".join(f"{c} {t}" for c, t in cols) + ");")
             sample = con.execute(f"SELECT * FROM {_quoted(table)} LIMIT {int(sample_rows)}").fetchall()
             lines.append(SQLResult("", [c for c, _ in cols], sample).as_text())
             for column, kind in cols:
@@ -250,8 +255,13 @@ class SQLTables:
 
         if not self.sources:
             raise InputDataError("No tables are registered.")
-        safe = read_only_select(sql, tables=self.sources, max_rows=self.max_rows + 1)
         with self._lock:  # one DuckDB connection runs one query at a time
+            types: dict[str, str] = {}  # a name that is text in one table but not in another counts as not text
+            for table in self.sources:
+                for column, kind in self.columns(table):
+                    if types.get(column.lower(), "VARCHAR") == "VARCHAR":
+                        types[column.lower()] = kind
+            safe = read_only_select(sql, tables=self.sources, max_rows=self.max_rows + 1, column_types=types)
             self._seal()
             con = self._connection()
             timer = threading.Timer(self.timeout, con.interrupt)
