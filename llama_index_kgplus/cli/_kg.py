@@ -1,4 +1,7 @@
-"""``kgplus kg import`` and ``kgplus kg paths``: knowledge-graph import and path retrieval.
+"""``kgplus kg import``, ``kgplus kg paths`` and ``kgplus kg ask``: knowledge-graph import, path retrieval and
+read-only text-to-Cypher.
+
+``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired"}``.
 
 ``kg paths --json`` prints exactly::
 
@@ -81,6 +84,41 @@ def _paths(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.cli._graphrag import build_llm
+    from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph
+
+    if bool(args.question) == bool(args.questions):
+        raise InputDataError(
+            'Give either a QUESTION or --questions FILE.jsonl (a "question" field per line), not both.'
+        )
+    questions = [args.question] if args.question else list(_read_questions(Path(args.questions)))
+    with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
+        kg.manifest  # noqa: B018 - a store without a knowledge graph fails here, before the LLM loads
+        llm = build_llm(args.llm)
+        engine = CypherQueryEngine.from_defaults(kg, llm=llm, max_rows=args.max_rows, timeout=args.timeout)
+        for question in questions:
+            response = engine.query(question)
+            meta = response.metadata or {}
+            record = {
+                "answer": str(response),
+                "cypher": meta["cypher"],
+                "rows": meta["rows"],
+                "refused": meta["refused"],
+                "question": question,
+                "repaired": meta["repaired"],
+            }
+            if args.json or args.questions:
+                print(json.dumps(record, ensure_ascii=False, default=str), flush=True)
+                continue
+            print(record["answer"])
+            print(f"\ncypher: {record['cypher'] or '-'}")
+            if record["refused"]:
+                print(f"refused: {record['refused']}")
+    sys.stdout.flush()
+    return 0
+
+
 def _hops(value: str) -> int:
     from llama_index_kgplus.graph_stores import MAX_HOPS_LIMIT
 
@@ -152,3 +190,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     paths.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
     paths.set_defaults(func=_paths)
+
+    ask = kg_sub.add_parser("ask", help="answer a question with generated read-only Cypher (text-to-Cypher)")
+    ask.add_argument("question", nargs="?", metavar="QUESTION")
+    ask.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
+    ask.add_argument("--store", help=store_help)
+    ask.add_argument("--label", default="Ent", help="label of the graph's nodes (default Ent)")
+    from llama_index_kgplus.cli._graphrag import LLM_HELP
+
+    ask.add_argument("--llm", default=None, help=LLM_HELP)
+    ask.add_argument("--max-rows", type=_args.positive_int, default=100, help="row limit of a query (default 100)")
+    ask.add_argument("--timeout", type=float, default=10.0, help="seconds a query may run (default 10)")
+    ask.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
+    ask.set_defaults(func=_ask)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from llama_index_kgplus.errors import GraphStoreError, InputDataError
+from llama_index_kgplus.errors import GraphStoreError, InputDataError, QueryTimeoutError
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +166,19 @@ class GraphDialect(ABC):
         Neo4j store's async driver is not used because it binds to the first event loop that uses it);
         Ladybug uses its own async connection."""
         return await asyncio.to_thread(self.run, store, query, params)
+
+    def run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+        """Run a generated query (already through the read-only guard) with the engine's own read-only mode
+        where it has one and a ``timeout`` in seconds (:class:`QueryTimeoutError` when it runs out)."""
+        try:
+            return self._run_read_only(store, query, timeout)
+        except Exception as exc:  # drivers raise many types; report them as one, keep the cause
+            if "timeout" in str(exc).lower() or "interrupt" in str(exc).lower():
+                raise QueryTimeoutError(f"The query ran longer than {timeout:g} s and was stopped.") from exc
+            raise self._error(exc) from exc
+
+    @abstractmethod
+    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]: ...
 
     def _error(self, exc: Exception) -> GraphStoreError:
         if isinstance(exc, GraphStoreError):

@@ -211,6 +211,12 @@ class FalkorDBDialect(_CypherDialect):
         result = store._graph.query(query, params, timeout=getattr(store, "_timeout", None))
         return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
 
+    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+        from llama_index.graph_stores.falkordb.falkordb_property_graph import to_plain_value
+
+        result = store._graph.ro_query(query, {}, timeout=max(1, int(timeout * 1000)))  # GRAPH.RO_QUERY
+        return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
+
     def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
         # FalkorDB has no multi-statement transactions, but one query is atomic: chain the three
         drop, move, meta = self._swap_statements(staged, layout)
@@ -247,6 +253,16 @@ class Neo4jDialect(_CypherDialect):
     def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         records, _, _ = store._driver.execute_query(query, parameters_=params, database_=store._database)
         return [r.data() for r in records]
+
+    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+        import neo4j
+
+        @neo4j.unit_of_work(timeout=timeout)
+        def read(tx: Any) -> list[dict[str, Any]]:
+            return tx.run(query).data()
+
+        with store._driver.session(database=store._database, default_access_mode=neo4j.READ_ACCESS) as session:
+            return session.execute_read(read)
 
     def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
         # One explicit transaction: delete, relabel, manifest. The unique constraint on the id is dropped for the

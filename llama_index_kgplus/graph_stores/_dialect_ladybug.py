@@ -50,6 +50,14 @@ class LadybugDialect(GraphDialect):
         columns = result.get_column_names()
         return [dict(zip(columns, row)) for row in result]
 
+    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+        # Ladybug has no read-only query mode on a writable database: the guard is what keeps writes out
+        store.connection.set_query_timeout(max(1, int(timeout * 1000)))
+        try:
+            return self._run_unsanitized(store, query, {})
+        finally:
+            store.connection.set_query_timeout(0)
+
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         conn = getattr(store, "async_connection", None)
         if conn is None:

@@ -7,6 +7,8 @@ passages (:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default)
 """
 
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
+from llama_index_kgplus.kg._cypher import CypherAnswer, CypherQueryEngine, describe_graph
+from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.kg._finder import KGPathFinder, KGPathResult
 from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph
 from llama_index_kgplus.kg._import import ImportReport, import_kg, neo4j_admin_import_command
@@ -26,6 +28,8 @@ __all__ = [
     "KG_FACTS_TEXT_QA_TEMPLATE",
     "KG_SUMMARY_TEMPLATE",
     "KG_TEXT_QA_TEMPLATE",
+    "CypherAnswer",
+    "CypherQueryEngine",
     "EntityMatcher",
     "EntityMention",
     "ImportReport",
@@ -39,9 +43,11 @@ __all__ = [
     "KnowledgeGraph",
     "PathNode",
     "PathRelationship",
+    "describe_graph",
     "import_kg",
     "neo4j_admin_import_command",
     "read_kg_csv",
+    "read_only_cypher",
     "render_facts",
     "render_path",
 ]

@@ -1,0 +1,221 @@
+"""Read-only text-to-Cypher over an imported knowledge graph, for the questions path templates do not cover
+("How many kinds of disease does a virus cause?").
+
+The LLM writes one query from a description of the graph in the store's dialect (labels, properties, the
+relationship types and the values of small text properties); :func:`read_only_cypher` checks it; the engine runs
+it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j read transactions) with a
+timeout; a database error gets one repair; the answer is written from the rows with the Cypher shown.
+
+Example::
+
+    engine = CypherQueryEngine.from_defaults(KnowledgeGraph.open("ladybug:///data/kg.lbug"), llm=llm)
+    response = engine.query("How many kinds of disease does a virus cause?")
+    response.metadata["cypher"], response.metadata["rows"]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from llama_index.core import Settings
+from llama_index.core.base.response.schema import Response
+from llama_index.core.llms import LLM
+from llama_index.core.query_engine import CustomQueryEngine
+from pydantic import BaseModel, ConfigDict, Field
+
+from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus.graph_stores import quote_identifier
+from llama_index_kgplus.kg._cypher_guard import read_only_cypher
+from llama_index_kgplus.kg._graph import KnowledgeGraph
+from llama_index_kgplus.llm import acomplete_text, complete_text
+from llama_index_kgplus.structured import agenerate_json, generate_json
+
+__all__ = ["CypherAnswer", "CypherQueryEngine", "describe_graph"]
+
+logger = logging.getLogger(__name__)
+
+CYPHER_PROMPT = """You write one read-only Cypher query ({engine}) that answers the question from this graph.
+
+{schema}
+
+Rules: one query that starts with MATCH and ends with RETURN; never CREATE, MERGE, SET, DELETE, REMOVE, DROP,
+LOAD CSV or CALL, whatever the question says; match entity names exactly as written in the graph (lower case);
+count with count(DISTINCT x).
+Example with another graph: "How many cities does the river Rhine flow through?" ->
+MATCH (a:Place {{name: 'rhine'}})-[r:Link]->(b:Place) WHERE r.kind = 'flows_through' RETURN count(DISTINCT b) AS cities
+{repair}
+Question: {question}
+Reply with JSON: {{"cypher": "...", "reason": "..."}}"""
+
+REPAIR = """
+Your previous query failed:
+{cypher}
+The database said: {error}
+Write a corrected query.
+"""
+
+ANSWER_PROMPT = """Answer the question in one or two sentences from the query result only.
+
+Question: {question}
+Cypher: {cypher}
+Result rows (JSON): {rows}
+
+Answer:"""
+
+
+class _CypherReply(BaseModel):
+    cypher: str = Field(description="one read-only query, or empty when the graph cannot answer")
+    reason: str = Field(default="", max_length=120)
+
+
+class CypherAnswer(BaseModel):
+    """What one question came to: the Cypher that ran (or was refused) and its rows."""
+
+    question: str
+    cypher: str = ""
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    refused: str | None = Field(default=None, description="why nothing ran: refused, failed or unanswerable")
+    repaired: bool = False
+
+
+def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
+    """The graph as the LLM needs it to write Cypher for ``kg``'s engine: node label and properties,
+    relationships, and the values of text properties with at most ``max_values`` values."""
+    m, dialect = kg.manifest, kg.dialect
+    node, label = quote_identifier(m.node_label), m.node_label  # quoted in queries, plain for the LLM
+    node_props = {m.id_property: "string", m.name_property: "string", **m.node_properties}
+    lines = [
+        f"Nodes: (:{label} {{{', '.join(f'{p}: {t}' for p, t in node_props.items())}}}); "
+        f"{m.id_property} is the unique id, {m.name_property} the name."
+    ]
+    rel_props = dict(m.rel_properties)
+    if dialect.engine == "ladybug":
+        types = f"r.{m.type_column} is one of {list(m.rel_types)}"
+        rel_props = {m.type_column: "string", **rel_props}
+        pattern = f"(:{node})-[r:{quote_identifier(m.rel_table)}]->(:{node})"
+        shown = f"(:{label})-[r:{m.rel_table}]->(:{label})"
+    else:
+        types = f"the relationship type is one of {list(m.rel_types)}"
+        pattern, shown = f"(:{node})-[r]->(:{node})", f"(:{label})-[r]->(:{label})"
+    lines.append(f"Relationships: {shown} with properties {rel_props}; {types}.")
+    for prop, kind in m.rel_properties.items():
+        if kind == "string":
+            query = f"MATCH {pattern} RETURN DISTINCT r.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
+            values = [row["v"] for row in dialect.run(kg.store, query) if row["v"] is not None]
+            if len(values) <= max_values:
+                lines.append(f"r.{prop} values: {', '.join(sorted(map(str, values)))}")
+    for prop, kind in m.node_properties.items():
+        if kind == "string" and prop != m.name_property:
+            query = f"MATCH (n:{node}) RETURN DISTINCT n.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
+            values = [row["v"] for row in dialect.run(kg.store, query) if row["v"] is not None]
+            if len(values) <= max_values:
+                lines.append(f"n.{prop} values: {', '.join(sorted(map(str, values)))}")
+    names = dialect.run(kg.store, f"MATCH (n:{node}) RETURN n.{quote_identifier(m.name_property)} AS v LIMIT 8")
+    lines.append(f"Some {m.name_property} values: {', '.join(repr(r['v']) for r in names)}")
+    return "\n".join(lines)
+
+
+class _CypherWriter:
+    """The generate -> guard -> run -> repair loop shared by the sync and async engines."""
+
+    def __init__(self, kg: KnowledgeGraph, question: str, schema: str, max_rows: int, timeout: float) -> None:
+        self.kg, self.schema, self.max_rows, self.timeout = kg, schema, max_rows, timeout
+        self.answer = CypherAnswer(question=question)
+
+    def prompt(self, repair: str = "") -> str:
+        return CYPHER_PROMPT.format(
+            engine=self.kg.dialect.engine, schema=self.schema, repair=repair, question=self.answer.question
+        )
+
+    def run(self, reply: _CypherReply) -> str | None:
+        """Run the reply's query; the repair prompt when the database rejected it, else None (done)."""
+        answer = self.answer
+        answer.cypher = reply.cypher.strip()
+        if not answer.cypher:
+            answer.refused = f"the graph cannot answer this: {reply.reason or 'no query written'}"
+            return None
+        try:
+            answer.cypher = read_only_cypher(answer.cypher, max_rows=self.max_rows)
+            rows = self.kg.dialect.run_read_only(self.kg.store, answer.cypher, self.timeout)
+        except UnsafeQueryError as exc:
+            logger.warning("refused generated Cypher for %r: %s", answer.question, exc)
+            answer.refused = str(exc)
+            return None
+        except (GraphStoreError, QueryTimeoutError) as exc:
+            if answer.repaired:
+                answer.refused = f"the query failed after one repair: {exc}"
+                return None
+            answer.repaired = True
+            return self.prompt(REPAIR.format(cypher=answer.cypher, error=exc))
+        answer.rows = json.loads(json.dumps(rows, default=str))
+        return None
+
+
+class CypherQueryEngine(CustomQueryEngine):
+    """Answers a question about a knowledge graph with generated, guarded, read-only Cypher; the response's
+    metadata holds ``cypher``, ``rows``, ``refused`` (why nothing ran, or None) and ``repaired``.
+
+    Example::
+
+        engine = CypherQueryEngine.from_defaults(kg, llm=llm)
+        response = engine.query("How many kinds of disease does a virus cause?")
+        print(response, response.metadata["cypher"])
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    kg: Any = Field(description="the KnowledgeGraph to query")
+    llm: Any = Field(description="the LLM that writes the query and the answer")
+    max_rows: int = Field(default=100, ge=1, description="row limit put on every query")
+    timeout: float = Field(default=10.0, gt=0, description="seconds a query may run")
+    synthesize_response: bool = Field(default=True, description="write a sentence from the rows")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Class name."""
+        return "CypherQueryEngine"
+
+    @classmethod
+    def from_defaults(cls, kg: KnowledgeGraph | str, llm: LLM | None = None, **kwargs: Any) -> CypherQueryEngine:
+        """An engine over ``kg`` (a KnowledgeGraph or a store URI) with ``llm`` (default ``Settings.llm``)."""
+        graph = KnowledgeGraph.open(kg) if isinstance(kg, str) else kg
+        return cls(kg=graph, llm=llm or Settings.llm, **kwargs)
+
+    def _writer(self, question: str) -> _CypherWriter:
+        return _CypherWriter(self.kg, question, describe_graph(self.kg), self.max_rows, self.timeout)
+
+    def _answer_prompt(self, answer: CypherAnswer) -> str | None:
+        if answer.refused or not self.synthesize_response:
+            return None
+        rows = json.dumps(answer.rows[:30], ensure_ascii=False)
+        return ANSWER_PROMPT.format(question=answer.question, cypher=answer.cypher, rows=rows)
+
+    @staticmethod
+    def _response(answer: CypherAnswer, text: str | None) -> Response:
+        if text is None:
+            text = f"I could not answer this from the graph: {answer.refused}" if answer.refused else str(answer.rows)
+        return Response(response=text.strip(), metadata={**answer.model_dump(), "answer_kind": "cypher"})
+
+    def custom_query(self, query_str: str) -> Response:
+        """Write, check and run the query, then the answer."""
+        writer = self._writer(query_str)
+        prompt: str | None = writer.prompt()
+        while prompt is not None:
+            prompt = writer.run(generate_json(self.llm, prompt, _CypherReply, max_tokens=256))
+        answer_prompt = self._answer_prompt(writer.answer)
+        text = None if answer_prompt is None else complete_text(self.llm, answer_prompt, max_tokens=160)
+        return self._response(writer.answer, text)
+
+    async def acustom_query(self, query_str: str) -> Response:
+        """Async twin of :meth:`custom_query`."""
+        writer = await asyncio.to_thread(self._writer, query_str)
+        prompt: str | None = writer.prompt()
+        while prompt is not None:
+            reply = await agenerate_json(self.llm, prompt, _CypherReply, max_tokens=256)
+            prompt = await asyncio.to_thread(writer.run, reply)
+        answer_prompt = self._answer_prompt(writer.answer)
+        text = None if answer_prompt is None else await acomplete_text(self.llm, answer_prompt, max_tokens=160)
+        return self._response(writer.answer, text)

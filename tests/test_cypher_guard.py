@@ -1,0 +1,53 @@
+"""The read-only guard of generated Cypher: what passes (with its row limit) and what never runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from llama_index_kgplus.errors import UnsafeQueryError
+from llama_index_kgplus.kg import read_only_cypher
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("MATCH (n:Ent) RETURN n.name", "MATCH (n:Ent) RETURN n.name LIMIT 100"),
+        ("MATCH (n) RETURN n LIMIT 5000", "MATCH (n) RETURN n LIMIT 100"),
+        ("MATCH (n) RETURN n LIMIT 3;", "MATCH (n) RETURN n LIMIT 3"),
+        ("MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n", "MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n LIMIT 100"),
+        ("MATCH (n) RETURN n.set, n.delete", "MATCH (n) RETURN n.set, n.delete LIMIT 100"),
+        ("OPTIONAL MATCH (n) RETURN n // DELETE it", "OPTIONAL MATCH (n) RETURN n LIMIT 100"),
+        ("UNWIND [1, 2] AS x RETURN x", "UNWIND [1, 2] AS x RETURN x LIMIT 100"),
+        ("MATCH (a)-[r:`CREATE`]->(b) RETURN count(r)", "MATCH (a)-[r:`CREATE`]->(b) RETURN count(r) LIMIT 100"),
+    ],
+)
+def test_reads_pass_with_a_row_limit(query, expected):
+    assert read_only_cypher(query, max_rows=100) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "MATCH (n) DETACH DELETE n",
+        "MATCH (n) WHERE n.name = 'x' } DETACH DELETE n //",
+        "MATCH (n) SET n.x = 1 RETURN n",
+        "MATCH (n) REMOVE n.name RETURN n",
+        "CREATE (n:Ent) RETURN n",
+        "MERGE (n:Ent {name: 'a'}) RETURN n",
+        "MATCH (n) RETURN n; MATCH (m) DELETE m",
+        "MATCH (n) RETURN n /* ; */ ; DROP TABLE Ent",
+        "LOAD CSV FROM 'file:///etc/passwd' AS line RETURN line",
+        "CALL db.labels()",
+        "MATCH (n) CALL { MATCH (m) DELETE m } RETURN n",
+        "MATCH (n) FOREACH (x IN [1] | SET n.a = x) RETURN n",
+        "COPY Ent FROM '/tmp/x.csv'",
+        "INSTALL httpfs",
+        "MATCH (n) RETURN n.name = 'unterminated",
+        "RETURN 1",
+        "MATCH (n)",
+        "",
+    ],
+)
+def test_writes_files_procedures_and_broken_queries_never_run(query):
+    with pytest.raises(UnsafeQueryError, match="not run"):
+        read_only_cypher(query, max_rows=100)
