@@ -14,7 +14,10 @@ from llama_index_kgplus.kg import read_only_cypher
         ("MATCH (n:Ent) RETURN n.name", "MATCH (n:Ent) RETURN n.name LIMIT 100"),
         ("MATCH (n) RETURN n LIMIT 5000", "MATCH (n) RETURN n LIMIT 100"),
         ("MATCH (n) RETURN n LIMIT 3;", "MATCH (n) RETURN n LIMIT 3"),
-        ("MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n", "MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n LIMIT 100"),
+        (
+            "MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n",
+            "MATCH (n) WHERE n.name = 'CREATE x; DROP y' RETURN n LIMIT 100",
+        ),
         ("MATCH (n) RETURN n.set, n.delete", "MATCH (n) RETURN n.set, n.delete LIMIT 100"),
         ("OPTIONAL MATCH (n) RETURN n // DELETE it", "OPTIONAL MATCH (n) RETURN n LIMIT 100"),
         ("UNWIND [1, 2] AS x RETURN x", "UNWIND [1, 2] AS x RETURN x LIMIT 100"),

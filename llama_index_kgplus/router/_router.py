@@ -164,23 +164,20 @@ class QuestionRouter:
             sims = np.sort(examples @ vector)[::-1][: self.k] if len(examples) else np.zeros(1)
             scores[route] = float(sims.mean())
         fired: dict[str, list[str]] = {}
+        evidence = []
         for feature in self.features:
             hits = list(dict.fromkeys(feature.find(question)))
             if len(hits) >= feature.min_hits:
                 fired[feature.name] = hits
                 scores[feature.route] += feature.weight
-            else:
+                evidence.append(f"{feature.name}: {', '.join(hits[:5])} ({feature.weight:+g} {feature.route})")
+            elif feature.absent_weight:
                 scores[feature.route] += feature.absent_weight
+                evidence.append(f"no {feature.name} ({feature.absent_weight:+g} {feature.route})")
         scores = {r: round(s, 4) for r, s in scores.items()}
         route = max(ROUTES, key=lambda r: scores[r])
-        ranked = sorted(scores.values(), reverse=True)
-        why = [f"closest examples: {route} ({scores[route]:.3f}, next {ranked[1]:.3f})"]
-        why += [
-            f"{name}: {', '.join(hits[:5])} (+{f.weight:g} {f.route})"
-            for f in self.features
-            for name, hits in fired.items()
-            if f.name == name
-        ]
+        runner_up = max((r for r in ROUTES if r != route), key=lambda r: scores[r])
+        why = [f"best {route} {scores[route]:.3f}, next {runner_up} {scores[runner_up]:.3f}", *evidence]
         return RouteDecision(question=question, route=route, scores=scores, features=fired, reason="; ".join(why))
 
     def _close_call(self, decision: RouteDecision) -> list[str]:
