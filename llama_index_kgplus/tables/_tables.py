@@ -97,6 +97,8 @@ class SQLTables:
     descriptions: dict[str, str] = field(default_factory=dict)
     _con: Any = field(default=None, init=False, repr=False)
     _sealed: bool = field(default=False, init=False, repr=False)
+    # what is read from the tables to prompt and to guard (schema text, column types), until the next add()
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _connection(self) -> Any:
@@ -157,6 +159,7 @@ class SQLTables:
             if type(exc).__module__.startswith("duckdb") or isinstance(exc, sqlite3.Error):
                 raise InputDataError(f"Table {name!r} from {path}: {str(exc).splitlines()[0]}") from exc
             raise
+        self._derived.clear()
         for table in names.values():
             self.sources[table] = path
             if description:
@@ -209,9 +212,24 @@ class SQLTables:
         rows = self._connection().execute(f"DESCRIBE {_quoted(table)}").fetchall()
         return [(r[0], r[1]) for r in rows]
 
+    def _distinct_values(self, table: str, column: str, max_values: int) -> list[Any] | None:
+        """The distinct non-null values of a column, or None when it has more than ``max_values``."""
+        values = (
+            self._connection()
+            .execute(
+                f"SELECT DISTINCT {_quoted(column)} FROM {_quoted(table)} "
+                f"WHERE {_quoted(column)} IS NOT NULL LIMIT {max_values + 1}"
+            )
+            .fetchall()
+        )
+        return [v[0] for v in values] if len(values) <= max_values else None
+
     def describe(self, sample_rows: int = 3, max_values: int = 12) -> str:
         """Each table as ``CREATE TABLE`` with its first rows and, for text columns with few values, the values:
-        what the LLM needs to write SQL."""
+        what the LLM needs to write SQL (read once until the next :meth:`add`)."""
+        key = ("describe", sample_rows, max_values)
+        if key in self._derived:
+            return self._derived[key]
         con = self._connection()
         parts = []
         for table in self.sources:
@@ -221,31 +239,35 @@ class SQLTables:
             sample = con.execute(f"SELECT * FROM {_quoted(table)} LIMIT {int(sample_rows)}").fetchall()
             lines.append(SQLResult("", [c for c, _ in cols], sample).as_text())
             for column, kind in cols:
-                if kind == "VARCHAR":
-                    values = con.execute(
-                        f"SELECT DISTINCT {_quoted(column)} FROM {_quoted(table)} "
-                        f"WHERE {_quoted(column)} IS NOT NULL LIMIT {max_values + 1}"
-                    ).fetchall()
-                    if len(values) <= max_values:
-                        lines.append(f"-- {table}.{column} values: " + ", ".join(repr(v[0]) for v in values))
+                values = self._distinct_values(table, column, max_values) if kind == "VARCHAR" else None
+                if values is not None:
+                    lines.append(f"-- {table}.{column} values: " + ", ".join(repr(v) for v in values))
             parts.append("\n".join(lines))
-        return "\n\n".join(parts)
+        self._derived[key] = "\n\n".join(parts)
+        return self._derived[key]
 
     def text_values(self, max_values: int = 200) -> dict[str, list[str]]:
         """``{"table.column": values}`` of the text columns with at most ``max_values`` distinct values (the
         router looks for them in questions)."""
-        con, found = self._connection(), {}
+        found = {}
         for table in self.sources:
             for column, kind in self.columns(table):
-                if kind != "VARCHAR":
-                    continue
-                values = con.execute(
-                    f"SELECT DISTINCT {_quoted(column)} FROM {_quoted(table)} "
-                    f"WHERE {_quoted(column)} IS NOT NULL LIMIT {max_values + 1}"
-                ).fetchall()
-                if len(values) <= max_values:
-                    found[f"{table}.{column}"] = [str(v[0]) for v in values]
+                values = self._distinct_values(table, column, max_values) if kind == "VARCHAR" else None
+                if values is not None:
+                    found[f"{table}.{column}"] = [str(v) for v in values]
         return found
+
+    def _column_types(self) -> dict[str, str]:
+        """``{column: type}`` over all tables, for the guard's ``LIKE`` cast; a name that is text in one table but
+        not in another counts as not text."""
+        if "types" not in self._derived:
+            types: dict[str, str] = {}
+            for table in self.sources:
+                for column, kind in self.columns(table):
+                    if types.get(column.lower(), "VARCHAR") == "VARCHAR":
+                        types[column.lower()] = kind
+            self._derived["types"] = types
+        return self._derived["types"]
 
     def run(self, sql: str) -> SQLResult:
         """Run one generated statement through the guard, with the row limit and the timeout; raises
@@ -256,11 +278,7 @@ class SQLTables:
         if not self.sources:
             raise InputDataError("No tables are registered.")
         with self._lock:  # one DuckDB connection runs one query at a time
-            types: dict[str, str] = {}  # a name that is text in one table but not in another counts as not text
-            for table in self.sources:
-                for column, kind in self.columns(table):
-                    if types.get(column.lower(), "VARCHAR") == "VARCHAR":
-                        types[column.lower()] = kind
+            types = self._column_types()
             safe = read_only_select(sql, tables=self.sources, max_rows=self.max_rows + 1, column_types=types)
             self._seal()
             con = self._connection()
