@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from typing import Any
 
 from llama_index.core import Settings
@@ -26,16 +25,15 @@ from llama_index.core.llms import LLM
 from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import BaseModel, ConfigDict, Field
 
-from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
+from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError
 from llama_index_kgplus.graph_stores import quote_identifier
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.kg._graph import KnowledgeGraph
 from llama_index_kgplus.llm import acomplete_text, complete_text
-from llama_index_kgplus.structured import agenerate_json, generate_json
 
 __all__ = ["CypherAnswer", "CypherQueryEngine", "describe_graph"]
 
-logger = logging.getLogger(__name__)
 
 CYPHER_PROMPT = """You write one read-only Cypher query ({engine}) that answers the question from this graph.
 
@@ -118,40 +116,15 @@ def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
     return "\n".join(lines)
 
 
-class _CypherWriter:
-    """The generate -> guard -> run -> repair loop shared by the sync and async engines."""
+def _read(reply: _CypherReply) -> tuple[str, str]:
+    return reply.cypher.strip(), reply.reason
 
-    def __init__(self, kg: KnowledgeGraph, question: str, schema: str, max_rows: int, timeout: float) -> None:
-        self.kg, self.schema, self.max_rows, self.timeout = kg, schema, max_rows, timeout
-        self.answer = CypherAnswer(question=question)
 
-    def prompt(self, repair: str = "") -> str:
-        return CYPHER_PROMPT.format(
-            engine=self.kg.dialect.engine, schema=self.schema, repair=repair, question=self.answer.question
-        )
-
-    def run(self, reply: _CypherReply) -> str | None:
-        """Run the reply's query; the repair prompt when the database rejected it, else None (done)."""
-        answer = self.answer
-        answer.cypher = reply.cypher.strip()
-        if not answer.cypher:
-            answer.refused = f"the graph cannot answer this: {reply.reason or 'no query written'}"
-            return None
-        try:
-            answer.cypher = read_only_cypher(answer.cypher, max_rows=self.max_rows)
-            rows = self.kg.dialect.run_read_only(self.kg.store, answer.cypher, self.timeout)
-        except UnsafeQueryError as exc:
-            logger.warning("refused generated Cypher for %r: %s", answer.question, exc)
-            answer.refused = str(exc)
-            return None
-        except (GraphStoreError, QueryTimeoutError) as exc:
-            if answer.repaired:
-                answer.refused = f"the query failed after one repair: {exc}"
-                return None
-            answer.repaired = True
-            return self.prompt(REPAIR.format(cypher=answer.cypher, error=exc))
-        answer.rows = json.loads(json.dumps(rows, default=str))
-        return None
+def _answer(loop: QueryLoop) -> CypherAnswer:
+    rows = [] if loop.refused is not None or loop.result is None else json.loads(json.dumps(loop.result, default=str))
+    return CypherAnswer(
+        question=loop.question, cypher=loop.query, rows=rows, refused=loop.refused, repaired=loop.repaired
+    )
 
 
 class CypherQueryEngine(CustomQueryEngine):
@@ -184,8 +157,23 @@ class CypherQueryEngine(CustomQueryEngine):
         graph = KnowledgeGraph.open(kg) if isinstance(kg, str) else kg
         return cls(kg=graph, llm=llm or Settings.llm, **kwargs)
 
-    def _writer(self, question: str) -> _CypherWriter:
-        return _CypherWriter(self.kg, question, describe_graph(self.kg), self.max_rows, self.timeout)
+    def _loop(self, question: str) -> QueryLoop:
+        kg, schema = self.kg, describe_graph(self.kg)
+
+        def prompt(repair: str) -> str:
+            return CYPHER_PROMPT.format(engine=kg.dialect.engine, schema=schema, repair=repair, question=question)
+
+        return QueryLoop(
+            question,
+            noun="query",
+            language="Cypher",
+            source="graph",
+            prompt=prompt,
+            repair=lambda cypher, error: prompt(REPAIR.format(cypher=cypher, error=error)),
+            guard=lambda cypher: read_only_cypher(cypher, max_rows=self.max_rows),
+            execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout),
+            retry_on=(GraphStoreError, QueryTimeoutError),
+        )
 
     def _answer_prompt(self, answer: CypherAnswer) -> str | None:
         if answer.refused or not self.synthesize_response:
@@ -201,21 +189,15 @@ class CypherQueryEngine(CustomQueryEngine):
 
     def custom_query(self, query_str: str) -> Response:
         """Write, check and run the query, then the answer."""
-        writer = self._writer(query_str)
-        prompt: str | None = writer.prompt()
-        while prompt is not None:
-            prompt = writer.run(generate_json(self.llm, prompt, _CypherReply, max_tokens=256))
-        answer_prompt = self._answer_prompt(writer.answer)
+        answer = _answer(write_query(self._loop(query_str), self.llm, _CypherReply, _read))
+        answer_prompt = self._answer_prompt(answer)
         text = None if answer_prompt is None else complete_text(self.llm, answer_prompt, max_tokens=160)
-        return self._response(writer.answer, text)
+        return self._response(answer, text)
 
     async def acustom_query(self, query_str: str) -> Response:
         """Async twin of :meth:`custom_query`."""
-        writer = await asyncio.to_thread(self._writer, query_str)
-        prompt: str | None = writer.prompt()
-        while prompt is not None:
-            reply = await agenerate_json(self.llm, prompt, _CypherReply, max_tokens=256)
-            prompt = await asyncio.to_thread(writer.run, reply)
-        answer_prompt = self._answer_prompt(writer.answer)
+        loop = await asyncio.to_thread(self._loop, query_str)
+        answer = _answer(await awrite_query(loop, self.llm, _CypherReply, _read))
+        answer_prompt = self._answer_prompt(answer)
         text = None if answer_prompt is None else await acomplete_text(self.llm, answer_prompt, max_tokens=160)
-        return self._response(writer.answer, text)
+        return self._response(answer, text)

@@ -12,8 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
 from llama_index.core import Settings
@@ -24,14 +22,12 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, ConfigDict, Field
 
-from llama_index_kgplus.errors import InputDataError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
+from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.llm import acomplete_text, complete_text
-from llama_index_kgplus.structured import agenerate_json, generate_json
 from llama_index_kgplus.tables._tables import SQLResult, SQLTables
 
 __all__ = ["SQLAnswer", "TableQueryEngine", "TableRetriever"]
-
-logger = logging.getLogger(__name__)
 
 SQL_PROMPT = """You write one DuckDB SQL SELECT statement that answers the question from these tables.
 
@@ -95,44 +91,36 @@ def _jsonable(value: Any) -> Any:
     return value if value is None or isinstance(value, (bool, int, str)) else str(value)
 
 
-class _SQLWriter:
-    """The generate -> guard -> run -> repair loop shared by the sync and async retrievers."""
+def _loop(tables: SQLTables, question: str) -> QueryLoop:
+    def prompt(repair: str) -> str:
+        return SQL_PROMPT.format(schema=tables.describe(), repair=repair, question=question)
 
-    def __init__(self, tables: SQLTables, question: str) -> None:
-        self.tables, self.question = tables, question
-        self.answer = SQLAnswer(question=question)
+    return QueryLoop(
+        question,
+        noun="SQL",
+        language="SQL",
+        source="tables",
+        prompt=prompt,
+        repair=lambda sql, error: prompt(REPAIR.format(sql=sql, error=error)),
+        execute=tables.run,
+        retry_on=(InputDataError, QueryTimeoutError),
+    )
 
-    def prompt(self, repair: str = "") -> str:
-        return SQL_PROMPT.format(schema=self.tables.describe(), repair=repair, question=self.question)
 
-    def run(self, reply: _SQLReply) -> str | None:
-        """Run the reply's SQL; the repair prompt when the database rejected it, else None (done)."""
-        answer = self.answer
-        answer.sql = reply.sql.strip().rstrip(";").strip()
-        if not answer.sql:
-            answer.refused = f"the tables cannot answer this: {reply.reason or 'no SQL written'}"
-            return None
-        try:
-            result = self.tables.run(answer.sql)
-        except UnsafeQueryError as exc:
-            logger.warning("refused generated SQL for %r: %s", self.question, exc)
-            answer.refused = str(exc)
-            return None
-        except (InputDataError, QueryTimeoutError) as exc:
-            if answer.repaired:
-                answer.refused = f"the SQL failed after one repair: {exc}"
-                return None
-            answer.repaired = True
-            return self.prompt(REPAIR.format(sql=answer.sql, error=exc))
+def _read(reply: _SQLReply) -> tuple[str, str]:
+    return reply.sql.strip().rstrip(";").strip(), reply.reason
+
+
+def _node(loop: QueryLoop) -> NodeWithScore:
+    """The loop's outcome as the one retrieved node."""
+    answer = SQLAnswer(question=loop.question, sql=loop.query, refused=loop.refused, repaired=loop.repaired)
+    if loop.refused is None and loop.result is not None:
+        result = loop.result
         answer.sql, answer.columns, answer.truncated = result.sql, result.columns, result.truncated
         answer.rows = [[_jsonable(v) for v in row] for row in result.rows]
-        return None
-
-    def node(self) -> NodeWithScore:
-        answer = self.answer
-        node = TextNode(text=answer.as_text(), metadata={"sql_answer": answer.model_dump(), "source": "sql"})
-        node.excluded_embed_metadata_keys = node.excluded_llm_metadata_keys = ["sql_answer", "source"]
-        return NodeWithScore(node=node, score=None if answer.refused else 1.0)
+    node = TextNode(text=answer.as_text(), metadata={"sql_answer": answer.model_dump(), "source": "sql"})
+    node.excluded_embed_metadata_keys = node.excluded_llm_metadata_keys = ["sql_answer", "source"]
+    return NodeWithScore(node=node, score=None if answer.refused else 1.0)
 
 
 class TableRetriever(BaseRetriever):
@@ -153,19 +141,12 @@ class TableRetriever(BaseRetriever):
         self.max_tokens = max_tokens
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        writer = _SQLWriter(self.tables, query_bundle.query_str)
-        prompt: str | None = writer.prompt()
-        while prompt is not None:
-            prompt = writer.run(generate_json(self.llm, prompt, _SQLReply, max_tokens=self.max_tokens))
-        return [writer.node()]
+        loop = write_query(_loop(self.tables, query_bundle.query_str), self.llm, _SQLReply, _read, self.max_tokens)
+        return [_node(loop)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        writer = _SQLWriter(self.tables, query_bundle.query_str)
-        prompt: str | None = await asyncio.to_thread(writer.prompt)
-        while prompt is not None:
-            reply = await agenerate_json(self.llm, prompt, _SQLReply, max_tokens=self.max_tokens)
-            prompt = await asyncio.to_thread(writer.run, reply)
-        return [writer.node()]
+        loop = _loop(self.tables, query_bundle.query_str)
+        return [_node(await awrite_query(loop, self.llm, _SQLReply, _read, self.max_tokens))]
 
 
 class TableQueryEngine(CustomQueryEngine):

@@ -1,0 +1,98 @@
+"""The loop text-to-SQL (``tables/``) and text-to-Cypher (``kg/``) share: the LLM writes a query as JSON, the
+guard and the database run it, a database error goes back to the LLM once, and what happened is recorded.
+
+Example::
+
+    loop = QueryLoop(question, noun="SQL", language="SQL", source="tables", prompt=make_prompt,
+                     repair=make_repair_prompt, execute=tables.run, retry_on=(InputDataError,))
+    write_query(loop, llm, SQLReply, lambda reply: (reply.sql.strip(), reply.reason))
+    loop.result, loop.refused, loop.repaired
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from llama_index_kgplus.errors import UnsafeQueryError
+from llama_index_kgplus.structured import agenerate_json, generate_json
+
+__all__ = ["QueryLoop", "awrite_query", "write_query"]
+
+logger = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class QueryLoop:
+    """One question's generate -> guard and run -> one repair; ``query`` is the last query written (in the form
+    ``guard`` returned, when it passed one), ``result`` what ``execute`` returned for it, ``refused`` why nothing
+    usable ran (or None). ``guard`` raises :class:`UnsafeQueryError`; without one, ``execute`` guards."""
+
+    def __init__(
+        self,
+        question: str,
+        *,
+        noun: str,
+        language: str,
+        source: str,
+        prompt: Callable[[str], str],
+        repair: Callable[[str, Exception], str],
+        execute: Callable[[str], Any],
+        retry_on: tuple[type[Exception], ...],
+        guard: Callable[[str], str] | None = None,
+    ) -> None:
+        self.question, self.noun, self.language, self.source = question, noun, language, source
+        self.prompt, self.repair, self.execute, self.retry_on = prompt, repair, execute, retry_on
+        self.guard = guard
+        self.query = ""
+        self.result: Any = None
+        self.refused: str | None = None
+        self.repaired = False
+
+    def step(self, query: str, reason: str) -> str | None:
+        """Run ``query``; the repair prompt when the database rejected it, else None (done)."""
+        self.query = query
+        if not query:
+            self.refused = f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}"
+            return None
+        try:
+            if self.guard is not None:
+                self.query = self.guard(query)
+            self.result = self.execute(self.query)
+        except UnsafeQueryError as exc:
+            logger.warning("refused generated %s for %r: %s", self.language, self.question, exc)
+            self.refused = str(exc)
+            return None
+        except self.retry_on as exc:
+            if self.repaired:
+                self.refused = f"the {self.noun} failed after one repair: {exc}"
+                return None
+            self.repaired = True
+            return self.repair(query, exc)
+        return None
+
+
+def write_query(
+    loop: QueryLoop, llm: Any, reply_cls: type[R], read: Callable[[R], tuple[str, str]], max_tokens: int = 256
+) -> QueryLoop:
+    """Drive ``loop`` to its end: each reply of ``reply_cls`` is read into ``(query, reason)`` by ``read``."""
+    prompt: str | None = loop.prompt("")
+    while prompt is not None:
+        prompt = loop.step(*read(generate_json(llm, prompt, reply_cls, max_tokens=max_tokens)))
+    return loop
+
+
+async def awrite_query(
+    loop: QueryLoop, llm: Any, reply_cls: type[R], read: Callable[[R], tuple[str, str]], max_tokens: int = 256
+) -> QueryLoop:
+    """Async twin of :func:`write_query` (the prompt's reads and the query run in a worker thread)."""
+    prompt: str | None = await asyncio.to_thread(loop.prompt, "")
+    while prompt is not None:
+        reply = await agenerate_json(llm, prompt, reply_cls, max_tokens=max_tokens)
+        prompt = await asyncio.to_thread(loop.step, *read(reply))
+    return loop
