@@ -31,6 +31,7 @@ from llama_index_kgplus.kg import (
     KGAugmentedQueryEngine,
     KGPathFinder,
     KGPathRetriever,
+    KGPathSubRetriever,
     KnowledgeGraph,
     import_kg,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "KGAugmentedQueryEngine",
     "KGPathFinder",
     "KGPathRetriever",
+    "KGPathSubRetriever",
     "KGPlusError",
     "KGPlusSetupError",
     "NotFittedError",

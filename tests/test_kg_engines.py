@@ -474,10 +474,19 @@ def test_a_retriever_opened_by_uri_pickles_and_reopens_its_store(backend, toy):
         assert b"password" not in data.lower() and ARCADE_PASSWORD.encode() not in data  # credentials stay in env
     finally:
         copy.finder.graph.close()
+    settings = json.loads(json.dumps(copy.finder.to_dict()))  # to_dict/from_dict: the settings and the store's URI
+    assert settings["max_paths"] == 2 and "password" not in json.dumps(settings).lower()
+    rebuilt = KGPathFinder.from_dict(settings)
+    try:
+        assert [p.text for p in rebuilt.find("alpha and beta").paths] == expected
+    finally:
+        rebuilt.graph.close()
     with backend.open(toy) as opened:
         on_store = KnowledgeGraph(opened.store)  # built on a store object: no URI to reopen from
         with pytest.raises(GraphStoreError, match="open it by URI"):
             pickle.dumps(KGPathRetriever.from_defaults(on_store))
+        with pytest.raises(GraphStoreError, match="open it by URI"):
+            KGPathFinder.from_defaults(on_store).to_dict()
 
 
 def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
@@ -511,6 +520,89 @@ def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
         assert texts == ["virus -[CAUSES]-> fever -[COMES_WITH]-> headache"]
     finally:
         kg.close()
+
+
+def test_an_imported_graph_is_a_llamaindex_property_graph(backend, umls):
+    """LlamaIndex's own store API sees the import: names, labels, relationship types and properties."""
+    with backend.open(umls) as kg:
+        store = kg.store
+        [virus] = store.get(ids=["virus"])
+        assert virus.name == "virus" and virus.properties["stygrp"] == "physical_object"
+        triplets = store.get_triplets(entity_names=["virus"])
+        assert triplets and all(s.name == "virus" or t.name == "virus" for s, _, t in triplets)
+        causes = {t.name for s, r, t in triplets if s.name == "virus" and r.properties.get("relname") == "causes"}
+        assert causes == _umls_targets("virus", "causes")
+        assert all(r.label == "Rel" and (r.source_id, r.target_id) == (s.id, t.id) for s, r, t in triplets)
+        near = store.get_rel_map([virus], depth=1, limit=500)
+        # LlamaIndex's Cypher stores name these nodes by their `id` (for entities LlamaIndex wrote, id = name)
+        assert {"amphibian", "disease or syndrome"} <= {n.properties.get("name", n.name) for t in near for n in t[::2]}
+        rows = store.structured_query(
+            "MATCH (n:Ent) WHERE n.name = $name RETURN n.id AS id", param_map={"name": "virus"}
+        )
+        assert rows == [{"id": "virus"}]
+        if backend.engine == "neo4j":  # Neo4jPropertyGraphStore reads its schema with APOC, which ArcadeDB lacks
+            return
+        schema = store.get_schema_str()
+        assert "Rel" in schema and "relname" in schema and "Ent" in schema
+
+
+def _umls_targets(name: str, relname: str) -> set[str]:
+    """The names ``name`` points to by ``relname`` in the UMLS bench files (the gold, read from the CSVs)."""
+    import csv
+
+    folder = BENCH / "kg-umls-semnet"
+    with (folder / "nodes.csv").open(encoding="utf-8") as fh:
+        names = {row["cid:ID"]: row["cfname"] for row in csv.DictReader(fh)}
+    with (folder / "relationships.csv").open(encoding="utf-8") as fh:
+        return {
+            names[row[":END_ID"]]
+            for row in csv.DictReader(fh)
+            if names[row[":START_ID"]] == name and row["relname"] == relname
+        }
+
+
+def test_property_graph_index_from_existing_answers_through_the_path_sub_retriever(backend, umls, embed_model):
+    from llama_index.core import PropertyGraphIndex
+    from llama_index.core.llms import MockLLM
+
+    from llama_index_kgplus.kg import KGPathSubRetriever
+
+    with backend.open(umls) as kg:
+        # no LLM is called on this path (the sub-retrievers are given): MockLLM only keeps Settings.llm unresolved
+        index = PropertyGraphIndex.from_existing(
+            property_graph_store=kg.store, llm=MockLLM(), embed_model=embed_model, embed_kg_nodes=False
+        )
+        paths = KGPathSubRetriever(index.property_graph_store, max_paths=3)
+        retriever = index.as_retriever(sub_retrievers=[paths])
+        texts = [hit.node.text for hit in retriever.retrieve("Does a virus cause a disease or syndrome?")]
+        assert "virus -[causes]-> disease or syndrome" in texts
+        assert [h.node.text for h in paths.retrieve("How are virus and disease or syndrome related?")] == texts
+
+
+def test_importing_beside_a_llamaindex_graph_keeps_it_whole(backend, toy_files):
+    """A graph LlamaIndex's store wrote, then an import into the same store: both read through the store API."""
+    from llama_index.core.graph_stores.types import EntityNode, Relation
+
+    name = backend.new_graph("beside")
+    kwargs = {} if backend.engine == "ladybug" else {"database": name}
+    with KnowledgeGraph.open(backend.uri(name), create=True, **kwargs) as kg:
+        try:
+            kg.store.upsert_nodes(
+                [EntityNode(name="virus", label="ORGANISM"), EntityNode(name="fever", label="SYMPTOM")]
+            )
+            kg.store.upsert_relations([Relation(label="CAUSES", source_id="virus", target_id="fever")])
+        except Exception as exc:  # LlamaIndex's Neo4j store writes with APOC procedures, which ArcadeDB lacks
+            pytest.skip(f"LlamaIndex's {backend.engine} store cannot write here: {type(exc).__name__}")
+    backend.import_graph(name, toy_files / "nodes.csv", toy_files / "rels.csv")
+    with backend.open(name) as kg:
+        store = kg.store
+        assert [(s.name, r.label, t.name) for s, r, t in store.get_triplets(entity_names=["virus"])] == [
+            ("virus", "CAUSES", "fever")
+        ]
+        assert {"alpha", "gamma"} <= {s.name for s, _, _ in store.get_triplets(relation_names=["TREATS"])} | {
+            t.name for _, _, t in store.get_triplets(relation_names=["TREATS"])
+        }
+        assert "CAUSES" in store.get_schema_str() and "TREATS" in store.get_schema_str()
 
 
 async def test_async_path_search_matches_sync_on_a_bench_graph(backend, famplex):
@@ -568,12 +660,13 @@ def test_existing_graph_needs_replace_and_metadata_only_registers_a_loaded_graph
     assert code == 2 and "already holds a graph labelled 'Ent' (12 nodes)" in err and "--replace" in err
     code, out, err = backend.cli(name, "kg", "import", *args, "--replace")
     assert code == 0 and "imported 12 nodes, 11 relationships" in out, err
-    # a graph loaded by other means (e.g. neo4j-admin) has no manifest: paths refuse, --metadata-only registers it
+    # a graph without its manifest (lost, or loaded by other means) is read from the store's schema, the way
+    # LlamaIndex's store reads it (id, name, label); --metadata-only registers it again, with its synonyms
     with backend.open(name) as kg:
         kg.dialect.delete_meta(kg.store, manifest_key("Ent"))
         shutil.rmtree(kg.cache_dir)
-    code, _, err = backend.cli(name, "kg", "paths", "alpha and beta")
-    assert code == 2 and "No knowledge graph with label 'Ent'" in err
+    code, out, err = backend.cli(name, "kg", "paths", "alpha and beta", "--json")
+    assert code == 0 and len(json.loads(out)["paths"]) == 3, err
     code, out, _ = backend.cli(
         name, "kg", "import", *args, "--metadata-only", "--synonyms", str(toy_files / "syn.csv"), "--json"
     )

@@ -17,6 +17,7 @@ from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
 
 __all__ = [
     "IDENTIFIER_RE",
+    "LadybugGraphStore",
     "MAX_HOPS_LIMIT",
     "GraphDialect",
     "GraphLayout",
@@ -30,3 +31,12 @@ __all__ = [
     "open_graph_store",
     "quote_identifier",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # LadybugGraphStore needs the optional `ladybug` extra: imported on first use, not with this package
+    if name == "LadybugGraphStore":
+        from llama_index_kgplus.graph_stores._ladybug_store import LadybugGraphStore
+
+        return LadybugGraphStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -75,7 +75,7 @@ class GraphLayout:
     rel_types: tuple[str, ...] = ("Rel",)
     rel_properties: tuple[str, ...] = ()
     rel_table: str = "Rel"
-    type_column: str = "reltype"
+    type_column: str = "label"
     labels_column: str = "labels"
     alias_property: str = "synonyms"
 
@@ -221,6 +221,9 @@ class GraphDialect(ABC):
     @abstractmethod
     def drop_graph(self, store: Any, layout: GraphLayout) -> None:
         """Delete every node of ``layout.node_label`` with its relationships, and its schema."""
+
+    #: labels an imported node carries so LlamaIndex's store for this engine reads it as an entity
+    entity_labels: ClassVar[tuple[str, ...]] = ()
 
     #: whether :meth:`swap_graph` exists: a graph can be written under another label and switched in one
     #: statement (Ladybug replaces a graph by importing into a copy of its file instead)

@@ -29,6 +29,7 @@ class _CypherDialect(GraphDialect):
     """What FalkorDB and Neo4j share: real labels and relationship types, ``allShortestPaths``."""
 
     rel_id_function: ClassVar[str] = "elementId"
+    entity_labels: ClassVar[tuple[str, ...]] = ("__Entity__", "__Node__")
 
     def read_meta(self, store: Any, key: str) -> str | None:
         rows = self.run(store, f"MATCH (m:{META_LABEL} {{key: $key}}) RETURN m.value AS value", {"key": key})
@@ -74,12 +75,13 @@ class _CypherDialect(GraphDialect):
 
     can_swap = True
 
-    @staticmethod
-    def _swap_statements(staged: GraphLayout, layout: GraphLayout) -> list[str]:
+    @classmethod
+    def _swap_statements(cls, staged: GraphLayout, layout: GraphLayout) -> list[str]:
         label, staged_label = quote_identifier(layout.node_label), quote_identifier(staged.node_label)
+        live = "".join(f":{quote_identifier(lb)}" for lb in (layout.node_label, *cls.entity_labels))
         return [
             f"MATCH (n:{label}) DETACH DELETE n",
-            f"MATCH (m:{staged_label}) SET m:{label} REMOVE m:{staged_label}",  # each engine counts m after it
+            f"MATCH (m:{staged_label}) SET m{live} REMOVE m:{staged_label}",  # each engine counts m after it
             f"MERGE (meta:{META_LABEL} {{key: $key}}) SET meta.value = $value",
         ]
 

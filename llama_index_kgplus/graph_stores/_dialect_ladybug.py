@@ -101,14 +101,27 @@ class LadybugDialect(GraphDialect):
         # LlamaIndex's Ladybug store: entities in `Entity` (id = name), entity-entity relations in `LINKS`, the type
         # in its `label` column; chunks and MENTIONS live in other tables, so no path runs through them. The store
         # creates these tables when it opens: only entities in them make a graph.
-        if not {"Entity", "LINKS"} <= self._tables(store) or not self.run(
-            store, "MATCH (n:Entity) RETURN n.id LIMIT 1"
-        ):
+        tables = self._tables(store)
+        if {"Entity", "LINKS"} <= tables and self.run(store, "MATCH (n:Entity) RETURN n.id LIMIT 1"):
+            return GraphLayout(
+                node_label="Entity", id_property="id", name_property="name", rel_types=("LINKS",), rel_table="LINKS",
+                type_column="label",
+            )  # fmt: skip
+        # an imported graph whose manifest is gone: its tables have the columns LlamaIndex reads
+        node, rel = "Ent", "Rel"
+        if not {node, rel} <= tables or not {"id", "name"} <= self._columns(store, node):
             return None
+        rel_columns = self._columns(store, rel)
+        if "label" not in rel_columns:
+            return None
+        types = sorted(str(r["t"]) for r in self.run(store, f"MATCH ()-[r:{rel}]->() RETURN DISTINCT r.label AS t"))
         return GraphLayout(
-            node_label="Entity", id_property="id", name_property="name", rel_types=("LINKS",), rel_table="LINKS",
-            type_column="label",
+            node_label=node, id_property="id", name_property="name", rel_types=tuple(types) or ("RELATED_TO",),
+            rel_properties=tuple(sorted(rel_columns - {"label"})), rel_table=rel, type_column="label",
         )  # fmt: skip
+
+    def _columns(self, store: Any, table: str) -> set[str]:
+        return {row["name"] for row in self.run(store, f"CALL TABLE_INFO('{table}') RETURN name")}
 
     # schema
     def count_nodes(self, store: Any, layout: GraphLayout) -> int:

@@ -53,7 +53,8 @@ def _check_reachable(parsed: GraphStoreURI, timeout: float = 5.0) -> None:
 def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
     try:
         import ladybug as lb
-        from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
+
+        from llama_index_kgplus.graph_stores._ladybug_store import LadybugGraphStore
     except ImportError as exc:
         raise GraphStoreError(
             "The embedded graph store is not installed: pip install 'llama-index-kgplus[ladybug]' (or [local])."
@@ -75,7 +76,7 @@ def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
         raise GraphStoreError(f"Cannot open the embedded graph store {parsed.path}: {exc}") from exc
     # The vector extension would try to download itself: keep it off (vectors live in the vector store).
     kwargs.setdefault("use_vector_index", False)
-    return LadybugPropertyGraphStore(db=db, **kwargs)
+    return LadybugGraphStore(db=db, **kwargs)
 
 
 def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:

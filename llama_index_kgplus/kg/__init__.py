@@ -21,7 +21,7 @@ from llama_index_kgplus.kg._query_engine import (
     KG_TEXT_QA_TEMPLATE,
     KGAugmentedQueryEngine,
 )
-from llama_index_kgplus.kg._retriever import KGPathRetriever
+from llama_index_kgplus.kg._retriever import KGPathRetriever, KGPathSubRetriever
 
 __all__ = [
     "KG_FACTS_SUMMARY_TEMPLATE",
@@ -40,6 +40,7 @@ __all__ = [
     "KGPathFinder",
     "KGPathResult",
     "KGPathRetriever",
+    "KGPathSubRetriever",
     "KnowledgeGraph",
     "PathNode",
     "PathRelationship",

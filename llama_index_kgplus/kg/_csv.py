@@ -37,7 +37,7 @@ from llama_index_kgplus.graph_stores._dialects import IDENTIFIER_RE, NodeRecord,
 NAME_COLUMNS = ("name", "cfname", "title", "label", "preferred_name", "pref_label")
 #: Property names the stores use themselves.
 RESERVED_NODE_PROPERTIES = ("labels", "synonyms")
-RESERVED_REL_PROPERTIES = ("reltype",)
+RESERVED_REL_PROPERTIES = ("label",)  # Ladybug: the column holding the relationship type
 
 _INT_TYPES = {"int", "long", "short", "byte"}
 _FLOAT_TYPES = {"float", "double"}

@@ -53,18 +53,44 @@ class KGPathFinder(BaseComponent):
     )
     rank_property: str | None = Field("rank", description="Numeric relationship property used for ranking.")
     higher_rank_first: bool = Field(False, description="Rank descending (scores) instead of ascending (positions).")
+    graph_uri: str | None = Field(
+        None,
+        description="URI of the graph store when the graph was opened by URI (to_dict records it, from_dict reopens it).",
+    )
+    node_label: str = Field("Ent", description="Label of the graph's entity nodes (the import's --label).")
+    store_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options the store was opened with, e.g. database (never credentials)."
+    )
 
-    _graph: KnowledgeGraph = PrivateAttr()
+    _graph: KnowledgeGraph | None = PrivateAttr(default=None)
     _matcher: EntityMatcher | None = PrivateAttr(default=None)
 
-    def __init__(self, graph: KnowledgeGraph, matcher: EntityMatcher | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, graph: KnowledgeGraph | None = None, matcher: EntityMatcher | None = None, **kwargs: Any
+    ) -> None:
+        if graph is not None:
+            kwargs.update(graph_uri=graph.uri, node_label=graph.node_label, store_options=graph.store_options)
         super().__init__(**kwargs)
         self._graph = graph
         self._matcher = matcher
 
+    def _check_portable(self) -> None:
+        if self._graph is not None:  # a graph on a store object cannot be copied: say so, do not drop it silently
+            self._graph.__getstate__()
+
     def __getstate__(self) -> dict[Any, Any]:
-        self._graph.__getstate__()  # a graph on a store object cannot be pickled: say so, do not drop it silently
+        self._check_portable()
         return super().__getstate__()
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # pydantic's restore, which keeps the graph handle and the dictionary (LlamaIndex's calls __init__ and
+        # would drop them, so the copy would reopen the store without its options, e.g. the database name)
+        BaseModel.__setstate__(self, state)
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The settings and ``graph_uri``: ``KGPathFinder.from_dict`` reopens the graph by its URI."""
+        self._check_portable()
+        return super().to_dict(**kwargs)
 
     @classmethod
     def class_name(cls) -> str:
@@ -80,17 +106,20 @@ class KGPathFinder(BaseComponent):
 
     @property
     def graph(self) -> KnowledgeGraph:
+        """The graph (a finder made by ``from_dict`` opens ``graph_uri`` here, on first use)."""
+        if self._graph is None:
+            self._graph = KnowledgeGraph.open(self.graph_uri, node_label=self.node_label, **self.store_options)
         return self._graph
 
     @property
     def matcher(self) -> EntityMatcher:
         if self._matcher is None:
-            self._matcher = self._graph.entity_matcher()
+            self._matcher = self.graph.entity_matcher()
         return self._matcher
 
     def warm_up(self) -> None:
         """Load the manifest and the entity dictionary now rather than on the first question."""
-        _ = self._graph.layout, self.matcher
+        _ = self.graph.layout, self.matcher
 
     # ------------------------------------------------------------------ search
 
@@ -98,9 +127,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = self._graph.shortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = self.graph.shortest_paths(pairs, self.max_hops, self.max_rows)
         elif single:
-            raw = self._graph.neighbours(single, self.max_rows)
+            raw = self.graph.neighbours(single, self.max_rows)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
@@ -109,9 +138,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = await self._graph.ashortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = await self.graph.ashortest_paths(pairs, self.max_hops, self.max_rows)
         elif single:
-            raw = await self._graph.aneighbours(single, self.max_rows)
+            raw = await self.graph.aneighbours(single, self.max_rows)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))

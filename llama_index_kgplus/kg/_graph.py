@@ -64,9 +64,14 @@ class KGManifest(BaseModel):
     name_property: str = Field(description="Property holding the entity name used by the dictionary.")
     rel_types: list[str] = Field(description="Relationship types of the graph (:TYPE values).")
     rel_table: str = Field("Rel", description="Ladybug: the relationship table holding all of them.")
-    type_column: str = Field(default="reltype", description="Ladybug: the column of rel_table holding the type.")
+    type_column: str = Field(
+        default="label", description="Ladybug: the column of rel_table holding the type (imports before 0.2: reltype)."
+    )
     node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
     rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
+    llamaindex_properties: list[str] = Field(
+        default_factory=list, description="Node properties the import added for LlamaIndex's stores (id, name, label)."
+    )
     counts: dict[str, int] = Field(default_factory=dict, description="nodes, relationships, synonyms, skipped.")
     sources: dict[str, str] = Field(default_factory=dict, description="The imported files.")
 
@@ -124,6 +129,11 @@ class KnowledgeGraph:
         self._owns_store = owns_store
         self._manifest: KGManifest | None = None
         self._matcher: EntityMatcher | None = None
+
+    @property
+    def store_options(self) -> dict[str, Any]:
+        """The options the store was opened with, credentials left out (what a copy reopens it with)."""
+        return dict(self._store_kwargs)
 
     @property
     def store(self) -> Any:

@@ -7,6 +7,12 @@ Neo4j graphs the offline importer is faster: :func:`neo4j_admin_import_command` 
 ``neo4j-admin database import full`` command for the same files; after it, ``metadata_only=True`` records the
 manifest and synonyms without writing nodes again.
 
+The graph is also a LlamaIndex property graph: every node gets the properties LlamaIndex's stores read, ``id``
+(the ``:ID`` value), ``name`` (the name column) and ``label`` (its first ``:LABEL`` other than the graph's label),
+where the CSV has no such column; on Cypher engines the nodes also carry the labels ``__Entity__`` and
+``__Node__``, and on Ladybug the relationship type is in the ``label`` column. So ``store.get_triplets``,
+``get``, ``get_schema_str`` and ``PropertyGraphIndex.from_existing(store)`` see the imported graph.
+
 Replacing a graph never loses the old one to a failure or a ``kill -9``: an embedded store is imported into a copy
 of its file, renamed over it when whole; on a server the new graph is written under a staging label
 (``KGPlusImporting_<label>``) and switched in one transaction (delete the old, relabel the new, write the
@@ -36,7 +42,7 @@ from tqdm.auto import tqdm
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.files import fsync_dir
 from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
-from llama_index_kgplus.graph_stores._dialects import GraphLayout, quote_identifier
+from llama_index_kgplus.graph_stores._dialects import GraphLayout, NodeRecord, quote_identifier
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
 from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, default_cache_dir, manifest_key, rel_table_for
 from llama_index_kgplus.kg._matcher import EntityMatcher
@@ -214,13 +220,15 @@ def _import_into(
         dialect.delete_meta(store, manifest_key(node_label))
     kg.refresh()
     written_nodes = written_rels = 0
+    records, node_properties, added = _as_llamaindex_entities(data, node_label)
     if not metadata_only:
-        records = data.nodes
-        if staged is not None:  # a node must not carry the live label before the switch
+        if staged is not None:  # a node must not carry the live labels before the switch
             records = [dataclasses.replace(n, labels=tuple(lb for lb in n.labels if lb != node_label)) for n in records]
-        dialect.create_schema(store, target, data.node_properties, data.rel_properties)
+        else:
+            records = [dataclasses.replace(n, labels=(*n.labels, *dialect.entity_labels)) for n in records]
+        dialect.create_schema(store, target, node_properties, data.rel_properties)
         with tqdm(total=len(records), desc="nodes", unit="node", disable=not show_progress) as bar:
-            written_nodes = dialect.write_nodes(store, target, records, data.node_properties, batch_size, bar)
+            written_nodes = dialect.write_nodes(store, target, records, node_properties, batch_size, bar)
         with tqdm(total=len(data.relationships), desc="relationships", unit="rel", disable=not show_progress) as bar:
             written_rels = dialect.write_relationships(
                 store, target, data.relationships, data.rel_properties, batch_size, bar
@@ -235,7 +243,9 @@ def _import_into(
         name_property=layout.name_property,
         rel_types=list(layout.rel_types),
         rel_table=layout.rel_table,
+        type_column=layout.type_column,
         node_properties=data.node_properties,
+        llamaindex_properties=added,
         rel_properties=data.rel_properties,
         counts={
             "nodes": len(data.nodes),
@@ -272,6 +282,22 @@ def _import_into(
         seconds=time.perf_counter() - started,
         warnings=data.warnings,
     )
+
+
+def _as_llamaindex_entities(data: KGData, node_label: str) -> tuple[list[NodeRecord], dict[str, str], list[str]]:
+    """The nodes with the properties LlamaIndex's stores read (``id``, ``name``, ``label``) added where the CSV
+    has no such column; returns the records, all node properties with their types, and the added names."""
+    taken = {data.id_property, *data.node_properties}
+    added = [p for p in ("id", "name", "label") if p not in taken]
+    records = []
+    for node in data.nodes:
+        standard = {
+            "id": node.id,
+            "name": node.properties.get(data.name_property),
+            "label": next((lb for lb in sorted(node.labels) if lb != node_label), node_label),
+        }
+        records.append(dataclasses.replace(node, properties={**node.properties, **{p: standard[p] for p in added}}))
+    return records, {**data.node_properties, **dict.fromkeys(added, "string")}, added
 
 
 def neo4j_admin_import_command(

@@ -3,7 +3,8 @@
 Each path becomes a ``TextNode`` whose text reads like ``aspirin -[TREATS]-> headache <-[ISA]- migraine``
 and whose metadata holds the structured path (``kg_path``, hidden from the LLM and the embedding), so it passes
 through the standard synthesizers, postprocessors and evaluators untouched. The score is ``1 / length``
-(1.0 for a direct relationship, 0.5 for two hops).
+(1.0 for a direct relationship, 0.5 for two hops). ``KGPathSubRetriever`` serves the same paths as a
+sub-retriever of LlamaIndex's ``PropertyGraphIndex``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.graph_stores.types import PropertyGraphStore
+from llama_index.core.indices.property_graph import BasePGRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_kgplus.kg._finder import KGPathFinder, KGPathResult
+from llama_index_kgplus.kg._graph import KnowledgeGraph
 from llama_index_kgplus.kg._matcher import EntityMatcher
 from llama_index_kgplus.kg._paths import KGPath
 
@@ -91,3 +95,44 @@ class KGPathRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [path_node(p) for p in (await self.aretrieve_paths(query_bundle)).paths]
+
+
+class KGPathSubRetriever(BasePGRetriever):
+    """The relationship paths of :class:`KGPathRetriever` as a ``PropertyGraphIndex`` sub-retriever, beside
+    LlamaIndex's own (``LLMSynonymRetriever``, ``VectorContextRetriever``, ...).
+
+    Example::
+
+        index = PropertyGraphIndex.from_existing(property_graph_store=store, embed_kg_nodes=False)
+        retriever = index.as_retriever(sub_retrievers=[KGPathSubRetriever(index.property_graph_store, max_hops=2)])
+        retriever.retrieve("Does a virus give you a headache?")
+
+    ``include_text`` (LlamaIndex's option: add the source chunks of what was found) is off by default: paths
+    of an imported graph have no source chunks.
+    """
+
+    def __init__(
+        self,
+        graph_store: PropertyGraphStore,
+        matcher: EntityMatcher | None = None,
+        *,
+        include_text: bool = False,
+        callback_manager: CallbackManager | None = None,
+        **finder_kwargs: Any,
+    ) -> None:
+        self._finder = KGPathFinder.from_defaults(KnowledgeGraph(graph_store), matcher, **finder_kwargs)
+        super().__init__(graph_store=graph_store, include_text=include_text, callback_manager=callback_manager)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KGPathSubRetriever"
+
+    @property
+    def finder(self) -> KGPathFinder:
+        return self._finder
+
+    def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [path_node(p) for p in self._finder.find(query_bundle.query_str).paths]
+
+    async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [path_node(p) for p in (await self._finder.afind(query_bundle.query_str)).paths]
