@@ -277,6 +277,25 @@ class LadybugDialect(GraphDialect):
             f"RETURN a.{idp} AS s, b.{idp} AS t, r.{quote_identifier(layout.type_column)} AS type"
         )
 
+    def _rel_key_cypher(self) -> str:
+        return "CAST(ID(r) AS STRING)"  # "table:offset", as path rows' rel_keys are decoded
+
+    def _read_columns(self, store: Any, query: str, names: Sequence[str]) -> dict[str, list[Any]]:
+        # through Arrow: a million relationships as row dicts would cost gigabytes
+        try:
+            table = store.connection.execute(query).get_as_arrow()
+        except Exception as exc:
+            raise self._error(exc) from exc
+        return {name: table.column(name).to_pylist() for name in names}
+
+    def count_graph(self, store: Any, layout: GraphLayout) -> tuple[int, int]:
+        # two plain counts are cheaper here than one query joining them
+        nodes = self.count_nodes(store, layout)  # 0 when the table does not exist
+        if nodes == 0:
+            return 0, 0
+        rels = self.run(store, f"MATCH ()-[r:{quote_identifier(layout.rel_table)}]->() RETURN count(r) AS n")
+        return nodes, int(rels[0]["n"]) if rels else 0
+
     def _path_columns(self, layout: GraphLayout) -> str:
         cols = [
             f"properties(nodes(p), '{layout.id_property}') AS node_ids",

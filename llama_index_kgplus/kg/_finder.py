@@ -53,6 +53,12 @@ class KGPathFinder(BaseComponent):
     )
     rank_property: str | None = Field("rank", description="Numeric relationship property used for ranking.")
     higher_rank_first: bool = Field(False, description="Rank descending (scores) instead of ascending (positions).")
+    path_engine: Literal["auto", "snapshot", "store"] | None = Field(
+        None,
+        description="Where paths are searched: 'snapshot' (an in-process CSR snapshot of the graph, cached next to "
+        "the store and rebuilt when the store changes), 'store' (the store's shortest-path query) or 'auto' (the "
+        "snapshot on an embedded store, the query on a server); None uses the graph's own setting (default auto).",
+    )
 
     _graph: KnowledgeGraph = PrivateAttr()
     _matcher: EntityMatcher | None = PrivateAttr(default=None)
@@ -89,8 +95,9 @@ class KGPathFinder(BaseComponent):
         return self._matcher
 
     def warm_up(self) -> None:
-        """Load the manifest and the entity dictionary now rather than on the first question."""
-        _ = self._graph.layout, self.matcher
+        """Load the manifest, the entity dictionary and the path snapshot (if one is used) now rather than on
+        the first question."""
+        _ = self._graph.layout, self.matcher, self._graph.path_snapshot(self.path_engine)
 
     # ------------------------------------------------------------------ search
 
@@ -98,9 +105,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = self._graph.shortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = self._graph.shortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
-            raw = self._graph.neighbours(single, self.max_rows)
+            raw = self._graph.neighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
@@ -109,9 +116,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = await self._graph.ashortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = await self._graph.ashortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
-            raw = await self._graph.aneighbours(single, self.max_rows)
+            raw = await self._graph.aneighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
