@@ -22,6 +22,7 @@ from llama_index_kgplus.kg._query_engine import (
     KGAugmentedQueryEngine,
 )
 from llama_index_kgplus.kg._retriever import KGPathRetriever
+from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
 __all__ = [
     "KG_FACTS_SUMMARY_TEMPLATE",
@@ -32,6 +33,7 @@ __all__ = [
     "CypherQueryEngine",
     "EntityMatcher",
     "EntityMention",
+    "GraphSnapshot",
     "ImportReport",
     "KGAugmentedQueryEngine",
     "KGData",
