@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import re
 import shutil
@@ -281,12 +282,21 @@ class LadybugDialect(GraphDialect):
         return "CAST(ID(r) AS STRING)"  # "table:offset", as path rows' rel_keys are decoded
 
     def _read_columns(self, store: Any, query: str, names: Sequence[str]) -> dict[str, list[Any]]:
-        # through Arrow: a million relationships as row dicts would cost gigabytes
+        # straight into columns (through Arrow when pyarrow is installed): a million relationships as row dicts
+        # would cost gigabytes
         try:
-            table = store.connection.execute(query).get_as_arrow()
+            result = store.connection.execute(query)
+            if importlib.util.find_spec("pyarrow") is not None:
+                table = result.get_as_arrow()
+                return {name: table.column(name).to_pylist() for name in names}
+            where = [result.get_column_names().index(name) for name in names]
+            columns: list[list[Any]] = [[] for _ in names]
+            for row in result:
+                for column, i in zip(columns, where):
+                    column.append(row[i])
+            return dict(zip(names, columns))
         except Exception as exc:
             raise self._error(exc) from exc
-        return {name: table.column(name).to_pylist() for name in names}
 
     def count_graph(self, store: Any, layout: GraphLayout) -> tuple[int, int]:
         # two plain counts are cheaper here than one query joining them
