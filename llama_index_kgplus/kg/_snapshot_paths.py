@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -122,8 +121,8 @@ def snapshot_shortest_paths(
                     out.append((left_nodes + right_nodes[-2::-1], left_edges + right_edges[::-1]))
                     if len(out) >= limit:
                         _limit_reached(limit)
-                        return [_raw_path(snapshot, n, e) for n, e in out]
-    return [_raw_path(snapshot, n, e) for n, e in out]
+                        return _raw_paths(snapshot, out)
+    return _raw_paths(snapshot, out)
 
 
 def snapshot_neighbours(snapshot: GraphSnapshot, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
@@ -139,25 +138,37 @@ def snapshot_neighbours(snapshot: GraphSnapshot, ids: Sequence[str], limit: int 
             out.append(((node, other), (edge,)))
             if len(out) >= limit:
                 _limit_reached(limit)
-                return [_raw_path(snapshot, n, e) for n, e in out]
-    return [_raw_path(snapshot, n, e) for n, e in out]
+                return _raw_paths(snapshot, out)
+    return _raw_paths(snapshot, out)
 
 
-def _raw_path(snapshot: GraphSnapshot, nodes: tuple[int, ...], edges: tuple[int, ...]) -> RawPath:
-    ids, names = snapshot.id_list, snapshot.name_list
-    src = snapshot.src
-    props: list[dict[str, Any]] = [
-        {name: snapshot.properties[name][int(snapshot.prop_codes[name][e])] for name in snapshot.properties}
-        for e in edges
+def _raw_paths(snapshot: GraphSnapshot, walks: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[RawPath]:
+    """The walks as RawPaths; every relationship column is gathered once for all of them."""
+    if not walks:
+        return []
+    ids, names, types = snapshot.id_list, snapshot.name_list, snapshot.types
+    edges = np.fromiter((e for _, es in walks for e in es), dtype=np.int64)
+    src, etype = snapshot.src[edges].tolist(), snapshot.etype[edges].tolist()
+    keys = [k.decode("utf-8") for k in snapshot.keys[edges].tolist()]
+    columns = [
+        (name, [values[c] for c in snapshot.prop_codes[name][edges].tolist()])
+        for name, values in snapshot.properties.items()
     ]
-    return RawPath(
-        node_ids=tuple(ids[n] for n in nodes),
-        node_names=tuple(names[n] for n in nodes),
-        rel_types=tuple(snapshot.types[int(snapshot.etype[e])] for e in edges),
-        rel_forward=tuple(int(src[e]) == nodes[i] for i, e in enumerate(edges)),
-        rel_keys=tuple(snapshot.keys[e].decode("utf-8") for e in edges),
-        rel_properties=tuple(props),
-    )
+    out, j = [], 0
+    for nodes, walk in walks:
+        k = j + len(walk)
+        out.append(
+            RawPath(
+                node_ids=tuple(ids[n] for n in nodes),
+                node_names=tuple(names[n] for n in nodes),
+                rel_types=tuple(types[t] for t in etype[j:k]),
+                rel_forward=tuple(s == n for s, n in zip(src[j:k], nodes)),
+                rel_keys=tuple(keys[j:k]),
+                rel_properties=tuple({name: column[i] for name, column in columns} for i in range(j, k)),
+            )
+        )
+        j = k
+    return out
 
 
 def _limit_reached(limit: int) -> None:
