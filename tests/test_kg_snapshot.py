@@ -187,6 +187,8 @@ def test_a_snapshot_older_than_the_store_is_rebuilt_not_used(toy_uri, tmp_path):
         assert kg.path_snapshot() is not None
     [old_file] = snapshot_files(toy_uri)
     old_token = GraphSnapshot.load(old_file).token
+    with KnowledgeGraph.open(toy_uri) as kg:  # unchanged store: loaded from the file, not built
+        assert kg.path_snapshot() is not None and kg._snapshots.build_seconds_ is None
 
     # a write outside the import (no new import id) that changes the counts, through another handle
     with KnowledgeGraph.open(toy_uri, path_engine="store") as kg:
@@ -213,7 +215,7 @@ def test_a_snapshot_older_than_the_store_is_rebuilt_not_used(toy_uri, tmp_path):
         assert GraphSnapshot.load(newest).token["import_id"] == kg.manifest.import_id != old_token["import_id"]
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign", "incomplete"])
 def test_a_damaged_snapshot_file_is_rebuilt_with_a_warning(toy_uri, damage, caplog):
     with KnowledgeGraph.open(toy_uri) as kg:
         expected = keys(kg.shortest_paths([("A", "C")], 2, engine="store"))
@@ -224,11 +226,14 @@ def test_a_damaged_snapshot_file_is_rebuilt_with_a_warning(toy_uri, damage, capl
         path.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
         path.write_bytes(b"not a zip file" * 100)
-    else:  # a valid npz that is no snapshot
+    else:  # a valid npz that is no snapshot, or one whose header lacks what the arrays need
         import numpy as np
 
+        with np.load(path) as old:
+            arrays = {k: old[k] for k in old.files if k != "header"}
+        header = b'{"format": "other"}' if damage == "foreign" else b'{"format": "kgplus-path-snapshot", "version": 1}'
         with path.open("wb") as fh:
-            np.savez(fh, header=np.frombuffer(b'{"format": "other"}', dtype=np.uint8))
+            np.savez(fh, header=np.frombuffer(header, dtype=np.uint8), **arrays)
     with KnowledgeGraph.open(toy_uri) as kg, caplog.at_level("WARNING"):
         assert keys(kg.shortest_paths([("A", "C")], 2)) == expected
     assert "Rebuilding the path snapshot" in caplog.text

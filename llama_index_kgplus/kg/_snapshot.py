@@ -233,12 +233,22 @@ class GraphSnapshot:
                 arrays = {name: data[name] for name in _ARRAYS}
                 names = list(header["properties"])
                 codes = {name: data[f"prop_{i}"] for i, name in enumerate(names)}
+            values = dict(zip(names, header["values"], strict=True))
+            snapshot = cls(arrays, list(header["types"]), values, codes, dict(header["token"]))
+            snapshot._check()
         except InputDataError:
             raise
-        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            IndexError,
+            EOFError,
+            UnicodeDecodeError,
+            zipfile.BadZipFile,
+        ) as exc:
             raise InputDataError(f"{path} is not a readable path snapshot ({type(exc).__name__}: {exc}).") from exc
-        snapshot = cls(arrays, list(header["types"]), dict(zip(names, header["values"])), codes, header["token"])
-        snapshot._check()
         return snapshot
 
     def _check(self) -> None:
@@ -250,6 +260,8 @@ class GraphSnapshot:
             and len(self.nbr) == len(self.eidx) == int(self.indptr[-1])
             and len(self.dst) == len(self.etype) == len(self.keys) == m
             and all(len(c) == m for c in self.prop_codes.values())
+            and all(len(a) == 0 or int(a.min()) >= 0 for a in (self.src, self.dst, self.etype, self.nbr, self.eidx))
+            and all(len(c) == 0 or int(c.min()) >= 0 for c in self.prop_codes.values())
             and (
                 m == 0
                 or (int(self.src.max()) < n and int(self.dst.max()) < n and int(self.etype.max()) < len(self.types))
