@@ -1,7 +1,8 @@
 """Shortest paths and neighbours over a :class:`GraphSnapshot`, with the store query's semantics.
 
-Search from both ends: every entity of the question gets one BFS ball of radius ``ceil(max_hops / 2)``
-(vectorised over each layer's frontier), shared by all the pairs it is in. A pair's distance is the least
+Search from both ends: every entity of the question gets one BFS ball of radius ``ceil(max_hops / 2)``, shared by
+all the pairs it is in; the balls grow together, one vectorised numpy pass per layer, and all pairs are scored in
+one pass too, so Python loops only over the paths found. A pair's distance is the least
 ``d_a(v) + d_b(v)`` over the nodes of both balls; every shortest path of length ``L`` passes through exactly one
 node ``v`` with ``d_a(v) = L // 2`` and ``d_b(v) = L - L // 2``, so the paths are the half-paths from ``a`` to each
 such ``v`` joined with the reversed half-paths from ``b``, each half walked back through its own ball, one
@@ -29,60 +30,69 @@ from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
 logger = logging.getLogger(__name__)
 
-_FAR = np.int16(1000)  # the distance of a node outside a ball
+_FAR = 1000  # the distance of a node outside a ball
 
 _Half = list[tuple[tuple[int, ...], tuple[int, ...]]]  # (nodes, relationships) from the ball's centre
 
 
-class _Ball:
-    """The nodes within ``radius`` of ``centre``: ``dist`` over all nodes, ``nodes``/``depth`` of those inside."""
+class _Balls:
+    """The BFS balls of ``radius`` around every centre, grown together one layer at a time. Ball ``row`` holds
+    the ``(row, node)`` entries of the sorted flat keys ``row * n + node`` (so no array of the graph's size is
+    made per question) with their depths."""
 
-    def __init__(self, snapshot: GraphSnapshot, centre: int, radius: int) -> None:
-        indptr, nbr = snapshot.indptr, snapshot.nbr
-        dist = np.full(snapshot.n_nodes, _FAR, dtype=np.int16)
-        dist[centre] = 0
-        layers = [np.array([centre], dtype=np.int64)]
-        frontier = layers[0]
+    def __init__(self, snapshot: GraphSnapshot, centres: np.ndarray, radius: int) -> None:
+        indptr, nbr, n = snapshot.indptr, snapshot.nbr, snapshot.n_nodes
+        self.snapshot, self.centres, self.n = snapshot, centres, n
+        rows = np.arange(len(centres), dtype=np.int64)
+        self.keys = rows * n + centres
+        self.depths = np.zeros(len(centres), dtype=np.int64)
+        frontier_rows, frontier = rows, centres
         for depth in range(1, radius + 1):
             starts, stops = indptr[frontier], indptr[frontier + 1]
-            if len(frontier) == 1:
-                reached = nbr[starts[0] : stops[0]]
-            else:  # every frontier node's neighbour slice in one gather
-                lengths = stops - starts
-                offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-                reached = nbr[offsets + np.arange(int(lengths.sum()))]
-            reached = np.unique(reached)
-            frontier = reached[dist[reached] == _FAR]
-            if not len(frontier):
+            lengths = stops - starts
+            # every frontier node's neighbour slice in one gather
+            offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+            reached = np.unique(np.repeat(frontier_rows, lengths) * n + nbr[offsets])
+            reached = reached[self._find(reached) < 0]
+            if not len(reached):
                 break
-            dist[frontier] = depth
-            layers.append(frontier.astype(np.int64))
-        self.snapshot = snapshot
-        self.centre = centre
-        self.dist = dist
-        self.nodes = np.concatenate(layers)
-        self.depth = dist[self.nodes]
-        self._halves: dict[int, _Half] = {centre: [((centre,), ())]}
+            order = np.argsort(np.concatenate([self.keys, reached]), kind="stable")
+            self.keys = np.concatenate([self.keys, reached])[order]
+            self.depths = np.concatenate([self.depths, np.full(len(reached), depth)])[order]
+            frontier_rows, frontier = reached // n, reached % n
+        self.bounds = np.searchsorted(self.keys, np.arange(len(centres) + 1, dtype=np.int64) * n)
+        self._halves: dict[int, _Half] = {int(k): [((int(c),), ())] for k, c in zip(rows * n + centres, centres)}
 
-    def halves(self, node: int) -> _Half:
-        """Every shortest walk from the centre to ``node`` (inside the ball), one per choice of relationships."""
-        known = self._halves.get(node)
+    def _find(self, keys: np.ndarray) -> np.ndarray:
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.where(self.keys[pos] == keys, pos, -1)
+
+    def dist(self, rows: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """The depth of each node in the ball of its row (``_FAR`` outside)."""
+        pos = self._find(rows * self.n + nodes)
+        return np.where(pos >= 0, self.depths[pos], _FAR)
+
+    def halves(self, row: int, node: int) -> _Half:
+        """Every shortest walk from the centre of ball ``row`` to ``node`` (in it), one per relationship choice."""
+        key = row * self.n + node
+        known = self._halves.get(key)
         if known is not None:
             return known
         snap = self.snapshot
-        depth = int(self.dist[node])
+        depth = int(self.depths[int(np.searchsorted(self.keys, key))])  # node is in the ball
         lo, hi = int(snap.indptr[node]), int(snap.indptr[node + 1])
         neighbours = snap.nbr[lo:hi]
         if depth == 1:  # neighbours are sorted: the relationships to the centre are one run
-            a, b = np.searchsorted(neighbours, [self.centre, self.centre + 1])
-            steps = [(self.centre, e) for e in snap.eidx[lo + a : lo + b].tolist()]
+            centre = int(self.centres[row])
+            i, j = np.searchsorted(neighbours, [centre, centre + 1])
+            steps = [(centre, e) for e in snap.eidx[lo + i : lo + j].tolist()]
         else:
-            back = np.flatnonzero(self.dist[neighbours] == depth - 1)
+            back = np.flatnonzero(self.dist(np.full(hi - lo, row), neighbours) == depth - 1)
             steps = list(zip(neighbours[back].tolist(), snap.eidx[lo + back].tolist()))
         out: _Half = []
         for prev, edge in steps:
-            out += [(nodes + (node,), edges + (edge,)) for nodes, edges in self.halves(prev)]
-        self._halves[node] = out
+            out += [(nodes + (node,), edges + (edge,)) for nodes, edges in self.halves(row, prev)]
+        self._halves[key] = out
         return out
 
 
@@ -97,31 +107,37 @@ def snapshot_shortest_paths(
     pairs = _unique_pairs(pairs)
     if not pairs:
         return []
-    ids = sorted({x for pair in pairs for x in pair})
-    where = dict(zip(ids, snapshot.index_of(ids).tolist()))
-    radius = (max_hops + 1) // 2
-    balls: dict[int, _Ball] = {}
+    ends = snapshot.index_of([x for pair in pairs for x in pair]).reshape(-1, 2)
+    ends = ends[(ends >= 0).all(axis=1)]
+    if not len(ends):
+        return []
+    centres, rows = np.unique(ends, return_inverse=True)
+    rows = rows.reshape(-1, 2)
+    balls = _Balls(snapshot, centres, (max_hops + 1) // 2)
+    # per pair, walk the smaller ball and look its nodes up in the other
+    row_a, row_b = rows[:, 0], rows[:, 1]
+    size = np.diff(balls.bounds)
+    small = np.where(size[row_a] <= size[row_b], row_a, row_b)
+    other = np.where(small == row_a, row_b, row_a)
+    lengths = size[small]
+    first = np.cumsum(lengths) - lengths
+    pair = np.repeat(np.arange(len(rows)), lengths)
+    entry = np.repeat(balls.bounds[small] - first, lengths) + np.arange(int(lengths.sum()))
+    node = balls.keys[entry] % balls.n
+    near, far = balls.depths[entry], balls.dist(other[pair], node)
+    total = near + far
+    best = np.minimum.reduceat(total, first)[pair]
+    from_a = np.where(small[pair] == row_a[pair], near, far)
+    meet = np.flatnonzero((total == best) & (best <= max_hops) & (from_a == best // 2))
     out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-    for a_id, b_id in pairs:
-        a, b = where[a_id], where[b_id]
-        if a < 0 or b < 0:
-            continue
-        ball_a = balls.get(a) or balls.setdefault(a, _Ball(snapshot, a, radius))
-        ball_b = balls.get(b) or balls.setdefault(b, _Ball(snapshot, b, radius))
-        small, other = (ball_a, ball_b) if len(ball_a.nodes) <= len(ball_b.nodes) else (ball_b, ball_a)
-        total = small.depth + other.dist[small.nodes]
-        length = int(total.min())
-        if length > max_hops:
-            continue
-        middle = length // 2  # the depth of the meeting node seen from a
-        meet = small.nodes[(total == length) & (ball_a.dist[small.nodes] == middle)]
-        for v in meet.tolist():
-            for left_nodes, left_edges in ball_a.halves(v):
-                for right_nodes, right_edges in ball_b.halves(v):
-                    out.append((left_nodes + right_nodes[-2::-1], left_edges + right_edges[::-1]))
-                    if len(out) >= limit:
-                        _limit_reached(limit)
-                        return _raw_paths(snapshot, out)
+    for p, v in zip(pair[meet].tolist(), node[meet].tolist()):
+        a, b = int(row_a[p]), int(row_b[p])
+        for left_nodes, left_edges in balls.halves(a, v):
+            for right_nodes, right_edges in balls.halves(b, v):
+                out.append((left_nodes + right_nodes[-2::-1], left_edges + right_edges[::-1]))
+                if len(out) >= limit:
+                    _limit_reached(limit)
+                    return _raw_paths(snapshot, out)
     return _raw_paths(snapshot, out)
 
 
