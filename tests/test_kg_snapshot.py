@@ -13,6 +13,7 @@ import json
 import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from llama_index_kgplus.cli import main
@@ -169,6 +170,20 @@ def test_parallel_relationships_are_expanded_with_distinct_keys(toy_uri):
             kg.shortest_paths([("A", "C")], 7, engine="snapshot")
 
 
+def test_the_snapshot_adjacency_serves_pagerank(toy_uri):
+    from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
+
+    with KnowledgeGraph.open(toy_uri) as kg:
+        snapshot = kg.path_snapshot()
+    adjacency = snapshot.adjacency()
+    a, b, e = snapshot.index_of(["A", "B", "E"]).tolist()
+    assert adjacency[a, b] == adjacency[b, a] == 3  # three parallel relationships
+    seeds = np.zeros(snapshot.n_nodes)
+    seeds[a] = 1.0
+    scores = personalized_pagerank(transition_matrix(adjacency), seeds, damping=0.5)
+    assert scores[b] > scores[e] == 0.0
+
+
 def test_the_limit_bounds_the_paths_and_says_so(toy_uri, caplog):
     with KnowledgeGraph.open(toy_uri) as kg, caplog.at_level("WARNING"):
         paths = KGPathFinder.from_defaults(kg, max_rows=2, path_engine="snapshot").find("node a and node c").paths
@@ -227,8 +242,6 @@ def test_a_damaged_snapshot_file_is_rebuilt_with_a_warning(toy_uri, damage, capl
     elif damage == "garbage":
         path.write_bytes(b"not a zip file" * 100)
     else:  # a valid npz that is no snapshot, or one whose header lacks what the arrays need
-        import numpy as np
-
         with np.load(path) as old:
             arrays = {k: old[k] for k in old.files if k != "header"}
         header = b'{"format": "other"}' if damage == "foreign" else b'{"format": "kgplus-path-snapshot", "version": 1}'
