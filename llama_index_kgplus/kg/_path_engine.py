@@ -4,9 +4,9 @@
 shortest-path query; ``"auto"`` (the default) is the snapshot on an embedded (Ladybug) store and the store query
 on a server store (FalkorDB, Neo4j), where the data may change under us more often and the round trip is the
 server's. The snapshot falls back to the store query, with a logged reason, when the graph has more than
-``max_edges`` relationships or it cannot be built. The default, 2 million, keeps the build's peak near 2.5 GB:
+``max_edges`` relationships or it cannot be built. The default, 2 million, keeps the build's peak near 1.5 GB:
 the arrays take about 55 bytes per relationship (58 MB for 10^6 relationships and 10^5 nodes), but reading the
-store's rows into them peaks at about 1.2 KB per relationship (measured: +120 MB for 10^5).
+store's rows into them peaks at about 0.7 KB per relationship (measured: +670 MB for 10^6, +120 MB for 10^5).
 
 Staleness: the snapshot is keyed by the import id, the layout and the store's node and relationship counts. The
 counts are read (one cheap count query) when the snapshot is first used, then at most every

@@ -9,7 +9,7 @@ through relationships ``eidx[...]`` (sorted by neighbour, so parallel relationsh
 It is saved as one ``.npz`` (arrays and one JSON member; no pickle) in the graph's ``cache_dir`` and keyed by a
 staleness token: the import id, the layout, and the node and relationship counts of the store at build time.
 Memory: about 55 bytes per relationship with the ids and names (10^6 relationships, 10^5 nodes: 58 MB in memory
-and on disk); building it peaks at about 1.2 KB per relationship while the store's rows are read.
+and on disk); building it peaks at about 0.7 KB per relationship while the store's rows are read.
 
 Example::
 
