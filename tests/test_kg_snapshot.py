@@ -278,6 +278,18 @@ def test_too_large_a_graph_falls_back_to_the_store_query(toy_uri, caplog):
     assert "more than the path snapshot's max_edges (3)" in caplog.text
 
 
+def test_a_snapshot_that_cannot_be_built_falls_back_to_the_store_query(toy_uri, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(GraphSnapshot, "from_columns", broken)
+    with KnowledgeGraph.open(toy_uri, path_engine="snapshot") as kg, caplog.at_level("WARNING"):
+        assert keys(kg.shortest_paths([("A", "C")], 2)) == keys(kg.shortest_paths([("A", "C")], 2, engine="store"))
+        assert kg.path_snapshot() is None
+    assert "Cannot build the path snapshot (MemoryError: no room)" in caplog.text
+    assert caplog.text.count("Cannot build") == 1  # not retried until the store changes
+
+
 def test_a_retriever_with_a_snapshot_pickles(toy_uri):
     retriever = KGPathRetriever.from_defaults(toy_uri, path_engine="snapshot")
     expected = [h.node.text for h in retriever.retrieve("node a and node c")]

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from llama_index_kgplus.errors import GraphStoreError, InputDataError
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.kg._snapshot import GraphSnapshot, staleness_token
 
 if TYPE_CHECKING:
@@ -130,8 +130,10 @@ class SnapshotCache:
             started = time.perf_counter()
             built = GraphSnapshot.build(kg, counts)
             self.build_seconds_ = time.perf_counter() - started
-        except (GraphStoreError, MemoryError) as exc:
-            logger.warning("Cannot build the path snapshot (%s): paths use the store query.", exc)
+        except Exception as exc:  # noqa: BLE001 - any failure to build costs speed, never the answer
+            logger.warning(
+                "Cannot build the path snapshot (%s: %s): paths use the store query.", type(exc).__name__, exc
+            )
             self._refused = token
             return None
         logger.info(
