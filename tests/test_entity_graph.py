@@ -408,6 +408,16 @@ def test_retriever_reaches_the_passage_the_question_does_not_name(lothair_index)
     assert "entity_graph" not in index.docstore.get_node(hits[0].node.node_id).metadata
 
 
+def test_retriever_pickles_for_worker_processes(lothair_index):
+    import pickle
+
+    index, graph = lothair_index
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=3)
+    question = "When did Lothair II's mother die?"
+    copy = pickle.loads(pickle.dumps(retriever))
+    assert [h.node.node_id for h in copy.retrieve(question)] == [h.node.node_id for h in retriever.retrieve(question)]
+
+
 def test_retriever_without_question_entities_ranks_by_dense_and_graph(lothair_index):
     index, graph = lothair_index
     retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=2)

@@ -68,6 +68,16 @@ def test_collapsed_searches_every_level(semantic_index, embed_model):
     assert scores == pytest.approx(all_scores[:8], abs=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["collapsed", "tree"])
+def test_retriever_pickles_for_worker_processes(semantic_index, mode):
+    import pickle
+
+    index, _ = semantic_index
+    retriever = HierarchicalRetriever.from_index(index, mode=mode, similarity_top_k=4)
+    copy = pickle.loads(pickle.dumps(retriever))
+    assert [h.node.node_id for h in copy.retrieve(QUESTION)] == [h.node.node_id for h in retriever.retrieve(QUESTION)]
+
+
 def test_tree_descends_from_the_roots(semantic_index):
     index, _ = semantic_index
     docs = index.docstore.docs

@@ -397,9 +397,11 @@ def test_user_text_never_enters_query_strings(toy_kg, monkeypatch):
     monkeypatch.setattr(dialect, "run", spy)
     before = dialect.count_nodes(toy_kg.store, toy_kg.layout)
     attack = "alpha'}) MATCH (n) DETACH DELETE n // and beta`]->() RETURN 1; DROP TABLE Ent; --"
-    result = KGPathFinder.from_defaults(toy_kg).find(attack)
+    result = KGPathFinder.from_defaults(toy_kg, path_engine="store").find(attack)
     assert [e.cid for e in result.entities] == ["A", "B"]
     assert len(result.paths) == 3
+    snapshot = KGPathFinder.from_defaults(toy_kg, path_engine="snapshot").find(attack)  # reads the whole graph
+    assert [p.to_dict() for p in snapshot.paths] == [p.to_dict() for p in result.paths]
     path_queries = [(q, p) for q, p in seen if "p =" in q]
     assert path_queries, "the path query went through the dialect"
     for query, _params in seen:

@@ -68,6 +68,7 @@ def _paths(args: argparse.Namespace) -> int:
             max_hops=args.max_hops,
             max_paths=args.max_paths,
             single_entity="none" if args.no_neighbours else "neighbours",
+            path_engine=args.path_engine,
         )
         finder.warm_up()
         for text in texts:
@@ -187,6 +188,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-neighbours",
         action="store_true",
         help="with a single entity print no paths (default: its direct relationships)",
+    )
+    paths.add_argument(
+        "--path-engine",
+        choices=["auto", "snapshot", "store"],
+        default="auto",
+        help="where paths are searched: an in-process snapshot of the graph (auto: on an embedded store) or the "
+        "store's query (default auto)",
     )
     paths.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
     paths.set_defaults(func=_paths)

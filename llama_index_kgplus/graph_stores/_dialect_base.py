@@ -282,6 +282,41 @@ class GraphDialect(ABC):
         """``MATCH ... RETURN <start id> AS s, <end id> AS t, <type> AS type`` over the graph's relationships
         bound to ``r``."""
 
+    # ------------------------------------------------------------------ whole-graph reads (the path snapshot)
+
+    #: the Cypher function giving a relationship the key its paths carry in ``rel_keys``
+    rel_id_function: ClassVar[str] = "id"
+
+    def read_node_columns(self, store: Any, layout: GraphLayout) -> dict[str, list[Any]]:
+        """Columns ``id`` and ``name`` (None where missing) of every node of the graph, in one query."""
+        label, idp = quote_identifier(layout.node_label), quote_identifier(layout.id_property)
+        query = f"MATCH (n:{label}) RETURN n.{idp} AS id, n.{quote_identifier(layout.name_property)} AS name"
+        return self._read_columns(store, query, ("id", "name"))
+
+    def read_relationship_columns(self, store: Any, layout: GraphLayout) -> dict[str, list[Any]]:
+        """Columns ``s``, ``t``, ``type``, ``key`` (as in :attr:`RawPath.rel_keys`) and ``prop_<i>`` (the layout's
+        relationship properties) of every relationship of the graph, in one query."""
+        props = "".join(f", r.{quote_identifier(p)} AS prop_{i}" for i, p in enumerate(layout.rel_properties))
+        query = self.relationships_query(layout) + f", {self._rel_key_cypher()} AS key" + props
+        names = ("s", "t", "type", "key", *(f"prop_{i}" for i in range(len(layout.rel_properties))))
+        return self._read_columns(store, query, names)
+
+    def _rel_key_cypher(self) -> str:
+        return f"{self.rel_id_function}(r)"
+
+    def _read_columns(self, store: Any, query: str, names: Sequence[str]) -> dict[str, list[Any]]:
+        rows = self.run(store, query)
+        return {name: [row[name] for row in rows] for name in names}
+
+    def count_graph(self, store: Any, layout: GraphLayout) -> tuple[int, int]:
+        """``(nodes, relationships)`` of the graph in one query: the cheap part of a snapshot's staleness check."""
+        label = quote_identifier(layout.node_label)
+        match = self.relationships_query(layout).split(" RETURN ", 1)[0]
+        rows = self.run(
+            store, f"MATCH (n:{label}) WITH count(n) AS nodes OPTIONAL {match} RETURN nodes, count(r) AS rels"
+        )
+        return (int(rows[0]["nodes"]), int(rows[0]["rels"])) if rows else (0, 0)
+
     @abstractmethod
     def shortest_paths_statement(
         self, layout: GraphLayout, pairs: Sequence[tuple[str, str]], max_hops: int, limit: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import re
 import shutil
@@ -289,6 +290,34 @@ class LadybugDialect(GraphDialect):
             f"MATCH (a:{label})-[r:{quote_identifier(layout.rel_table)}]->(b:{label}) "
             f"RETURN a.{idp} AS s, b.{idp} AS t, r.{quote_identifier(layout.type_column)} AS type"
         )
+
+    def _rel_key_cypher(self) -> str:
+        return "CAST(ID(r) AS STRING)"  # "table:offset", as path rows' rel_keys are decoded
+
+    def _read_columns(self, store: Any, query: str, names: Sequence[str]) -> dict[str, list[Any]]:
+        # straight into columns (through Arrow when pyarrow is installed): a million relationships as row dicts
+        # would cost gigabytes
+        try:
+            result = store.connection.execute(query)
+            if importlib.util.find_spec("pyarrow") is not None:
+                table = result.get_as_arrow()
+                return {name: table.column(name).to_pylist() for name in names}
+            where = [result.get_column_names().index(name) for name in names]
+            columns: list[list[Any]] = [[] for _ in names]
+            for row in result:
+                for column, i in zip(columns, where):
+                    column.append(row[i])
+            return dict(zip(names, columns))
+        except Exception as exc:
+            raise self._error(exc) from exc
+
+    def count_graph(self, store: Any, layout: GraphLayout) -> tuple[int, int]:
+        # two plain counts are cheaper here than one query joining them
+        nodes = self.count_nodes(store, layout)  # 0 when the table does not exist
+        if nodes == 0:
+            return 0, 0
+        rels = self.run(store, f"MATCH ()-[r:{quote_identifier(layout.rel_table)}]->() RETURN count(r) AS n")
+        return nodes, int(rels[0]["n"]) if rels else 0
 
     def _path_columns(self, layout: GraphLayout) -> str:
         cols = [

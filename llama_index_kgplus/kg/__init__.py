@@ -2,8 +2,9 @@
 
 Import a graph from neo4j-admin CSV files (:func:`import_kg`), find the entities a question mentions with a
 dictionary matcher (:class:`EntityMatcher`), compute the bounded shortest paths between every pair of them in
-one query (:class:`KGPathFinder`, :class:`KGPathRetriever`) and answer with those paths next to the retrieved
-passages (:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default), FalkorDB and Neo4j.
+one query or on an in-process snapshot of the graph (:class:`GraphSnapshot`; :class:`KGPathFinder`,
+:class:`KGPathRetriever`) and answer with those paths next to the retrieved passages
+(:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default), FalkorDB and Neo4j.
 """
 
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
@@ -22,6 +23,7 @@ from llama_index_kgplus.kg._query_engine import (
     KGAugmentedQueryEngine,
 )
 from llama_index_kgplus.kg._retriever import KGPathRetriever, KGPathSubRetriever
+from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
 __all__ = [
     "KG_FACTS_SUMMARY_TEMPLATE",
@@ -32,6 +34,7 @@ __all__ = [
     "CypherQueryEngine",
     "EntityMatcher",
     "EntityMention",
+    "GraphSnapshot",
     "ImportReport",
     "KGAugmentedQueryEngine",
     "KGData",

@@ -61,6 +61,12 @@ class KGPathFinder(BaseComponent):
     store_options: dict[str, Any] = Field(
         default_factory=dict, description="Options the store was opened with, e.g. database (never credentials)."
     )
+    path_engine: Literal["auto", "snapshot", "store"] | None = Field(
+        None,
+        description="Where paths are searched: 'snapshot' (an in-process CSR snapshot of the graph, cached next to "
+        "the store and rebuilt when the store changes), 'store' (the store's shortest-path query) or 'auto' (the "
+        "snapshot on an embedded store, the query on a server); None uses the graph's own setting (default auto).",
+    )
 
     _graph: KnowledgeGraph | None = PrivateAttr(default=None)
     _matcher: EntityMatcher | None = PrivateAttr(default=None)
@@ -118,8 +124,9 @@ class KGPathFinder(BaseComponent):
         return self._matcher
 
     def warm_up(self) -> None:
-        """Load the manifest and the entity dictionary now rather than on the first question."""
-        _ = self.graph.layout, self.matcher
+        """Load the manifest, the entity dictionary and the path snapshot (if one is used) now rather than on
+        the first question."""
+        _ = self.graph.layout, self.matcher, self.graph.path_snapshot(self.path_engine)
 
     # ------------------------------------------------------------------ search
 
@@ -127,9 +134,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = self.graph.shortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = self.graph.shortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
-            raw = self.graph.neighbours(single, self.max_rows)
+            raw = self.graph.neighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
@@ -138,9 +145,9 @@ class KGPathFinder(BaseComponent):
         mentions = self.matcher.find(text)
         pairs, single = self._plan(mentions)
         if pairs:
-            raw = await self.graph.ashortest_paths(pairs, self.max_hops, self.max_rows)
+            raw = await self.graph.ashortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
-            raw = await self.graph.aneighbours(single, self.max_rows)
+            raw = await self.graph.aneighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
         return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -35,6 +36,9 @@ from llama_index_kgplus.graph_stores._dialects import (
     dialect_for_store,
 )
 from llama_index_kgplus.kg._matcher import EntityMatcher
+from llama_index_kgplus.kg._path_engine import DEFAULT_MAX_EDGES, SnapshotCache, check_path_engine, uses_snapshot
+from llama_index_kgplus.kg._snapshot import GraphSnapshot
+from llama_index_kgplus.kg._snapshot_paths import snapshot_neighbours, snapshot_shortest_paths
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +69,7 @@ class KGManifest(BaseModel):
     rel_types: list[str] = Field(description="Relationship types of the graph (:TYPE values).")
     rel_table: str = Field("Rel", description="Ladybug: the relationship table holding all of them.")
     type_column: str = Field(
-        default="label", description="Ladybug: the column of rel_table holding the type (imports before 0.2: reltype)."
+        default="label", description="Ladybug: the column of rel_table holding the type (reltype in older imports)."
     )
     node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
     rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
@@ -108,6 +112,10 @@ class KnowledgeGraph:
     Build it with :meth:`open` (from a URI; owns and closes the store) or from a store you opened yourself. A
     handle opened by URI pickles (for worker processes): the copy reopens the store by its URI when first used,
     with credentials from the environment, never from the pickle.
+
+    ``path_engine`` (``"auto"``, ``"snapshot"``, ``"store"``) says where :meth:`shortest_paths` and
+    :meth:`neighbours` run: on an in-process snapshot (default on embedded stores; at most
+    ``max_snapshot_edges`` relationships) or as the store's query (see ``kg/_path_engine.py``).
     """
 
     def __init__(
@@ -119,6 +127,8 @@ class KnowledgeGraph:
         owns_store: bool = False,
         uri: str | None = None,
         store_kwargs: dict[str, Any] | None = None,
+        path_engine: str = "auto",
+        max_snapshot_edges: int = DEFAULT_MAX_EDGES,
     ) -> None:
         self._store = store
         self.node_label = node_label
@@ -129,6 +139,8 @@ class KnowledgeGraph:
         self._owns_store = owns_store
         self._manifest: KGManifest | None = None
         self._matcher: EntityMatcher | None = None
+        self.path_engine = check_path_engine(path_engine)
+        self._snapshots = SnapshotCache(max_edges=max_snapshot_edges)
 
     @property
     def store_options(self) -> dict[str, Any]:
@@ -159,7 +171,13 @@ class KnowledgeGraph:
 
     @classmethod
     def open(
-        cls, uri: str | None = None, *, node_label: str = "Ent", create: bool = False, **store_kwargs: Any
+        cls,
+        uri: str | None = None,
+        *,
+        node_label: str = "Ent",
+        create: bool = False,
+        path_engine: str = "auto",
+        **store_kwargs: Any,
     ) -> KnowledgeGraph:
         """Open the store named by ``uri`` (default: the embedded default store); an embedded store that does
         not exist is an error unless ``create`` (importing creates it)."""
@@ -172,6 +190,7 @@ class KnowledgeGraph:
             owns_store=True,
             uri=parsed.uri,
             store_kwargs=store_kwargs,
+            path_engine=path_engine,
         )
 
     # ------------------------------------------------------------------ metadata
@@ -222,6 +241,7 @@ class KnowledgeGraph:
         """Forget what was read from the store (after an import through another handle)."""
         self._manifest = None
         self._matcher = None
+        self._snapshots.invalidate()
 
     # ------------------------------------------------------------------ dictionary
 
@@ -280,18 +300,44 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------------ paths
 
-    def shortest_paths(self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000) -> list[RawPath]:
+    def path_snapshot(self, engine: str | None = None) -> GraphSnapshot | None:
+        """The in-process snapshot paths run on under ``engine`` (default: this graph's ``path_engine``), or
+        None when they run as the store's query."""
+        if not uses_snapshot(engine or self.path_engine, self.dialect.engine):
+            return None
+        return self._snapshots.get(self)
+
+    async def apath_snapshot(self, engine: str | None = None) -> GraphSnapshot | None:
+        if not uses_snapshot(engine or self.path_engine, self.dialect.engine):
+            return None
+        return self._snapshots.fresh() or await asyncio.to_thread(self._snapshots.get, self)
+
+    def shortest_paths(
+        self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
+    ) -> list[RawPath]:
+        snapshot = self.path_snapshot(engine)
+        if snapshot is not None:
+            return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
         return self.dialect.shortest_paths(self.store, self.layout, pairs, max_hops, limit)
 
     async def ashortest_paths(
-        self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000
+        self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
     ) -> list[RawPath]:
+        snapshot = await self.apath_snapshot(engine)
+        if snapshot is not None:
+            return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
         return await self.dialect.ashortest_paths(self.store, self.layout, pairs, max_hops, limit)
 
-    def neighbours(self, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
+    def neighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        snapshot = self.path_snapshot(engine) if ids else None
+        if snapshot is not None:
+            return snapshot_neighbours(snapshot, ids, limit)
         return self.dialect.neighbours(self.store, self.layout, ids, limit)
 
-    async def aneighbours(self, ids: Sequence[str], limit: int = 10_000) -> list[RawPath]:
+    async def aneighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        snapshot = await self.apath_snapshot(engine) if ids else None
+        if snapshot is not None:
+            return snapshot_neighbours(snapshot, ids, limit)
         return await self.dialect.aneighbours(self.store, self.layout, ids, limit)
 
     # ------------------------------------------------------------------ lifetime
