@@ -245,7 +245,7 @@ def _import_into(
         rel_table=layout.rel_table,
         type_column=layout.type_column,
         node_properties=data.node_properties,
-        llamaindex_properties=added,
+        llamaindex_properties=[] if metadata_only else added,  # metadata_only writes no node
         rel_properties=data.rel_properties,
         counts={
             "nodes": len(data.nodes),
