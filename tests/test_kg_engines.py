@@ -385,6 +385,26 @@ def test_names_with_quotes_and_backticks_import_and_match(toy_kg):
     assert texts(result) == ['delta -[KNOWS]-> o\'hara `x` "y"']
 
 
+def test_nameless_nodes_and_a_name_shared_across_labels(backend, tmp_path):
+    """A node without a name is never matched but paths run through it (shown by id); a name two entities share
+    (a planet and an element) gives both, and the two are never paired with each other."""
+    _write_csv(tmp_path / "nodes.csv", [
+        ["cid:ID", "name", ":LABEL"], ["P1", "mercury", "Ent;Planet"], ["E1", "mercury", "Ent;Element"],
+        ["S", "sun", "Ent"], ["N", "", "Ent"], ["T", "thermometer", "Ent"],
+    ])  # fmt: skip
+    _write_csv(tmp_path / "rels.csv", [
+        [":START_ID", ":END_ID", ":TYPE"], ["P1", "S", "ORBITS"], ["E1", "N", "PART_OF"], ["N", "T", "PART_OF"],
+    ])  # fmt: skip
+    backend.import_graph("shared", tmp_path / "nodes.csv", tmp_path / "rels.csv")
+    with backend.open("shared") as kg:
+        finder = KGPathFinder.from_defaults(kg)
+        result = finder.find("Is mercury in a thermometer, or near the sun?")
+        assert sorted(e.cid for e in result.entities) == ["E1", "P1", "S", "T"]
+        assert sorted(texts(result)) == ["mercury -[ORBITS]-> sun", "mercury -[PART_OF]-> N -[PART_OF]-> thermometer"]
+        both = kg.store.get(ids=["P1", "E1"])  # Cypher stores name get()'s nodes by id: the name is a property
+        assert len(both) == 2 and {n.properties.get("name", n.name) for n in both} == {"mercury"}
+
+
 def test_user_text_never_enters_query_strings(toy_kg, monkeypatch):
     dialect = toy_kg.dialect
     seen: list[tuple[str, dict]] = []
