@@ -276,6 +276,24 @@ def test_kg_source_links_names_synonyms_and_relationships(tmp_path):
         linked_nodes(["kg"])
 
 
+def test_kg_source_reads_a_graph_llamaindex_wrote(tmp_path):
+    """No import: the entities and relations LlamaIndex's store wrote (as PropertyGraphIndex does) are the dictionary."""
+    from llama_index.core.graph_stores.types import EntityNode, Relation
+
+    from llama_index_kgplus.graph_stores import open_graph_store
+
+    uri = f"ladybug://{tmp_path / 'pg.lbug'}"
+    store = open_graph_store(uri)
+    store.upsert_nodes([EntityNode(name="Loire", label="RIVER"), EntityNode(name="France", label="COUNTRY")])
+    store.upsert_relations([Relation(label="FLOWS_THROUGH", source_id="Loire", target_id="France")])
+    store.connection.close()
+    store.db.close()
+    nodes, linker = linked_nodes(["kg"], kg_store=uri)
+    assert linker.dictionary_.entities["france"].sources == {"kg": set()}
+    assert ("loire", "france", "FLOWS_THROUGH") in linker.dictionary_.relationships
+    assert "france" in {key for n in nodes for key in entities_of(n)}
+
+
 def test_ner_source_finds_names_without_any_dictionary():
     pytest.importorskip("spacy")
     corpus = [
