@@ -269,7 +269,7 @@ def compare_page(bench: Workbench) -> None:
         st.caption("no evaluation folder given (--eval DIR)")
         return
     folder = EvalFolder(bench.config.eval_dir)
-    st.dataframe(folder.summary(), use_container_width=True)
+    st.dataframe(folder.summary(), width="stretch")
     plots = folder.plots()
     if plots:
         with st.expander(f"plots ({len(plots)})"):
