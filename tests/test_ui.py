@@ -295,6 +295,18 @@ def test_bad_options_fail_in_one_line_before_the_server_starts(args, message, ca
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+def test_the_demo_prints_a_workbench_command_that_parses():
+    import shlex
+
+    from llama_index_kgplus.cli import build_parser
+    from llama_index_kgplus.demo import workbench_command
+
+    words = shlex.split(workbench_command())
+    args = build_parser().parse_args(words[1:])
+    assert words[:2] == ["kgplus", "ui"] and args.index.name == "index" and args.kg_store.startswith("ladybug://")
+    assert args.glossary.is_file() and dict(args.table)["weather"] == SAMPLE_WEATHER_TABLE
+
+
 def test_a_port_in_use_is_refused(busy_port, capsys):
     assert main(["ui", "--table", f"w={SAMPLE_WEATHER_TABLE}", "--port", str(busy_port)]) == 2
     assert f"--port {busy_port} is in use" in capsys.readouterr().err
@@ -368,8 +380,13 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
         wait = WebDriverWait(driver, 30)
         box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "input[aria-label='Question']")))
         first_load = time.perf_counter() - started
-        (ARTIFACTS / "first-page-load.txt").write_text(f"{first_load:.2f} s\n")
-        print(f"first page load after start-up: {first_load:.2f} s")
+        started = time.perf_counter()
+        driver.refresh()
+        box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "input[aria-label='Question']")))
+        reload = time.perf_counter() - started
+        timing = f"first page load after start-up: {first_load:.2f} s (cold browser); reload: {reload:.2f} s\n"
+        (ARTIFACTS / "first-page-load.txt").write_text(timing)
+        print(timing)
 
         box.send_keys("How do I create a virtual environment?")
         driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
@@ -379,12 +396,12 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
                 and not d.find_elements(By.CSS_SELECTOR, "[data-testid='stStatusWidget']")
             )
         )
-        answer = driver.find_element(By.CSS_SELECTOR, ".kgplus-answer").text
+        answer = driver.find_element(By.CSS_SELECTOR, ".st-key-answer").text
         assert answer.strip() and not answer.endswith("▌")
         citation = driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")[0]
         assert citation.text.startswith("[1]")
         citation.click()
-        passage = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".kgplus-passage")))
+        passage = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".st-key-passage-0")))
         assert "venv" in passage.text or "virtual environment" in passage.text
         driver.save_screenshot(str(ARTIFACTS / "workbench.png"))
         driver.save_screenshot(str(tmp_path / "workbench.png"))

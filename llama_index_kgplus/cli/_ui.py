@@ -48,15 +48,10 @@ def _check_port(host: str, port: int) -> None:
             raise InputDataError(f"--host {host} --port {port}: cannot listen there ({exc.strerror}).") from None
 
 
-def app_path() -> Path:
-    """The Streamlit script of the workbench."""
-    return Path(__file__).resolve().parent.parent / "ui" / "app.py"
-
-
 def streamlit_command(host: str, port: int) -> list[str]:
-    """The ``streamlit run`` command line of the workbench."""
+    """The command line of the workbench's server: ``streamlit run app.py`` after a warm-up (see ``ui._serve``)."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(app_path()),
+        sys.executable, "-m", "llama_index_kgplus.ui._serve",
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
         "--server.fileWatcherType", "none", "--server.runOnSave", "false", "--browser.gatherUsageStats", "false",
         "--global.developmentMode", "false", "--client.toolbarMode", "minimal", "--theme.base", "light",

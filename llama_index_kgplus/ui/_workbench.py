@@ -45,6 +45,18 @@ class Workbench:
         [item.title for item in answer.items]
     """
 
+    _shared: dict[str, Workbench] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, config_json: str) -> Workbench:
+        """The one workbench of this process for a configuration (JSON of :class:`WorkbenchConfig`): every
+        browser session shares its sources and models."""
+        with cls._shared_lock:
+            if config_json not in cls._shared:
+                cls._shared[config_json] = cls(WorkbenchConfig.model_validate_json(config_json))
+            return cls._shared[config_json]
+
     def __init__(self, config: WorkbenchConfig, *, llm: Any = None, embed_model: Any = None) -> None:
         self.config = config
         self._llm, self._embed_model = llm, embed_model
@@ -77,6 +89,13 @@ class Workbench:
     def routes(self) -> list[str]:
         """The routes the given sources answer."""
         return list(self.sources.routes) if self._has_answer_sources() else []
+
+    def warm_sources(self) -> list[str]:
+        """Open the sources now (the server does it before it listens, so the first page is quick); the routes."""
+        routes = self.routes
+        if self.config.index is not None:
+            self.documents()
+        return routes
 
     def _has_answer_sources(self) -> bool:
         c = self.config

@@ -25,18 +25,12 @@ from llama_index_kgplus.ui import (
     EvalFolder,
     EvidenceItem,
     Workbench,
-    WorkbenchConfig,
     escape_text,
     highlight_html,
 )
 
 #: session-state key of a ready :class:`Workbench` (tests put one there, e.g. with a scripted LLM)
 WORKBENCH_KEY = "kgplus_workbench"
-
-
-@st.cache_resource(show_spinner=False)
-def _shared_workbench(config_json: str) -> Workbench:
-    return Workbench(WorkbenchConfig.model_validate_json(config_json))
 
 
 def _workbench() -> Workbench:
@@ -47,7 +41,7 @@ def _workbench() -> Workbench:
     if not raw:
         st.error(f"${CONFIG_ENV} is not set: start the workbench with `kgplus ui`.")
         st.stop()
-    return _shared_workbench(raw)
+    return Workbench.shared(raw)
 
 
 def _text(text: str, css: str = "") -> None:
@@ -85,7 +79,9 @@ def _evidence(bench: Workbench, item: EvidenceItem, i: int) -> None:
     with st.expander(item.title, expanded=False):
         _note("Why this source: " + item.why)
         if item.kind == "passage":
-            st.markdown(highlight_html(item.text, item.highlights), unsafe_allow_html=True)
+            st.container(key=f"passage-{i}").markdown(
+                highlight_html(item.text, item.highlights), unsafe_allow_html=True
+            )
             if item.dot:
                 st.graphviz_chart(item.dot)
             if item.doc_id and bench.config.index and st.toggle("whole document", key=f"ask-doc-{i}"):
@@ -162,7 +158,7 @@ def ask_page(bench: Workbench) -> None:
     with st.form("ask-form"):
         question = st.text_input("Question", key="question")
         asked = st.form_submit_button("Ask")
-    box = st.empty()
+    box = st.container(key="answer").empty()
     if asked and question.strip():
         st.session_state["answer"] = _stream(bench, question.strip(), box)
     answer: Answer | None = st.session_state.get("answer")
