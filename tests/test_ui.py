@@ -76,6 +76,17 @@ def index_dir(tmp_path_factory, embed_model) -> Path:
 
 
 @pytest.fixture(scope="module")
+def kg_store(tmp_path_factory) -> str:
+    """The bundled UMLS semantic network imported into an embedded store."""
+    from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
+
+    uri = f"ladybug://{tmp_path_factory.mktemp('kg') / 'kg.lbug'}"
+    args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
+    assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
+    return uri
+
+
+@pytest.fixture(scope="module")
 def eval_dir(index_dir, embed_model, tmp_path_factory) -> Path:
     """A real `kgplus eval`-style folder: two pipelines over the index, scripted answers, metrics without a judge."""
     from llama_index_kgplus.indexing import load_index
@@ -206,6 +217,22 @@ def test_ask_streams_the_answer_with_route_usage_and_highlighted_evidence(index_
     assert "system Python" in html.unescape(_all_markdown(at))
 
 
+def test_ask_shows_the_glossary_rewrite_before_and_after(index_dir, embed_model, tmp_path):
+    glossary = tmp_path / "glossary.json"
+    terms = [{"term": "venv", "explanation": "The module that creates a virtual environment (python -m venv DIR)."}]
+    glossary.write_text(json.dumps({"terms": terms}), encoding="utf-8")
+    config = WorkbenchConfig(index=index_dir, glossary=glossary).check()
+    rewrite = "How do I create a virtual environment with the venv module (python -m venv)?"
+    llm = ScriptedLLM(rules=[(r"Rewritten query:\s*\Z", rewrite)], default=ANSWER)
+    at = _app(config, Workbench(config, llm=llm, embed_model=embed_model))
+    at.text_input(key="question").input("How do I use venv?")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [h.value for h in at.subheader][0] == "Glossary rewrite"
+    shown = html.unescape(_all_markdown(at))
+    assert "How do I use venv?" in shown and rewrite in shown and "terms: venv" in shown
+
+
 def test_document_html_and_script_are_shown_as_text(index_dir, embed_model):
     config = WorkbenchConfig(index=index_dir).check()
     bench = Workbench(config, llm=ScriptedLLM(default="It says " + XSS), embed_model=embed_model)
@@ -224,13 +251,22 @@ def test_document_html_and_script_are_shown_as_text(index_dir, embed_model):
         assert "<script" not in value and "<img" not in value and "](http" not in value
 
 
-def test_browse_shows_documents_chunks_and_the_kg(index_dir, tmp_path):
-    uri = f"ladybug://{tmp_path / 'kg.lbug'}"
-    from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
+def test_ask_draws_the_kg_paths_of_a_kg_answer(index_dir, kg_store, embed_model):
+    config = WorkbenchConfig(index=index_dir, kg_store=kg_store).check()
+    llm = ScriptedLLM(default="A virus causes a disease or syndrome.")
+    at = _app(config, Workbench(config, llm=llm, embed_model=embed_model))
+    at.text_input(key="question").input("How is a virus related to a disease or syndrome?")
+    at.button[0].click().run()
+    assert not at.exception
+    assert "engine **kg_paths**" in _all_markdown(at)
+    assert at.expander[0].label.startswith("knowledge-graph paths")
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert '"virus" -> "disease_or_syndrome" [label="causes"]' in dot
+    assert "virus -[causes]-> disease or syndrome" in [c.value for c in at.code][0]
 
-    args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
-    assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
-    config = WorkbenchConfig(index=index_dir, kg_store=uri).check()
+
+def test_browse_shows_documents_chunks_and_the_kg(index_dir, kg_store):
+    config = WorkbenchConfig(index=index_dir, kg_store=kg_store).check()
     at = _app(config)
     at.sidebar.radio(key="page").set_value("Browse").run()
     assert at.selectbox(key="browse-doc").options == ["exceptions", "hostile", "venv"]
