@@ -20,6 +20,7 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -30,7 +31,7 @@ def _ask(driver: webdriver.Chrome, question: str) -> None:
     box = WebDriverWait(driver, 30).until(
         ec.visibility_of_element_located((By.CSS_SELECTOR, "input[aria-label='Question']"))
     )
-    box.clear()
+    box.send_keys(Keys.CONTROL, "a")
     box.send_keys(question)
     driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
     time.sleep(1)

@@ -393,6 +393,14 @@ def _chromium():
     return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
 
 
+def _citations(driver, by) -> list:
+    return [
+        s
+        for s in driver.find_elements(by.CSS_SELECTOR, "[data-testid='stExpander'] summary")
+        if s.text.startswith("[1]")
+    ]
+
+
 @pytest.mark.slow
 def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir, tmp_path):
     """Start `kgplus ui` (the real 0.5B model), ask in headless Chromium, open the first source, see its passage,
@@ -426,22 +434,18 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
 
         box.send_keys("How do I create a virtual environment?")
         driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
-        WebDriverWait(driver, 240).until(
-            lambda d: (
-                d.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")
-                and not d.find_elements(By.CSS_SELECTOR, "[data-testid='stStatusWidget']")
-            )
-        )
+        # the sources are listed when the answer is complete (st.status is an expander too: wait for "[1] ...")
+        WebDriverWait(driver, 300).until(lambda d: _citations(d, By))
         answer = driver.find_element(By.CSS_SELECTOR, ".st-key-answer").text
         assert answer.strip() and not answer.endswith("▌")
-        citation = driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")[0]
-        assert citation.text.startswith("[1]")
+        citation = _citations(driver, By)[0]
         citation.click()
         passage = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".st-key-passage-0")))
         assert "venv" in passage.text or "virtual environment" in passage.text
         driver.save_screenshot(str(ARTIFACTS / "workbench.png"))
         driver.save_screenshot(str(tmp_path / "workbench.png"))
     finally:
+        driver.save_screenshot(str(tmp_path / "last.png"))  # what the browser showed last, pass or fail
         driver.quit()
         os.killpg(proc.pid, 15)
         try:

@@ -27,6 +27,7 @@ from llama_index_kgplus.ui import (
     Workbench,
     escape_text,
     highlight_html,
+    safe_path,
 )
 
 #: session-state key of a ready :class:`Workbench` (tests put one there, e.g. with a scripted LLM)
@@ -269,8 +270,8 @@ def compare_page(bench: Workbench) -> None:
     plots = folder.plots()
     if plots:
         with st.expander(f"plots ({len(plots)})"):
-            for plot in plots:
-                st.image(str(plot), caption=plot.name)
+            for plot in plots:  # listed by the folder, checked again against the command line's sources
+                st.image(str(safe_path(plot, bench.config.allowed_roots())), caption=plot.name)
     if not folder.pipelines:
         return
     left, right, metric_col, order_col = st.columns(4)
