@@ -135,7 +135,7 @@ def _stream(bench: Workbench, question: str, box: Any) -> Answer:
         response = bench.query(question)
         meta = response.metadata or {}
         status.update(
-            label=f"{meta.get('route', '?')} → {meta.get('engine', '?')}: retrieved in "
+            label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: retrieved in "
             f"{time.perf_counter() - started:.1f} s; answering…",
             state="complete",
         )
