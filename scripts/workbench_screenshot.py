@@ -34,11 +34,17 @@ def _ask(driver: webdriver.Chrome, question: str) -> None:
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys(question)
     driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
-    time.sleep(1)
+
+    def summaries(d: webdriver.Chrome) -> str:
+        return " | ".join(e.text for e in d.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary"))
+
+    WebDriverWait(driver, 60).until(lambda d: "Routing, retrieving" in summaries(d))  # this question's run
     WebDriverWait(driver, 600).until(
         lambda d: (
-            d.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")
-            and not d.find_elements(By.CSS_SELECTOR, "[data-testid='stStatusWidget']")
+            "answered in" in summaries(d)
+            and "[1]" in summaries(d)
+            or "knowledge-graph paths" in summaries(d)
+            and "answered in" in summaries(d)
         )
     )
 
@@ -81,12 +87,15 @@ def main() -> int:
         driver.get(f"http://127.0.0.1:{port}")
         DOCS.mkdir(exist_ok=True)
         _ask(driver, "How do I create a virtual environment, and how do I activate it?")
-        driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")[0].click()
+        [e for e in driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary") if "[1]" in e.text][
+            0
+        ].click()
         time.sleep(1.5)
         driver.save_screenshot(str(DOCS / "workbench.png"))
         if args.kg_store:
             _ask(driver, "How is a virus related to a disease or syndrome?")
-            driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")[0].click()
+            [e for e in driver.find_elements(By.CSS_SELECTOR, "[data-testid='stExpander'] summary")
+             if "knowledge-graph" in e.text][0].click()  # fmt: skip
             time.sleep(3)
             driver.save_screenshot(str(DOCS / "workbench-kg.png"))
     finally:

@@ -146,6 +146,8 @@ def _stream(bench: Workbench, question: str, box: Any) -> Answer:
         if time.perf_counter() - last > 0.1:
             box.markdown(f'<div class="kgplus-answer">{escape_text("".join(parts))}▌</div>', unsafe_allow_html=True)
             last = time.perf_counter()
+    status.update(label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: answered in "
+                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
     return bench.finish(question, response, "".join(parts))
 
 
