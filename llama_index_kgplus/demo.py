@@ -63,6 +63,7 @@ from llama_index_kgplus.tables import SQLTables, TableQueryEngine
 
 __all__ = [
     "run_demo",
+    "workbench_command",
 ]
 
 HIERARCHY_QUESTION = "How do I create a virtual environment, and how do I activate it?"
@@ -251,4 +252,15 @@ def run_demo(
     for decision in responses["routes"]:
         print(f"   {decision.route:>8} <- {decision.question}\n            {decision.reason}", file=out)
     responses["table"] = _answer("table, routed", TABLE_QUESTION, routed, out, llm)
+    print(f"\n[demo] see why, source by source, in the browser: {workbench_command()}", file=out)
     return responses
+
+
+def workbench_command() -> str:
+    """The ``kgplus ui`` command line that opens the browser workbench on the demo's data."""
+    import shlex
+
+    home = defaults.kgplus_home() / "demo"
+    parts = ["kgplus", "ui", "--index", str(home / "index"), "--kg-store", ladybug_uri(home / "kg.lbug"),
+             "--glossary", str(sample_glossary_path()), "--table", f"weather={SAMPLE_WEATHER_TABLE}"]  # fmt: skip
+    return " ".join(shlex.quote(p) for p in parts)

@@ -24,5 +24,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "$want" > "$stamp"
 fi
 
+# The workbench's browser test drives Debian's Chromium with its chromedriver: install them when missing and this
+# is a root shell with apt-get (otherwise that test is skipped with the reason).
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "[bootstrap] installing chromium and chromium-driver (Debian) for the browser test"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null \
+            || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; } \
+            || echo "[bootstrap] could not install chromium: the browser test will be skipped"
+    else
+        echo "[bootstrap] no /usr/bin/chromium (needs root and apt-get to install): the browser test will be skipped"
+    fi
+fi
+
 # Join the GGUF chunks of the local LLMs once into $KGPLUS_HOME/models and verify them.
 "$VENV/bin/kgplus" models prepare --all

@@ -38,6 +38,7 @@ def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_mo
     table = responses["table"].metadata
     assert (table["route"], table["engine"]) == ("sql", "sql") and "SQL: SELECT" in printed
     assert table["refused"] is None and table["sql"].startswith("SELECT")
+    assert "in the browser: kgplus ui --index " in printed  # how to open the workbench on this data
     answers = {k: v for k, v in responses.items() if k != "routes"}
     assert all(str(r).strip() for r in answers.values())
     assert no_network == []

@@ -14,7 +14,7 @@ from llama_index_kgplus import __version__
 from llama_index_kgplus.errors import KGPlusError
 
 # Modules with a ``register(subparsers)`` function, in the order their commands appear in --help.
-_COMMAND_MODULES = ("_setup", "_index", "_ask", "_eval", "_graphrag", "_kg")
+_COMMAND_MODULES = ("_setup", "_index", "_ask", "_eval", "_graphrag", "_kg", "_ui")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -97,8 +97,10 @@ class _Sources:
             features.append(table_feature(self.tables))
         return QuestionRouter.from_defaults(embed_model, features=features).fit()
 
-    def engines(self, llm: Any, embed_model: Any) -> dict[str, Any]:
-        """A factory per configured route: each engine is built when its first question comes."""
+    def engines(self, llm: Any, embed_model: Any, *, streaming: bool = False, glossary: Any = None) -> dict[str, Any]:
+        """A factory per configured route: each engine is built when its first question comes. ``streaming``: the
+        engines that can stream do (passages, KG paths); ``glossary``: local questions are rewritten with it
+        (the workbench, ``kgplus ui --glossary``)."""
         from llama_index.core.query_engine import RetrieverQueryEngine
 
         args = self.args
@@ -121,7 +123,7 @@ class _Sources:
             from llama_index_kgplus.compression import postprocessors_for
 
             post = postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
-            return RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=post)
+            return RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=post, streaming=streaming)
 
         def multihop() -> Any:
             from llama_index_kgplus.entity_graph import EntityGraphRetriever
@@ -136,7 +138,9 @@ class _Sources:
             from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
 
             vector = local_retriever() if args.index else None
-            return KGAugmentedQueryEngine.from_defaults(KGPathRetriever.from_defaults(self.kg), vector, llm=llm)
+            return KGAugmentedQueryEngine.from_defaults(
+                KGPathRetriever.from_defaults(self.kg), vector, llm=llm, streaming=streaming
+            )
 
         def global_() -> Any:
             from llama_index_kgplus.graphrag import GraphRAGIndex
@@ -150,8 +154,20 @@ class _Sources:
 
             return TableQueryEngine.from_defaults(self.tables, llm=llm)
 
+        def local() -> Any:
+            if glossary is None:
+                return passages(local_retriever())
+            from llama_index_kgplus.compression import postprocessors_for
+            from llama_index_kgplus.glossary import GlossaryQueryEngine
+
+            post = postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
+            return GlossaryQueryEngine.from_defaults(
+                glossary, retriever=local_retriever(), llm=llm, embed_model=embed_model,
+                node_postprocessors=post, streaming=streaming,
+            )  # fmt: skip
+
         factories = {
-            "local": lambda: passages(local_retriever()),
+            "local": local,
             "multihop": multihop,
             "global": global_,
             "kg": kg,

@@ -1,0 +1,266 @@
+"""The workbench's data and engines, without any page code: the sources of a :class:`WorkbenchConfig` opened
+once, the same routed engines ``kgplus ask`` builds (streaming), and the reads the Browse page needs (documents,
+chunks, summary trees, KG entities and their neighbourhood, GraphRAG communities and reports)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index_kgplus.ui._config import WorkbenchConfig
+from llama_index_kgplus.ui._evidence import EvidenceItem, evidence_items, glossary_view, paths_dot
+
+__all__ = ["Answer", "Workbench"]
+
+
+@dataclass
+class Answer:
+    """A finished answer and everything the Ask page shows beside it."""
+
+    question: str
+    text: str
+    route: str | None
+    engine: str | None
+    reason: str
+    fallback: str | None
+    usage: dict[str, Any] | None
+    items: list[EvidenceItem] = field(default_factory=list)
+    glossary: dict[str, Any] | None = None
+    summary_level: Any = None
+
+
+class Workbench:
+    """The sources of one ``kgplus ui`` session; models load on the first question, not at start-up.
+
+    Example::
+
+        bench = Workbench(WorkbenchConfig(index="./index").check())
+        response = bench.query("How do I create a virtual environment?")
+        text = "".join(bench.tokens(response))          # the stream, as the Ask page shows it
+        answer = bench.finish("How do I ...?", response, text)
+        [item.title for item in answer.items]
+    """
+
+    _shared: dict[str, Workbench] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, config_json: str) -> Workbench:
+        """The one workbench of this process for a configuration (JSON of :class:`WorkbenchConfig`): every
+        browser session shares its sources and models."""
+        with cls._shared_lock:
+            if config_json not in cls._shared:
+                cls._shared[config_json] = cls(WorkbenchConfig.model_validate_json(config_json))
+            return cls._shared[config_json]
+
+    def __init__(self, config: WorkbenchConfig, *, llm: Any = None, embed_model: Any = None) -> None:
+        self.config = config
+        self._llm, self._embed_model = llm, embed_model
+        self._stack = contextlib.ExitStack()
+        self._lock = threading.Lock()
+        self._sources: Any = None
+        self._engine: Any = None
+        self._docstore: Any = None
+        self._graphrag: Any = None
+
+    # ------------------------------------------------------------------ asking
+
+    def _args(self) -> argparse.Namespace:
+        c = self.config
+        return argparse.Namespace(
+            index=c.index, kg_store=c.kg_store, graphrag=c.graphrag, table=list(c.tables.items()) or None,
+            top_k=c.top_k, context_budget=c.context_budget, llm=c.llm,
+        )  # fmt: skip
+
+    @property
+    def sources(self) -> Any:
+        """The checked, opened sources (those of ``kgplus ask``), opened on first use."""
+        if self._sources is None:
+            from llama_index_kgplus.cli._ask import _Sources
+
+            self._sources = _Sources(self._args(), self._stack)
+        return self._sources
+
+    @property
+    def routes(self) -> list[str]:
+        """The routes the given sources answer."""
+        return list(self.sources.routes) if self._has_answer_sources() else []
+
+    def warm_sources(self) -> list[str]:
+        """Open the sources now (the server does it before it listens, so the first page is quick); the routes."""
+        routes = self.routes
+        if self.config.index is not None:
+            self.documents()
+        return routes
+
+    def _has_answer_sources(self) -> bool:
+        c = self.config
+        return bool(c.index or c.kg_store or c.graphrag or c.tables)
+
+    def warm_up(self) -> None:
+        """Load the models and build the routed engine (the first question does it otherwise)."""
+        if self._engine is not None:
+            return
+        from llama_index_kgplus import defaults
+        from llama_index_kgplus.cli._graphrag import build_llm
+        from llama_index_kgplus.glossary import Glossary
+        from llama_index_kgplus.llm import metered
+        from llama_index_kgplus.router import RoutedQueryEngine
+
+        self._embed_model = self._embed_model or defaults.default_embed_model()
+        self._llm = metered(self._llm or build_llm(self.config.llm))
+        glossary = Glossary.load(self.config.glossary) if self.config.glossary else None
+        engines = self.sources.engines(self._llm, self._embed_model, streaming=True, glossary=glossary)
+        self._engine = RoutedQueryEngine.from_defaults(engines, router=self.sources.router(self._embed_model))
+
+    def query(self, question: str) -> Any:
+        """Route ``question`` and retrieve; the response streams its answer (``tokens``) when its engine can."""
+        from llama_index_kgplus.llm import AnswerUsage, attach_usage
+
+        with self._lock:
+            self.warm_up()
+            usage = AnswerUsage(self._llm)
+            response = self._engine.query(question)
+        if "usage" not in (response.metadata or {}):
+            response = attach_usage(response, usage)
+        return response
+
+    @staticmethod
+    def tokens(response: Any) -> Iterator[str]:
+        """The answer's text as it is generated (one piece for an engine that does not stream)."""
+        gen = getattr(response, "response_gen", None)
+        if gen is None:
+            yield str(response.response or "")
+            return
+        yield from gen
+
+    def finish(self, question: str, response: Any, text: str) -> Answer:
+        """The :class:`Answer` of a response whose stream was read into ``text``."""
+        from llama_index_kgplus.cli._ask import ENGINE_NAMES
+
+        meta = dict(response.metadata or {})
+        routing = meta.get("routing") or {}
+        engine = ENGINE_NAMES.get(meta.get("engine", ""), meta.get("engine"))
+        return Answer(
+            question=question, text=text.strip(), route=meta.get("route"), engine=engine,
+            reason=routing.get("reason", ""), fallback=routing.get("fallback"), usage=meta.get("usage"),
+            items=evidence_items(response, text, engine), glossary=glossary_view(meta), summary_level=meta.get("level"),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ browsing an index
+
+    @property
+    def docstore(self) -> Any:
+        """The index's docstore (read from disk, no model)."""
+        if self._docstore is None:
+            from llama_index.core.storage.docstore import SimpleDocumentStore
+
+            from llama_index_kgplus.indexing import check_index_files
+
+            if self.config.index is None:
+                return None
+            check_index_files(self.config.index)
+            self._docstore = SimpleDocumentStore.from_persist_dir(str(self.config.index))
+        return self._docstore
+
+    def _nodes(self) -> list[Any]:
+        return list(self.docstore.docs.values()) if self.docstore is not None else []
+
+    def documents(self) -> list[str]:
+        """The document ids of the index, sorted."""
+        ids = {n.metadata.get("doc_id") or n.ref_doc_id for n in self._nodes() if not n.metadata.get("level")}
+        return sorted(i for i in ids if i)
+
+    def chunks(self, doc_id: str) -> list[Any]:
+        """The chunks (level 0) of one document, in document order."""
+        chunks = [
+            n for n in self._nodes()
+            if not n.metadata.get("level") and (n.metadata.get("doc_id") or n.ref_doc_id) == doc_id
+        ]  # fmt: skip
+        return sorted(chunks, key=lambda n: (n.start_char_idx or 0, n.node_id))
+
+    def document_text(self, doc_id: str) -> str:
+        """The whole document, joined from its chunks (their overlaps removed where offsets are known)."""
+        parts, end = [], 0
+        for chunk in self.chunks(doc_id):
+            text, start = chunk.get_content(), chunk.start_char_idx
+            if start is not None and end > start:
+                text = text[end - start :]
+            parts.append(text)
+            end = chunk.end_char_idx if chunk.end_char_idx is not None else end
+        return "".join(parts) if all(c.start_char_idx is not None for c in self.chunks(doc_id)) else "\n".join(parts)
+
+    def summaries(self, doc_id: str | None = None) -> list[Any]:
+        """Summary nodes (level 1 and up), of one document if given, highest level first."""
+        nodes = [n for n in self._nodes() if n.metadata.get("level")]
+        if doc_id is not None:
+            nodes = [n for n in nodes if doc_id in (n.metadata.get("doc_ids") or [n.metadata.get("doc_id")])]
+        return sorted(nodes, key=lambda n: (-int(n.metadata["level"]), n.node_id))
+
+    def node(self, node_id: str) -> Any:
+        """One node of the index by id (None if unknown)."""
+        return self.docstore.docs.get(node_id) if self.docstore is not None else None
+
+    # ------------------------------------------------------------------ browsing the knowledge graph
+
+    def kg_entities(self, search: str = "", limit: int = 50) -> list[tuple[str, str]]:
+        """``(id, name)`` of KG entities whose name contains ``search`` (case-insensitive), at most ``limit``."""
+        kg = self.sources.kg
+        if kg is None:
+            return []
+        needle = search.strip().lower()
+        seen: dict[str, str] = {}
+        for cid, name, synonym in kg.names():
+            if not synonym and needle in name.lower() and cid not in seen:
+                seen[cid] = name
+                if len(seen) >= limit:
+                    break
+        return sorted(seen.items(), key=lambda x: x[1].lower())
+
+    def kg_neighbourhood(self, cid: str, limit: int = 40) -> tuple[list[str], str]:
+        """The relationships of one entity: ``(path texts, Graphviz DOT)``."""
+        from llama_index_kgplus.kg import KGPath
+
+        paths = [KGPath.from_raw(raw).to_dict() for raw in self.sources.kg.neighbours([cid], limit=limit)]
+        return [p["text"] for p in paths], paths_dot(paths)
+
+    # ------------------------------------------------------------------ browsing GraphRAG
+
+    def communities(self, search: str = "") -> list[dict[str, Any]]:
+        """GraphRAG communities with their report (title, rating, summary, findings), entities and source
+        documents, filtered by ``search`` in the title, summary or entity names."""
+        if self.config.graphrag is None:
+            return []
+        if self._graphrag is None:
+            from llama_index.core.llms import MockLLM
+
+            from llama_index_kgplus.graphrag import GraphRAGIndex
+
+            self._graphrag = GraphRAGIndex.from_defaults(self.config.graphrag, llm=MockLLM(), show_progress=False)
+            self._stack.callback(self._graphrag.close)
+        entities = self._graphrag.entities()
+        needle = search.strip().lower()
+        out = []
+        for stored in self._graphrag.reports():
+            names = [entities[e].name if e in entities else e for e in stored.community.entity_ids]
+            report = stored.report
+            record = {
+                "id": stored.community.id, "level": stored.community.level, "entities": names,
+                "title": report.title if report else f"(no report: {stored.error})",
+                "rating": report.rating if report else None, "summary": report.summary if report else "",
+                "findings": [f.summary + ": " + f.explanation for f in report.findings] if report else [],
+                "documents": sorted({d for e in stored.community.entity_ids if e in entities
+                                     for d in entities[e].doc_ids}),
+            }  # fmt: skip
+            haystack = " ".join([record["title"], record["summary"], *names]).lower()
+            if needle in haystack:
+                out.append(record)
+        return sorted(out, key=lambda r: (-(r["rating"] or 0), r["id"]))
+
+    def close(self) -> None:
+        """Close every opened source."""
+        self._stack.close()
