@@ -202,6 +202,8 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                 KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows, synthesize_response=False
             )
             graphs[name] = Graph(folder)
+        out = Path(args.out)
+        out.write_text("")
         for row in tqdm(rows, desc="queries", unit="q"):
             start = time.perf_counter()
             meta = engines[row["graph"]].query(row["question"]).metadata
@@ -213,8 +215,10 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                     "query_seconds": round(time.perf_counter() - start, 2),
                 }
             )
-        Path(args.out).write_text("")
-        for result in tqdm(results, desc="answers", unit="q"):
+            with out.open("a") as fh:  # the queries alone, replaced by the full records below
+                fh.write(json.dumps(results[-1], ensure_ascii=False, default=str) + "\n")
+        out.write_text("")
+        for result in tqdm(results if args.answers else [], desc="answers", unit="q"):
             engine = engines[result["graph"]]
             engine.synthesize_response = True
             start = time.perf_counter()
@@ -224,8 +228,10 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
             text = str(engine._response(answer, text))
             result.update(text=text, answer_ok=answer_holds(text, result["answer"]))
             result["seconds"] = round(result["query_seconds"] + time.perf_counter() - start, 2)
-            with open(args.out, "a") as fh:
+            with out.open("a") as fh:
                 fh.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
+        if not args.answers:
+            out.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in results))
         for engine in engines.values():
             engine.kg.close()
     return results
@@ -242,12 +248,12 @@ def report(results: list[dict[str, Any]], model: str) -> None:
                 kind,
                 len(part),
                 f"{right}/{len(part)} = {right / len(part):.2f}",
-                sum(r["answer_ok"] for r in part),
+                sum(r.get("answer_ok", False) for r in part) if "text" in part[0] else "-",
                 sum(r.get("contained", False) for r in part),
                 sum(r["refused"] is not None for r in part),
                 sum(r["repaired"] for r in part),
                 f"{statistics.median(r['query_seconds'] for r in part):.1f}",
-                f"{statistics.median(r['seconds'] for r in part):.1f}",
+                f"{statistics.median(r.get('seconds', r['query_seconds']) for r in part):.1f}",
             ]
         )
     print(f"\nmodel: {model}")
@@ -275,6 +281,7 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/text_to_cypher.jsonl", help="per-question results (JSONL)")
     parser.add_argument("--ids", default=None, help="only these question ids (comma-separated)")
     parser.add_argument("--max-rows", type=int, default=100)
+    parser.add_argument("--no-answers", dest="answers", action="store_false", help="write and score the queries only")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: the machine is shared)")
     parser.add_argument("--check-gold", action="store_true", help="recompute the gold answers and stop")
     parser.add_argument("--write-gold", action="store_true", help="recompute and store the gold answers")

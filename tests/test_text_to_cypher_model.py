@@ -1,5 +1,6 @@
-"""Text-to-Cypher with the real local model (the fast 0.5B) on a small imported graph: the rows are right and only
-a read ran. The accuracy on the shared graphs is measured by ``benchmarks/text_to_cypher.py``."""
+"""Text-to-Cypher with the real local model on a small imported graph: the rows are right and only a read ran.
+The 1.5B model: the 0.5B wrote a self-loop (``(e {cid: 'aspirin'})-[r]->(e)``) for "How many things does aspirin
+treat?". The accuracy on the shared graphs is measured by ``benchmarks/text_to_cypher.py``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import csv
 
 import pytest
 
+from llama_index_kgplus import defaults
 from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph, import_kg
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 
@@ -37,12 +39,18 @@ def kg(tmp_path):
         yield graph
 
 
+@pytest.fixture(scope="module")
+def coder_llm():
+    """The default local model (Qwen2.5-Coder-1.5B), greedy."""
+    return defaults.default_llm(defaults.DEFAULT_LLM, max_new_tokens=256, context_window=4096)
+
+
 def _counts(kg: KnowledgeGraph) -> list[dict]:
     return kg.dialect.run(kg.store, "MATCH (a:Ent)-[r]->(b:Ent) RETURN count(r) AS rels, count(DISTINCT a) AS heads")
 
 
-def test_the_local_model_answers_a_count_and_a_list_with_one_read(kg, small_llm):
-    engine = CypherQueryEngine.from_defaults(kg, llm=small_llm, max_rows=20)
+def test_the_local_model_answers_a_count_and_a_list_with_one_read(kg, coder_llm):
+    engine = CypherQueryEngine.from_defaults(kg, llm=coder_llm, max_rows=20)
     before = _counts(kg)
     count = engine.query("How many things does aspirin treat?").metadata
     listed = engine.query("Which things does aspirin treat?").metadata
