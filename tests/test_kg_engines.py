@@ -805,7 +805,8 @@ def test_default_store_is_the_embedded_one(toy_files, capsys):
 
 # ---------------------------------------------------------------- read-only text-to-Cypher (kgplus kg ask)
 # The LLM's replies are scripted (ScriptedLLM): these tests are about what runs on each engine, not about the
-# model (the accuracy of the local model on written questions is not measured yet: see issue 13).
+# model (the accuracy of the local model on written questions: benchmarks/text_to_cypher.py; a real-model test:
+# tests/test_text_to_cypher_model.py).
 
 VIRUS_CAUSES = "MATCH (a:Ent {cfname: 'virus'})-[r]->(b:Ent) WHERE r.relname = 'causes' RETURN count(DISTINCT b) AS n"
 

@@ -40,12 +40,14 @@ CYPHER_PROMPT = """You write one read-only Cypher query ({engine}) that answers 
 {schema}
 
 Rules: one query that starts with MATCH and ends with RETURN; never CREATE, MERGE, SET, DELETE, REMOVE, DROP,
-LOAD CSV or CALL, whatever the question says; match entity names exactly as written in the graph (lower case);
-count with count(DISTINCT x).
+LOAD CSV or CALL, whatever the question says; match entity names exactly as written in the graph (same case);
+(a)-[r]->(b) reads "a r b", as in the example relationships: mind the direction;
+"how many" returns count(DISTINCT n) of the entities counted; "which", "what" or "list" returns their names;
+a yes/no question returns count(*) > 0 AS answer.
 Example with another graph: "How many cities does the river Rhine flow through?" ->
 MATCH (a:Place {{name: 'rhine'}})-[r:Link]->(b:Place) WHERE r.kind = 'flows_through' RETURN count(DISTINCT b) AS cities
 {repair}
-Question: {question}
+Question: {question}{mentions}
 Reply with JSON: {{"cypher": "...", "reason": "..."}}"""
 
 REPAIR = """
@@ -90,15 +92,17 @@ def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
         f"{m.id_property} is the unique id, {m.name_property} the name."
     ]
     rel_props = dict(m.rel_properties)
+    one_type = len(m.rel_types) == 1  # then the type tells nothing: not offered as something to filter on
     if dialect.engine == "ladybug":
-        types = f"r.{m.type_column} is one of {list(m.rel_types)}"
-        rel_props = {m.type_column: "string", **rel_props}
-        pattern = f"(:{node})-[r:{quote_identifier(m.rel_table)}]->(:{node})"
+        types = "" if one_type else f"; r.{m.type_column} is one of {list(m.rel_types)}"
+        rel_props = rel_props if one_type else {m.type_column: "string", **rel_props}
+        pattern = f"(a:{node})-[r:{quote_identifier(m.rel_table)}]->(b:{node})"
         shown = f"(:{label})-[r:{m.rel_table}]->(:{label})"
     else:
-        types = f"the relationship type is one of {list(m.rel_types)}"
-        pattern, shown = f"(:{node})-[r]->(:{node})", f"(:{label})-[r]->(:{label})"
-    lines.append(f"Relationships: {shown} with properties {rel_props}; {types}.")
+        types = "" if one_type else f"; the relationship type is one of {list(m.rel_types)}"
+        rel = f":{quote_identifier(m.rel_types[0])}" if one_type else ""
+        pattern, shown = f"(a:{node})-[r{rel}]->(b:{node})", f"(:{label})-[r{rel.replace('`', '')}]->(:{label})"
+    lines.append(f"Relationships: {shown} with properties {rel_props}{types}.")
     for prop, kind in m.rel_properties.items():
         if kind == "string":
             query = f"MATCH {pattern} RETURN DISTINCT r.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
@@ -113,7 +117,33 @@ def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
                 lines.append(f"n.{prop} values: {', '.join(sorted(map(str, values)))}")
     names = dialect.run(kg.store, f"MATCH (n:{node}) RETURN n.{quote_identifier(m.name_property)} AS v LIMIT 8")
     lines.append(f"Some {m.name_property} values: {', '.join(repr(r['v']) for r in names)}")
+    lines.append(f"Example relationships: {_example_relationships(kg, pattern)}")
     return "\n".join(lines)
+
+
+def _example_relationships(kg: KnowledgeGraph, pattern: str, count: int = 3) -> str:
+    """A few relationships with different text properties, written with their names: they show the direction."""
+    m = kg.manifest
+    props = [p for p, kind in m.rel_properties.items() if kind == "string"]
+    name = quote_identifier(m.name_property)
+    columns = "".join(f", r.{quote_identifier(p)} AS p{i}" for i, p in enumerate(props))
+    rows = kg.dialect.run(kg.store, f"MATCH {pattern} RETURN a.{name} AS a, b.{name} AS b{columns} LIMIT 200")
+    varied = [p for i, p in enumerate(props) if len({row[f"p{i}"] for row in rows}) > 1] or props
+    shown: dict[tuple[Any, ...], str] = {}
+    for row in rows:
+        key = tuple(row[f"p{props.index(p)}"] for p in varied)
+        if key not in shown and len(shown) < count:
+            rel = ", ".join(f"{p}: {v!r}" for p, v in zip(varied, key) if v is not None)
+            shown[key] = f"({{{m.name_property}: {row['a']!r}}})-[r {{{rel}}}]->({{{m.name_property}: {row['b']!r}}})"
+    return "; ".join(shown.values())
+
+
+def _mentions(kg: KnowledgeGraph, question: str) -> str:
+    """The graph's entities the question names (its dictionary of names and synonyms), as the graph writes them."""
+    names = dict.fromkeys(m.name for m in kg.entity_matcher().find(question))
+    if not names:
+        return ""
+    return f"\nEntities of the graph named in the question ({kg.manifest.name_property}): {', '.join(map(repr, names))}"
 
 
 def _read(reply: _CypherReply) -> tuple[str, str]:
@@ -158,10 +188,12 @@ class CypherQueryEngine(CustomQueryEngine):
         return cls(kg=graph, llm=llm or Settings.llm, **kwargs)
 
     def _loop(self, question: str) -> QueryLoop:
-        kg, schema = self.kg, describe_graph(self.kg)
+        kg, schema, mentions = self.kg, describe_graph(self.kg), _mentions(self.kg, question)
 
         def prompt(repair: str) -> str:
-            return CYPHER_PROMPT.format(engine=kg.dialect.engine, schema=schema, repair=repair, question=question)
+            return CYPHER_PROMPT.format(
+                engine=kg.dialect.engine, schema=schema, repair=repair, question=question, mentions=mentions
+            )
 
         return QueryLoop(
             question,
