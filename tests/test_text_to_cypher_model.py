@@ -49,14 +49,12 @@ def _counts(kg: KnowledgeGraph) -> list[dict]:
     return kg.dialect.run(kg.store, "MATCH (a:Ent)-[r]->(b:Ent) RETURN count(r) AS rels, count(DISTINCT a) AS heads")
 
 
-def test_the_local_model_answers_a_count_and_a_list_with_one_read(kg, coder_llm):
+def test_the_local_model_answers_with_one_read(kg, coder_llm):
+    # one question only: each costs a query and an answer from the 1.5B model (the benchmark has 43)
     engine = CypherQueryEngine.from_defaults(kg, llm=coder_llm, max_rows=20)
     before = _counts(kg)
-    count = engine.query("How many things does aspirin treat?").metadata
     listed = engine.query("Which things does aspirin treat?").metadata
-    for meta in (count, listed):
-        assert meta["refused"] is None, meta
-        assert read_only_cypher(meta["cypher"], max_rows=20) == meta["cypher"]  # what ran passed the guard as is
-    assert [v for v in count["rows"][0].values()] == [2], count
+    assert listed["refused"] is None, listed
+    assert read_only_cypher(listed["cypher"], max_rows=20) == listed["cypher"]  # what ran passed the guard as is
     assert {v for row in listed["rows"] for v in row.values()} == {"headache", "fever"}, listed
     assert _counts(kg) == before

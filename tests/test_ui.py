@@ -280,6 +280,50 @@ def test_browse_shows_documents_chunks_and_the_kg(index_dir, kg_store):
     assert graphs and "->" in graphs[0].proto.spec
 
 
+@pytest.fixture(scope="module")
+def graphrag_dir(tmp_path_factory) -> Path:
+    """A real GraphRAG store built by the rule-based stand-in LLM of ``graphrag.testing`` (no language model)."""
+    root = tmp_path_factory.mktemp("graphrag")
+    corpus = root / "docs.jsonl"
+    docs = [
+        {"id": "a", "title": "Rivers", "text": "The Amazon River crosses Brazil. Brazil borders Peru."},
+        {"id": "b", "title": "Peru", "text": "Peru lies on the Pacific. Lima is the capital of Peru."},
+    ]
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    assert main(["graphrag", "index", str(corpus), "--store", str(root / "store"), "--llm", RULE_LLM, "--quiet"]) == 0
+    return root / "store"
+
+
+RULE_LLM = "llama_index_kgplus.graphrag.testing:RuleBasedGraphRAGLLM"
+
+
+def test_a_global_answer_shows_the_community_reports_it_used(graphrag_dir, embed_model):
+    from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+
+    config = WorkbenchConfig(graphrag=graphrag_dir).check()
+    at = _app(config, Workbench(config, llm=RuleBasedGraphRAGLLM(), embed_model=embed_model))
+    at.text_input(key="question").input("What are the main themes across all of these documents about Peru and Brazil?")
+    at.button[0].click().run()
+    assert not at.exception
+    assert "engine **graphrag_global**" in _all_markdown(at)
+    reports = [e for e in at.expander if "community report:" in e.label]
+    assert reports and all("(rating " in e.label for e in reports)
+    assert "in the map step of global search" in html.unescape(_all_markdown(at))
+
+
+def test_browse_lists_the_communities_with_their_reports_and_sources(graphrag_dir):
+    config = WorkbenchConfig(graphrag=graphrag_dir).check()
+    at = _app(config)
+    at.sidebar.radio(key="page").set_value("Browse").run()
+    assert not at.exception
+    labels = [e.label for e in at.expander if " · rating " in e.label]
+    assert labels and all(label.startswith("level ") for label in labels)
+    shown = html.unescape(_all_markdown(at))
+    assert re.search(r"source documents: (a|b)(, b)?\b", shown)
+    at.text_input(key="browse-communities-search").input("no such entity anywhere").run()
+    assert "0 communities" in html.unescape(_all_markdown(at))
+
+
 def test_compare_shows_two_pipelines_side_by_side(eval_dir, index_dir):
     config = WorkbenchConfig(index=index_dir, eval_dir=eval_dir).check()
     at = _app(config)
