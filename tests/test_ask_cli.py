@@ -10,21 +10,11 @@ import pytest
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
-    SAMPLE_KG_NODES,
-    SAMPLE_KG_RELATIONSHIPS,
     SAMPLE_STOCKS_TABLE,
     SAMPLE_WEATHER_TABLE,
 )
 
 TABLES = ["--table", f"weather={SAMPLE_WEATHER_TABLE}", "--table", f"stocks={SAMPLE_STOCKS_TABLE}"]
-
-
-@pytest.fixture(scope="module")
-def kg_store(tmp_path_factory) -> str:
-    uri = f"ladybug://{tmp_path_factory.mktemp('kg') / 'kg.lbug'}"
-    args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
-    assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
-    return uri
 
 
 def _lines(text: str) -> list[dict]:

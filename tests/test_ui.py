@@ -76,17 +76,6 @@ def index_dir(tmp_path_factory, embed_model) -> Path:
 
 
 @pytest.fixture(scope="module")
-def kg_store(tmp_path_factory) -> str:
-    """The bundled UMLS semantic network imported into an embedded store."""
-    from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
-
-    uri = f"ladybug://{tmp_path_factory.mktemp('kg') / 'kg.lbug'}"
-    args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
-    assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
-    return uri
-
-
-@pytest.fixture(scope="module")
 def eval_dir(index_dir, embed_model, tmp_path_factory) -> Path:
     """A real `kgplus eval`-style folder: two pipelines over the index, scripted answers, metrics without a judge."""
     from llama_index_kgplus.indexing import load_index
