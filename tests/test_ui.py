@@ -98,8 +98,21 @@ def eval_dir(index_dir, embed_model, tmp_path_factory) -> Path:
         ),
     }  # fmt: skip
     out = root / "out"
+    # a scripted judge (hand-checkable verdicts) for faithfulness: the judge's statements and verdicts to show
+    judge = ScriptedLLM(
+        rules=[
+            (r"Break the answer", json.dumps({"statements": ["Use python -m venv."]})),
+            (r"Statement: ", json.dumps({"reason": "the passage says so", "verdict": "yes"})),
+        ],
+        default="I cannot do that.",
+    )
     records = EvalRunner(
-        load_dataset(dataset), pipelines, out, metrics=["answer_contains", "token_f1", "hit@5"], show_progress=False
+        load_dataset(dataset),
+        pipelines,
+        out,
+        metrics=["answer_contains", "token_f1", "hit@5", "faithfulness"],
+        llm=judge,
+        show_progress=False,
     ).run()
     write_report(records, list(pipelines), out)
     return out
@@ -327,6 +340,10 @@ def test_compare_shows_two_pipelines_side_by_side(eval_dir, index_dir):
     shown = html.unescape(_all_markdown(at))
     assert shown.index("q1: How do I") < shown.index("q2: When does")
     assert at.get("image"), "the plots of the folder are shown"
+    at.selectbox(key="cmp-metric").set_value("faithfulness").run()
+    assert not at.exception
+    shown = [j.proto.body for j in at.json]  # the judge's details, as st.json shows them
+    assert any("the passage says so" in text and "Use python -m venv." in text for text in shown), shown
 
 
 # ------------------------------------------------------------------------------------------------ the command
