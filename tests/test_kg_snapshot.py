@@ -331,3 +331,17 @@ def test_snapshot_on_falkordb_equals_its_store_on_the_gold_pairs(falkordb_port):
                 != keys(kg.shortest_paths([(p["lhs"], p["rhs"])], 2, engine="store"))
             ]
             assert not differ, f"{graph}: {len(differ)} pairs differ, e.g. {differ[:3]}"
+
+
+def test_a_graph_llamaindex_wrote_gets_its_snapshot_in_memory_only(tmp_path):
+    """No import id: an edit that keeps both counts would go unseen by a file, so none is written."""
+    from llama_index.core.graph_stores.types import EntityNode, Relation
+
+    uri = f"ladybug://{tmp_path / 'pg.lbug'}"
+    with KnowledgeGraph.open(uri, create=True) as kg:
+        kg.store.upsert_nodes([EntityNode(name="virus", label="ORGANISM"), EntityNode(name="fever", label="SYMPTOM")])
+        kg.store.upsert_relations([Relation(label="CAUSES", source_id="virus", target_id="fever")])
+        [path] = kg.shortest_paths([("virus", "fever")], 2)
+        assert (path.node_ids, path.rel_types) == (("virus", "fever"), ("CAUSES",))
+        assert kg.path_snapshot() is not None
+    assert snapshot_files(uri) == []

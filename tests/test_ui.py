@@ -32,6 +32,7 @@ from llama_index_kgplus.ui import (  # noqa: E402
     EvalFolder,
     Workbench,
     WorkbenchConfig,
+    escape_label,
     escape_text,
     highlight_html,
     matching_sentences,
@@ -126,6 +127,11 @@ def _app(config: WorkbenchConfig, bench: Workbench | None = None) -> AppTest:
     return at.run()
 
 
+def _label(element) -> str:
+    """A widget label as the browser shows it (the page backslash-escapes Markdown in labels from documents)."""
+    return re.sub(r"\\(.)", r"\1", element.label)
+
+
 def _all_markdown(at: AppTest) -> str:
     return "\n".join(str(m.value) for m in at.markdown)
 
@@ -142,6 +148,14 @@ def test_escape_text_is_inert_and_exact(text):
     assert "<" not in escaped.replace("<br>", "") and ">" not in escaped.replace("<br>", "")
     assert not re.search(r"[\[\]()!$:]", re.sub(r"&#\d+;", "", escaped))  # no Markdown punctuation left
     assert html.unescape(escaped.replace("<br>", "\n")) == text  # shown exactly as written
+
+
+def test_labels_from_documents_show_no_link_or_image():
+    label = escape_label("![x](https://example.invalid/x.png) [click](https://example.invalid)\n*bold*")
+    assert "](" not in label.replace("\\]\\(", "") and "\n" not in label
+    assert (
+        re.sub(r"\\(.)", r"\1", label) == "![x](https://example.invalid/x.png) [click](https://example.invalid) *bold*"
+    )
 
 
 def test_highlight_marks_the_matching_sentences_and_escapes_the_rest():
@@ -210,7 +224,7 @@ def test_ask_streams_the_answer_with_route_usage_and_highlighted_evidence(index_
     assert "route **local**" in shown and "engine **vector_index**" in shown
     assert [m.label for m in at.metric][:3] == ["LLM calls", "prompt tokens", "completion tokens"]
     assert at.metric[0].value == "1"
-    labels = [e.label for e in at.expander]
+    labels = [_label(e) for e in at.expander]
     assert labels and labels[0].startswith("[1] venv")
     assert "<mark>" in shown and "Why this source" in shown
     assert "Activate it with source" in html.unescape(shown)
@@ -261,7 +275,7 @@ def test_ask_draws_the_kg_paths_of_a_kg_answer(index_dir, kg_store, embed_model)
     at.button[0].click().run()
     assert not at.exception
     assert "engine **kg_paths**" in _all_markdown(at)
-    assert at.expander[0].label.startswith("knowledge-graph paths")
+    assert _label(at.expander[0]).startswith("knowledge-graph paths")
     dot = at.get("graphviz_chart")[0].proto.spec
     assert '"virus" -> "disease_or_syndrome" [label="causes"]' in dot
     assert "virus -[causes]-> disease or syndrome" in [c.value for c in at.code][0]
@@ -308,8 +322,8 @@ def test_a_global_answer_shows_the_community_reports_it_used(graphrag_dir, embed
     at.button[0].click().run()
     assert not at.exception
     assert "engine **graphrag_global**" in _all_markdown(at)
-    reports = [e for e in at.expander if "community report:" in e.label]
-    assert reports and all("(rating " in e.label for e in reports)
+    reports = [_label(e) for e in at.expander if "community report:" in _label(e)]
+    assert reports and all("(rating " in label for label in reports)
     assert "in the map step of global search" in html.unescape(_all_markdown(at))
 
 
@@ -318,7 +332,7 @@ def test_browse_lists_the_communities_with_their_reports_and_sources(graphrag_di
     at = _app(config)
     at.sidebar.radio(key="page").set_value("Browse").run()
     assert not at.exception
-    labels = [e.label for e in at.expander if " · rating " in e.label]
+    labels = [_label(e) for e in at.expander if " · rating " in _label(e)]
     assert labels and all(label.startswith("level ") for label in labels)
     shown = html.unescape(_all_markdown(at))
     assert re.search(r"source documents: (a|b)(, b)?\b", shown)

@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import math
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -71,6 +72,7 @@ class SnapshotCache:
         self.path_: Path | None = None
         self._checked = -math.inf
         self._refused: dict[str, Any] | None = None  # the token of a graph we could not snapshot
+        self._lock = threading.Lock()  # one check or build at a time (a build can take a gigabyte)
 
     def __getstate__(self) -> dict[str, Any]:
         # a copy in another process loads or rebuilds its own
@@ -98,10 +100,15 @@ class SnapshotCache:
         snapshot = self.fresh()
         if snapshot is not None:
             return snapshot
+        with self._lock:
+            snapshot = self.fresh()  # another thread may have checked or built it meanwhile
+            return snapshot if snapshot is not None else self._check(kg)
+
+    def _check(self, kg: KnowledgeGraph) -> GraphSnapshot | None:
         counts = kg.dialect.count_graph(kg.store, kg.layout)
         token = staleness_token(kg, counts)
-        self._checked = time.monotonic()
         if self.snapshot is not None and self.snapshot.token == token:
+            self._checked = time.monotonic()
             return self.snapshot
         self.snapshot = None
         if self._refused == token:
@@ -123,7 +130,7 @@ class SnapshotCache:
                 logger.warning("Rebuilding the path snapshot: %s", exc)
             else:
                 if loaded.token == token:
-                    self.snapshot = loaded
+                    self.snapshot, self._checked = loaded, time.monotonic()
                     return loaded
                 logger.info("The path snapshot %s is older than the store; rebuilding it.", path)
         try:
@@ -142,14 +149,15 @@ class SnapshotCache:
             built.n_relationships,
             self.build_seconds_,
         )
+        self.snapshot, self._checked = built, time.monotonic()
         if path is not None:
             self._save(built, path)
-        self.snapshot = built
         return built
 
     @staticmethod
     def _file(kg: KnowledgeGraph) -> Path | None:
-        if kg.cache_dir is None:
+        # no file without an import id: a graph LlamaIndex wrote can change and keep both counts
+        if kg.cache_dir is None or not kg.manifest.import_id:
             return None
         # the name hashes what read the graph (text from the store never becomes a path)
         layout = staleness_token(kg, (0, 0))["layout"]
@@ -166,5 +174,5 @@ class SnapshotCache:
                 if old != path:
                     old.unlink(missing_ok=True)
             snapshot.save(path)
-        except OSError as exc:  # an unwritable folder only costs a rebuild next time
+        except (OSError, TypeError, ValueError) as exc:  # an unwritable folder or value only costs a rebuild
             logger.warning("Cannot save the path snapshot in %s (%s); it is rebuilt next time.", path, exc)

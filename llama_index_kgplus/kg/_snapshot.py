@@ -267,6 +267,9 @@ class GraphSnapshot:
         ok = (
             len(self.names) == len(self.has_name) == n
             and len(self.indptr) == n + 1
+            and int(self.indptr[0]) == 0
+            and bool(np.all(np.diff(self.indptr) >= 0))
+            and bool(np.all(self.ids[1:] > self.ids[:-1]))  # sorted and unique: looked up by searchsorted
             and len(self.nbr) == len(self.eidx) == int(self.indptr[-1])
             and len(self.dst) == len(self.etype) == len(self.keys) == m
             and all(len(c) == m for c in self.prop_codes.values())

@@ -22,7 +22,7 @@ from llama_index_kgplus.ui._evidence import (
     walk_dot,
     why_line,
 )
-from llama_index_kgplus.ui._safety import escape_text, highlight_html, safe_path
+from llama_index_kgplus.ui._safety import escape_label, escape_text, highlight_html, safe_path
 from llama_index_kgplus.ui._workbench import Answer, Workbench
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "EvidenceItem",
     "Workbench",
     "WorkbenchConfig",
+    "escape_label",
     "escape_text",
     "evidence_items",
     "glossary_view",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from llama_index_kgplus.errors import InputDataError
 
-__all__ = ["escape_text", "highlight_html", "safe_path"]
+__all__ = ["escape_label", "escape_text", "highlight_html", "safe_path"]
 
 # HTML's specials (what html.escape replaces) and Markdown's punctuation (links, images, emphasis, code, maths,
 # Streamlit's :color[...] and emoji shortcodes): each becomes a numeric character reference
@@ -22,6 +22,15 @@ def escape_text(text: str) -> str:
     what follows). ``html.unescape(escape_text(t).replace("<br>", "\\n")) == t`` for text without ``\\r``."""
     escaped = _SPECIAL.sub(lambda m: f"&#{ord(m.group())};", text)
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+
+
+_LABEL_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>:$^=&])")
+
+
+def escape_label(text: str) -> str:
+    """``text`` for a widget label (an expander's title, which Streamlit reads as Markdown, not HTML): Markdown's
+    punctuation backslash-escaped and line ends as spaces, so a title from a document shows no link or image."""
+    return _LABEL_SPECIAL.sub(r"\\\1", " ".join(text.splitlines()))
 
 
 def highlight_html(text: str, sentences: Iterable[str]) -> str:

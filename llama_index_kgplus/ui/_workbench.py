@@ -62,6 +62,7 @@ class Workbench:
         self._llm, self._embed_model = llm, embed_model
         self._stack = contextlib.ExitStack()
         self._lock = threading.Lock()
+        self._answer_lock = threading.Lock()
         self._sources: Any = None
         self._engine: Any = None
         self._docstore: Any = None
@@ -128,6 +129,14 @@ class Workbench:
         if "usage" not in (response.metadata or {}):
             response = attach_usage(response, usage)
         return response
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Hold while one question is answered, from retrieval to the last streamed token: every browser session
+        shares the local model, and one llama.cpp model must not run two generations at once (a second tab
+        waits; Streamlit's Stop leaves the block and frees it)."""
+        with self._answer_lock:
+            yield
 
     @staticmethod
     def tokens(response: Any) -> Iterator[str]:

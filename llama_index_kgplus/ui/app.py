@@ -25,6 +25,7 @@ from llama_index_kgplus.ui import (
     EvalFolder,
     EvidenceItem,
     Workbench,
+    escape_label,
     escape_text,
     highlight_html,
     safe_path,
@@ -77,7 +78,7 @@ def _usage(usage: dict[str, Any] | None) -> None:
 
 
 def _evidence(bench: Workbench, item: EvidenceItem, i: int) -> None:
-    with st.expander(item.title, expanded=False):
+    with st.expander(escape_label(item.title), expanded=False):
         _note("Why this source: " + item.why)
         if item.kind == "passage":
             st.container(key=f"passage-{i}").markdown(
@@ -130,25 +131,26 @@ def _show_answer(bench: Workbench, answer: Answer) -> None:
 
 
 def _stream(bench: Workbench, question: str, box: Any) -> Answer:
-    with st.status("Routing, retrieving (the first question also loads the models)…", expanded=False) as status:
-        started = time.perf_counter()
-        response = bench.query(question)
-        meta = response.metadata or {}
-        status.update(
-            label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: retrieved in "
-            f"{time.perf_counter() - started:.1f} s; answering…",
-            state="complete",
-        )
-    parts: list[str] = []
-    last = 0.0
-    for token in bench.tokens(response):
-        parts.append(token)
-        if time.perf_counter() - last > 0.1:
-            box.markdown(f'<div class="kgplus-answer">{escape_text("".join(parts))}▌</div>', unsafe_allow_html=True)
-            last = time.perf_counter()
-    status.update(label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: answered in "
-                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
-    return bench.finish(question, response, "".join(parts))
+    with bench.answering():  # one answer at a time: the sessions share one local model
+        with st.status("Routing, retrieving (the first question also loads the models)…", expanded=False) as status:
+            started = time.perf_counter()
+            response = bench.query(question)
+            meta = response.metadata or {}
+            status.update(
+                label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: retrieved in "
+                f"{time.perf_counter() - started:.1f} s; answering…",
+                state="complete",
+            )
+        parts: list[str] = []
+        last = 0.0
+        for token in bench.tokens(response):
+            parts.append(token)
+            if time.perf_counter() - last > 0.1:
+                box.markdown(f'<div class="kgplus-answer">{escape_text("".join(parts))}▌</div>', unsafe_allow_html=True)
+                last = time.perf_counter()
+        status.update(label=f"route {meta.get('route', '?')}, {meta.get('engine', '?')} engine: answered in "
+                      f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        return bench.finish(question, response, "".join(parts))
 
 
 def ask_page(bench: Workbench) -> None:
@@ -229,7 +231,7 @@ def _browse_communities(bench: Workbench) -> None:
     _note(f"{len(communities)} communities")
     for c in communities[:100]:
         rating = "-" if c["rating"] is None else f"{c['rating']:.1f}"
-        with st.expander(f"level {c['level']} · rating {rating} · {c['title']}"):
+        with st.expander(f"level {c['level']} · rating {rating} · {escape_label(c['title'])}"):
             _text(c["summary"])
             for finding in c["findings"]:
                 _text("• " + finding)
