@@ -479,6 +479,7 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_http(f"{url}/_stcore/health", time.monotonic() + 60, proc)
+        driver.get("data:text/html,<p>browser ready</p>")  # the browser's own start-up is not the app's page load
         started = time.perf_counter()
         driver.get(url)
         wait = WebDriverWait(driver, 30)
@@ -488,7 +489,7 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
         driver.refresh()
         box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "input[aria-label='Question']")))
         reload = time.perf_counter() - started
-        timing = f"first page load after start-up: {first_load:.2f} s (cold browser); reload: {reload:.2f} s\n"
+        timing = f"first page load after start-up: {first_load:.2f} s (new browser profile); reload: {reload:.2f} s\n"
         (ARTIFACTS / "first-page-load.txt").write_text(timing)
         print(timing)
 
