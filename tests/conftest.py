@@ -122,3 +122,21 @@ def kg_store(tmp_path_factory: pytest.TempPathFactory) -> str:
     args = ["kg", "import", "--store", uri, "--nodes", str(SAMPLE_KG_NODES)]
     assert main([*args, "--relationships", str(SAMPLE_KG_RELATIONSHIPS), "--quiet"]) == 0
     return uri
+
+
+@pytest.fixture
+def cli_error(capsys: pytest.CaptureFixture[str]):
+    """Runs the command line with arguments that must fail: exit code 2 and one line on stderr, returned."""
+    from llama_index_kgplus.cli import main
+
+    def run(args: list[str]) -> str:
+        try:
+            code = main(args)
+        except SystemExit as exit:  # argparse's own errors
+            code = exit.code
+        assert code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1, err
+        return err
+
+    return run

@@ -59,14 +59,8 @@ def test_route_prints_the_contract_for_every_question(kg_store, tmp_path, capsys
         (["ask"], "Give either a QUESTION or --questions"),
     ],
 )
-def test_bad_sources_fail_in_one_line_before_any_model_loads(args, message, capsys):
-    try:
-        code = main(args)
-    except SystemExit as exit:  # argparse's own errors
-        code = exit.code
-    assert code == 2
-    err = capsys.readouterr().err
-    assert message in err and len(err.strip().splitlines()) == 1
+def test_bad_sources_fail_in_one_line_before_any_model_loads(args, message, cli_error):
+    assert message in cli_error(args)
 
 
 @pytest.mark.slow
