@@ -119,11 +119,15 @@ class _Sources:
             root_ids = manifest_root_ids(Path(args.index), index().docstore)
             return HierarchicalRetriever.from_index(index(), similarity_top_k=args.top_k, root_ids=root_ids)
 
-        def passages(retriever: Any) -> Any:
+        def postprocessors() -> list[Any]:
             from llama_index_kgplus.compression import postprocessors_for
 
-            post = postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
-            return RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=post, streaming=streaming)
+            return postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
+
+        def passages(retriever: Any) -> Any:
+            return RetrieverQueryEngine.from_args(
+                retriever, llm=llm, node_postprocessors=postprocessors(), streaming=streaming
+            )
 
         def multihop() -> Any:
             from llama_index_kgplus.entity_graph import EntityGraphRetriever
@@ -157,13 +161,11 @@ class _Sources:
         def local() -> Any:
             if glossary is None:
                 return passages(local_retriever())
-            from llama_index_kgplus.compression import postprocessors_for
             from llama_index_kgplus.glossary import GlossaryQueryEngine
 
-            post = postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
             return GlossaryQueryEngine.from_defaults(
                 glossary, retriever=local_retriever(), llm=llm, embed_model=embed_model,
-                node_postprocessors=post, streaming=streaming,
+                node_postprocessors=postprocessors(), streaming=streaming,
             )  # fmt: skip
 
         factories = {

@@ -30,6 +30,12 @@ _LADYBUG_TYPES = {"string": "STRING", "int": "INT64", "float": "DOUBLE", "boolea
 _UNSAFE_LIST_ITEM = re.compile(r"[,\[\]{}\"'\\\n\r]")
 
 
+def result_rows(result: Any) -> list[dict[str, Any]]:
+    """A Ladybug query result as one dict per row, keyed by column name."""
+    columns = result.get_column_names()
+    return [dict(zip(columns, row)) for row in result]
+
+
 class LadybugDialect(GraphDialect):
     """Ladybug (embedded Kuzu fork): typed tables, ``ALL SHORTEST`` recursive patterns, ``COPY FROM`` loads.
 
@@ -47,9 +53,7 @@ class LadybugDialect(GraphDialect):
     engine = "ladybug"
 
     def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        result = store.connection.execute(query, parameters=params)
-        columns = result.get_column_names()
-        return [dict(zip(columns, row)) for row in result]
+        return result_rows(store.connection.execute(query, parameters=params))
 
     def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
         # Ladybug has no read-only query mode on a writable database: the guard is what keeps writes out
@@ -64,9 +68,7 @@ class LadybugDialect(GraphDialect):
         if conn is None:
             return await super().arun(store, query, params)
         try:
-            result = await conn.execute(query, params or {})
-            columns = result.get_column_names()
-            return [dict(zip(columns, row)) for row in result]
+            return result_rows(await conn.execute(query, params or {}))
         except Exception as exc:
             raise self._error(exc) from exc
 

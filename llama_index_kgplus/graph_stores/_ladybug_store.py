@@ -20,6 +20,8 @@ from typing import Any
 from llama_index.core.graph_stores.types import EntityNode, LabelledNode, Relation, Triplet
 from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
 
+from llama_index_kgplus.graph_stores._dialect_ladybug import result_rows
+
 # engine-internal keys of a node or relationship value, and LlamaIndex columns that are not properties
 _INTERNAL = {"_id", "_label", "_src", "_dst", "id", "name", "label", "embedding"}
 _CHUNK_TABLE, _MENTIONS = "Chunk", "MENTIONS"
@@ -56,9 +58,7 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
     one node table (imported graphs, ``Entity -> Entity``) with their ends and properties."""
 
     def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        result = self.connection.execute(query, parameters=params)
-        columns = result.get_column_names()
-        return [dict(zip(columns, row)) for row in result]
+        return result_rows(self.connection.execute(query, parameters=params))
 
     def get_triplets(
         self,

@@ -73,9 +73,6 @@ class KGManifest(BaseModel):
     )
     node_properties: dict[str, str] = Field(default_factory=dict, description="Node property -> value type.")
     rel_properties: dict[str, str] = Field(default_factory=dict, description="Relationship property -> value type.")
-    llamaindex_properties: list[str] = Field(
-        default_factory=list, description="Node properties the import added for LlamaIndex's stores (id, name, label)."
-    )
     counts: dict[str, int] = Field(default_factory=dict, description="nodes, relationships, synonyms, skipped.")
     sources: dict[str, str] = Field(default_factory=dict, description="The imported files.")
 

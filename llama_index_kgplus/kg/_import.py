@@ -220,8 +220,8 @@ def _import_into(
         dialect.delete_meta(store, manifest_key(node_label))
     kg.refresh()
     written_nodes = written_rels = 0
-    records, node_properties, added = _as_llamaindex_entities(data, node_label)
     if not metadata_only:
+        records, node_properties = _as_llamaindex_entities(data, node_label)
         if staged is not None:  # a node must not carry the live labels before the switch
             records = [dataclasses.replace(n, labels=tuple(lb for lb in n.labels if lb != node_label)) for n in records]
         else:
@@ -245,7 +245,6 @@ def _import_into(
         rel_table=layout.rel_table,
         type_column=layout.type_column,
         node_properties=data.node_properties,
-        llamaindex_properties=[] if metadata_only else added,  # metadata_only writes no node
         rel_properties=data.rel_properties,
         counts={
             "nodes": len(data.nodes),
@@ -284,9 +283,9 @@ def _import_into(
     )
 
 
-def _as_llamaindex_entities(data: KGData, node_label: str) -> tuple[list[NodeRecord], dict[str, str], list[str]]:
+def _as_llamaindex_entities(data: KGData, node_label: str) -> tuple[list[NodeRecord], dict[str, str]]:
     """The nodes with the properties LlamaIndex's stores read (``id``, ``name``, ``label``) added where the CSV
-    has no such column; returns the records, all node properties with their types, and the added names."""
+    has no such column; returns the records and all node properties with their types."""
     taken = {data.id_property, *data.node_properties}
     added = [p for p in ("id", "name", "label") if p not in taken]
     records = []
@@ -297,7 +296,7 @@ def _as_llamaindex_entities(data: KGData, node_label: str) -> tuple[list[NodeRec
             "label": next((lb for lb in sorted(node.labels) if lb != node_label), node_label),
         }
         records.append(dataclasses.replace(node, properties={**node.properties, **{p: standard[p] for p in added}}))
-    return records, {**data.node_properties, **dict.fromkeys(added, "string")}, added
+    return records, {**data.node_properties, **dict.fromkeys(added, "string")}
 
 
 def neo4j_admin_import_command(

@@ -194,14 +194,14 @@ class Workbench:
 
     def document_text(self, doc_id: str) -> str:
         """The whole document, joined from its chunks (their overlaps removed where offsets are known)."""
-        parts, end = [], 0
-        for chunk in self.chunks(doc_id):
+        chunks, parts, end = self.chunks(doc_id), [], 0
+        for chunk in chunks:
             text, start = chunk.get_content(), chunk.start_char_idx
             if start is not None and end > start:
                 text = text[end - start :]
             parts.append(text)
             end = chunk.end_char_idx if chunk.end_char_idx is not None else end
-        return "".join(parts) if all(c.start_char_idx is not None for c in self.chunks(doc_id)) else "\n".join(parts)
+        return "".join(parts) if all(c.start_char_idx is not None for c in chunks) else "\n".join(parts)
 
     def summaries(self, doc_id: str | None = None) -> list[Any]:
         """Summary nodes (level 1 and up), of one document if given, highest level first."""
