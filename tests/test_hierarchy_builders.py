@@ -429,12 +429,50 @@ def test_a_set_up_error_stops_the_run_once_instead_of_failing_every_cluster(embe
 
 @pytest.mark.parametrize("kind", BUILDERS)
 def test_an_empty_llm_summary_fails_the_cluster_not_the_run(embed_model, topic_nodes, kind):
-    builder = BUILDERS[kind](embed_model, summarizer=two_stage(ScriptedLLM(default=""), embed_model), max_retries=1)
+    summarizer = two_stage(ScriptedLLM(default=""), embed_model)
+    summarizer.extractive_fallback = False
+    builder = BUILDERS[kind](embed_model, summarizer=summarizer, max_retries=1)
     nodes = topic_nodes()
     out = builder(nodes)
     assert out == nodes and builder.n_summaries_ == 0
     assert builder.failed_clusters_ and all("empty summary" in f.error for f in builder.failed_clusters_)
     assert all(NodeRelationship.PARENT not in n.relationships for n in nodes)
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_by_default_an_llm_that_cannot_summarise_gets_the_extractive_summary(embed_model, topic_nodes, kind):
+    llm = ScriptedLLM(default="", usage=True)
+    builder = BUILDERS[kind](embed_model, summarizer=two_stage(llm, embed_model), max_retries=1, max_levels=1)
+    out = builder(topic_nodes())
+    made = summaries(out)
+    assert made and not builder.failed_clusters_
+    assert builder.usage_["extractive_fallbacks"] == len(made) == builder.usage_["calls"]  # no retry after a fallback
+    by_id = {n.node_id: n for n in out}
+    for parent in made:  # the extractive summary: sentences of its own children
+        children = " ".join(by_id[c.node_id].text for c in parent.relationships[NodeRelationship.CHILD])
+        assert all(sentence in children for sentence in parent.text.split(". ") if sentence)
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_an_identical_set_of_children_is_never_summarised_twice(embed_model, topic_nodes, kind):
+    llm = ScriptedLLM(respond=first_words, usage=True)
+    builder = BUILDERS[kind](embed_model, summarizer=two_stage(llm, embed_model), max_levels=2)
+    first = builder(topic_nodes())
+    calls = len(llm.prompts)
+    assert calls == builder.usage_["calls"] > 0
+    (level_one, *_) = builder.level_stats_
+    assert level_one["level"] == 1 and level_one["reused"] == 0 and level_one["failed"] == 0
+    assert level_one["usage"]["calls"] == level_one["clusters"] and level_one["seconds"] >= 0
+    assert sum(s["usage"]["calls"] for s in builder.level_stats_) == calls
+
+    again = builder(topic_nodes())  # the same chunks (a pipeline re-run): every summary is reused, no call
+    assert len(llm.prompts) == calls and builder.usage_["calls"] == 0
+    assert [s["reused"] for s in builder.level_stats_] == [s["clusters"] for s in builder.level_stats_]
+    assert sorted(n.text for n in summaries(again)) == sorted(n.text for n in summaries(first))
+
+    builder.summarizer = two_stage(llm, embed_model).model_copy(update={"extractive_fallback": False})
+    builder(topic_nodes())  # other summarizer settings: written anew
+    assert len(llm.prompts) > calls
 
 
 @pytest.mark.parametrize("kind", BUILDERS)

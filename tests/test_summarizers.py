@@ -64,7 +64,7 @@ def test_extractive_is_deterministic_and_short_text_is_returned_whole(embed_mode
 
 
 def test_extractive_identical_sentences_do_not_break_kmeans(embed_model):
-    summarizer = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3)
+    summarizer = ExtractiveSummarizer(embed_model=embed_model)
     summary = summarizer.summarize(["The sky is blue. " * 6])
     assert split_sentences(summary) == ["The sky is blue."]
 
@@ -79,7 +79,7 @@ def test_extractive_uses_default_embed_model_from_builder(embed_model):
 
 def test_extractive_counts_settings_in_cache_key(embed_model):
     a = ExtractiveSummarizer(embed_model=embed_model, max_sentences=2).to_dict()
-    b = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3).to_dict()
+    b = ExtractiveSummarizer(embed_model=embed_model).to_dict()
     assert a != b and a["embed_model"]["class_name"] == "HuggingFaceEmbedding"
 
 
@@ -153,6 +153,21 @@ def test_two_stage_condenses_each_text_before_the_llm(embed_model):
     assert len(kept) == 2 and any(s in CATS for s in kept) and any(s in MARKETS for s in kept)
     assert summarizer.usage_["calls"] == 1
     assert summarizer.to_dict()["abstractive"]["llm"]["model_name"] == "scripted"
+
+
+async def test_two_stage_falls_back_to_the_extractive_summary_when_the_llm_keeps_copying(embed_model):
+    texts = [" ".join(CATS), " ".join(MARKETS)]
+    stubborn = ScriptedLLM(default=MARKETS[1], usage=True)  # copies condensed passage 2 every time
+    summarizer = TwoStageSummarizer.from_defaults(llm=stubborn, embed_model=embed_model)
+    expected = summarizer.extractive.summarize(texts)
+    assert summarizer.summarize(texts) == expected
+    assert await summarizer.asummarize(texts) == expected
+    assert summarizer.usage_["calls"] == 4 and summarizer.usage_["extractive_fallbacks"] == 2
+    strict = TwoStageSummarizer.from_defaults(llm=stubborn, embed_model=embed_model)
+    strict.extractive_fallback = False
+    with pytest.raises(SummarizationError, match="copied passage"):
+        strict.summarize(texts)
+    assert strict.to_dict()["extractive_fallback"] is False
 
 
 def test_two_stage_rejects_a_stage_that_is_not_a_summarizer():

@@ -8,7 +8,10 @@ them; the models enter the key as stable fingerprints (class, model name, genera
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import time
 from abc import abstractmethod
 from collections import Counter
 from collections.abc import Sequence
@@ -66,6 +69,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
     show_progress: bool = Field(default=True, exclude=True, description="Show progress bars.")
 
     _learned: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _summary_memo: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("summarizer")
     @classmethod
@@ -132,6 +136,13 @@ class BaseSummaryNodeBuilder(TransformComponent):
         """The summarizer's LLM calls and tokens during the last run (if it reports them)."""
         return self._get("usage")
 
+    @property
+    def level_stats_(self) -> list[dict[str, Any]]:
+        """Per level of the last run: ``clusters`` summarised, ``reused`` summaries (an identical set of children
+        was summarised before by this builder: no call), ``failed``, the summarizer's ``usage`` (LLM calls,
+        tokens, extractive fallbacks) and ``seconds``."""
+        return self._get("level_stats")
+
     # ------------------------------------------------------------------ running
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
@@ -141,18 +152,17 @@ class BaseSummaryNodeBuilder(TransformComponent):
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async twin of ``__call__``."""
         nodes = list(nodes)
-        self._learned = {"n_summaries": 0, "n_clusters": [], "failed_clusters": [], "usage": {}}
+        self._learned = {"n_summaries": 0, "n_clusters": [], "failed_clusters": [], "usage": {}, "level_stats": []}
         self._learned.update(self._fresh_learned())
         leaves = self._leaves(nodes)
         if len(leaves) < 2:
             return nodes
         embed_model = await self._ensure_embeddings(leaves)
         summarizer = self._resolve_summarizer(embed_model)
-        usage_before = dict(getattr(summarizer, "usage_", {}) or {})
+        usage_before = _usage(summarizer)
         show = bool(kwargs.get("show_progress", self.show_progress))
         summaries = await self._abuild(leaves, summarizer, embed_model, show)
-        usage_after = dict(getattr(summarizer, "usage_", {}) or {})
-        self._learned["usage"] = {k: v - usage_before.get(k, 0) for k, v in usage_after.items()}
+        self._learned["usage"] = _usage(summarizer, since=usage_before)
         self._learned["n_summaries"] = len(summaries)
         return nodes + summaries
 
@@ -245,11 +255,30 @@ class BaseSummaryNodeBuilder(TransformComponent):
         embed_model: BaseEmbedding | None,
         show_progress: bool,
     ) -> list[TextNode | None]:
-        """One summary node per cluster (None where it failed after all retries), linked and embedded."""
-        jobs = [self._asummarize_one(cluster, summarizer) for cluster in clusters]
-        results = await run_jobs(
-            jobs, show_progress=show_progress, workers=self.num_workers, desc=f"{self.class_name()} level {level}"
+        """One summary node per cluster (None where it failed after all retries), linked and embedded.
+
+        A set of children this builder has summarised before (same texts, same summarizer) gets the same
+        summary again without a call: re-running a pipeline after one document changed costs only the
+        clusters that changed.
+        """
+        started, usage_before = time.perf_counter(), _usage(summarizer)
+        settings = json.dumps(component_dict(summarizer), sort_keys=True, default=str)
+        keys = [_memo_key(settings, cluster) for cluster in clusters]
+        todo = {key: cluster for key, cluster in zip(keys, clusters) if key not in self._summary_memo}
+        reused = len(keys) - len(todo)  # summarised before, or twice in this level
+        written = await run_jobs(
+            [self._asummarize_one(cluster, summarizer) for cluster in todo.values()],
+            show_progress=show_progress,
+            workers=self.num_workers,
+            desc=f"{self.class_name()} level {level}",
         )
+        errors = {}
+        for key, (text, error) in zip(todo, written):
+            if text is None:
+                errors[key] = error
+            else:
+                self._summary_memo[key] = text
+        results = [(self._summary_memo.get(key), errors.get(key, "")) for key in keys]
         parents: list[TextNode | None] = []
         for cluster, (text, error) in zip(clusters, results):
             if text is None:
@@ -278,6 +307,16 @@ class BaseSummaryNodeBuilder(TransformComponent):
         elif made:
             for parent, cluster in made:
                 parent.embedding = mean_embedding(cluster)
+        self._learned["level_stats"].append(
+            {
+                "level": level,
+                "clusters": len(clusters),
+                "reused": reused,
+                "failed": sum(1 for p in parents if p is None),
+                "usage": _usage(summarizer, since=usage_before),
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
         return parents
 
     async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str]:
@@ -295,3 +334,16 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 error = f"{type(exc).__name__}: {exc}"
                 logger.info("%s: summary attempt %d failed: %s", self.class_name(), attempt + 1, error)
         return None, error
+
+
+def _memo_key(summarizer_settings: str, cluster: list[BaseNode]) -> str:
+    digest = hashlib.sha256(summarizer_settings.encode())
+    for child in cluster:
+        digest.update(b"\x00" + child.get_content(metadata_mode=MetadataMode.NONE).encode())
+    return digest.hexdigest()
+
+
+def _usage(summarizer: Any, since: dict[str, int] | None = None) -> dict[str, int]:
+    """The summarizer's ``usage_`` counters (``{}`` if it keeps none), minus ``since``."""
+    now = dict(getattr(summarizer, "usage_", {}) or {})
+    return {key: value - (since or {}).get(key, 0) for key, value in now.items()}

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
 from llama_index.core.llms import LLM
+
+from llama_index_kgplus.errors import SummarizationError
 
 from llama_index_kgplus.summarizers._abstractive import (
     AbstractiveSummarizer,
@@ -25,6 +27,9 @@ class TwoStageSummarizer(BaseSummarizer):
 
     The extractive stage makes the prompt several times shorter than the texts, which is where a local
     model spends most of its time; the abstractive stage still writes a real summary rather than a copy.
+    When the LLM cannot (it copies one passage even when told not to, or says nothing), the extractive
+    summary of the texts is used instead of failing the cluster (``extractive_fallback``); the count is in
+    ``usage_["extractive_fallbacks"]``.
 
     Example::
 
@@ -34,6 +39,13 @@ class TwoStageSummarizer(BaseSummarizer):
 
     extractive: Any = Field(description="Condenses each text (an ExtractiveSummarizer or any Summarizer).")
     abstractive: Any = Field(description="Writes one summary of the condensed texts (e.g. AbstractiveSummarizer).")
+    extractive_fallback: bool = Field(
+        default=True,
+        description="When the abstractive stage raises SummarizationError (a copy, twice; an empty reply), "
+        "return the extractive stage's summary of the texts instead.",
+    )
+
+    _fallbacks: int = PrivateAttr(default=0)
 
     @classmethod
     def class_name(cls) -> str:
@@ -81,8 +93,9 @@ class TwoStageSummarizer(BaseSummarizer):
 
     @property
     def usage_(self) -> dict[str, int]:
-        """The abstractive stage's LLM usage (the extractive stage makes no LLM call)."""
-        return dict(getattr(self.abstractive, "usage_", {}))
+        """The abstractive stage's LLM usage (the extractive stage makes no LLM call) and the number of
+        extractive fallbacks."""
+        return {**getattr(self.abstractive, "usage_", {}), "extractive_fallbacks": self._fallbacks}
 
     def condense(self, texts: Sequence[str]) -> list[str]:
         """The first stage alone: each text cut to its central sentences."""
@@ -93,7 +106,19 @@ class TwoStageSummarizer(BaseSummarizer):
         return [await self.extractive.asummarize([t]) for t in texts if t.strip()]
 
     def summarize(self, texts: Sequence[str]) -> str:
-        return self.abstractive.summarize(self.condense(texts))
+        try:
+            return self.abstractive.summarize(self.condense(texts))
+        except SummarizationError:
+            if not self.extractive_fallback:
+                raise
+        self._fallbacks += 1
+        return self.extractive.summarize(texts)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
-        return await self.abstractive.asummarize(await self.acondense(texts))
+        try:
+            return await self.abstractive.asummarize(await self.acondense(texts))
+        except SummarizationError:
+            if not self.extractive_fallback:
+                raise
+        self._fallbacks += 1
+        return await self.extractive.asummarize(texts)
