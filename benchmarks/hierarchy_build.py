@@ -43,6 +43,7 @@ from hierarchy_common import (  # noqa: E402
     CountingLLM,
     copy_ratio,
     load_articles,
+    results_dir,
     save_nodes,
 )
 
@@ -77,7 +78,7 @@ def _register_llama_pack() -> None:
     sys.modules["llama_index.core.llama_pack.base"] = base
 
 
-def run_system(name: str, smoke: bool = False) -> dict:
+def run_system(name: str, smoke: bool = False, articles: str = "dev", llm_name: str = "", variant: str = "") -> dict:
     from llama_index.core.ingestion import IngestionPipeline
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.schema import NodeRelationship
@@ -85,13 +86,14 @@ def run_system(name: str, smoke: bool = False) -> dict:
     from llama_index_kgplus import defaults
 
     embed_model = defaults.default_embed_model()
-    llm = CountingLLM(defaults.default_llm(defaults.FAST_LLM))
+    legacy, extractive = variant == "legacy", variant == "extractive"
+    llm = None if extractive else CountingLLM(defaults.default_llm(llm_name or defaults.FAST_LLM, max_new_tokens=256))
     embed_model.get_text_embedding("warm up")  # model loading is not part of the build
-    docs = load_articles()
+    docs = load_articles(articles)
     if smoke:  # a quick check of the script itself: one short document
         docs = docs[:1]
         docs[0].set_content(docs[0].text[:3000])
-    out_dir = OUT_DIR.with_name("hierarchy-smoke") if smoke else OUT_DIR
+    out_dir = OUT_DIR.with_name("hierarchy-smoke") if smoke else results_dir(articles)
     splitter = SentenceSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP)
 
     start = time.perf_counter()
@@ -121,11 +123,22 @@ def run_system(name: str, smoke: bool = False) -> dict:
     else:
         from llama_index_kgplus import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
 
+        # legacy: the summaries before issue 18 (3 sentences per child, 100 words, no extractive fallback);
+        # extractive: no LLM, 5 central sentences per cluster (for quick experiments, not a cost figure)
+        settings: dict = {"max_sentences": 3, "max_words": 100} if legacy else {}
+        if extractive:
+            from llama_index_kgplus.summarizers import ExtractiveSummarizer
+
+            settings = {"summarizer": ExtractiveSummarizer(max_sentences=5)}
         if name == "kgplus-semantic":
-            builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model)
+            builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, **settings)
         else:
             reducer = "pca" if name.endswith("-pca") else "umap"
-            builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, reducer=reducer)
+            builder = RaptorSummaryNodeBuilder.from_defaults(
+                llm=llm, embed_model=embed_model, reducer=reducer, **settings
+            )
+        if legacy:
+            builder.summarizer.extractive_fallback = False
         builder.show_progress = False
         nodes = IngestionPipeline(transformations=[splitter, embed_model, builder]).run(documents=docs)
         build_s = time.perf_counter() - start
@@ -138,12 +151,15 @@ def run_system(name: str, smoke: bool = False) -> dict:
         if hasattr(builder, "reducers_"):
             extra["reducers"] = builder.reducers_
         extra["summarizer_usage"] = builder.usage_
+        extra["level_stats"] = builder.level_stats_
 
     ratios = [copy_ratio(s.get_content(), [c.get_content() for c in children[s.node_id]]) for s in summaries]
-    save_nodes(out_dir / f"{name}.jsonl", nodes)
-    stats = llm.stats
+    save_nodes(out_dir / f"{name}{'-' + variant if variant else ''}.jsonl", nodes)
+    stats = llm.stats if llm else {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     return {
-        "system": name,
+        "system": name + (f" ({variant})" if variant else ""),
+        "articles": [d.id_ for d in docs],
+        "llm": llm.metadata.model_name if llm else None,
         "build_s": round(build_s, 1),
         "llm_s": round(stats["seconds"], 1),
         "other_s": round(build_s - stats["seconds"], 1),
@@ -178,6 +194,15 @@ def table(results: list[dict]) -> str:
             f"{max(r['levels'], default=0):>7} {r['single_child_summaries']:>7} {r['copies']:>6} "
             f"{(r['prompt_tokens'] + r['completion_tokens']) / max(r['llm_s'], 1e-9):>9.1f} {ratio_t:>7} {ratio_p:>9}"
         )
+    for r in results:
+        for stat in r.get("level_stats", []):
+            usage = stat["usage"]
+            lines.append(
+                f"  {r['system']} level {stat['level']}: {stat['clusters']} clusters, {stat['reused']} reused, "
+                f"{stat['failed']} failed, {usage.get('calls', 0)} calls, {usage.get('prompt_tokens', 0)} prompt tok, "
+                f"{usage.get('completion_tokens', 0)} compl tok, {usage.get('extractive_fallbacks', 0)} extractive "
+                f"fallbacks, {stat['seconds']:.1f} s"
+            )
     return "\n".join(lines)
 
 
@@ -193,11 +218,19 @@ def main() -> int:
     parser.add_argument(
         "--smoke", action="store_true", help="check the script on one short document (not a measurement)"
     )
+    parser.add_argument("--articles", default="dev", help="dev (default), heldout, or comma-separated article ids")
+    parser.add_argument("--llm", default="", help="model spec for the summaries (default: qwen2.5-coder-0.5b)")
+    parser.add_argument(
+        "--variant",
+        choices=("legacy", "extractive"),
+        help="legacy: our builders with the summary settings from before issue 18; extractive: no LLM",
+    )
     args = parser.parse_args()
-    out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else OUT_DIR
-    results_file = out_dir / "build.json"
+    out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else results_dir(args.articles)
+    results_file = out_dir / (f"build-{args.variant}.json" if args.variant else "build.json")
     if args.system:
-        print(json.dumps(run_system(args.system, args.smoke), ensure_ascii=False), flush=True)
+        result = run_system(args.system, args.smoke, args.articles, args.llm, args.variant or "")
+        print(json.dumps(result, ensure_ascii=False), flush=True)
         return 0
     if args.print_only:
         print(table(json.loads((args.results or results_file).read_text())))
@@ -207,11 +240,14 @@ def main() -> int:
     for name in args.systems.split(","):
         python = args.raptorpack_python if name == "raptorpack" else sys.executable
         started = time.perf_counter()
-        command = [python, __file__, "--system", name, *(["--smoke"] if args.smoke else [])]
+        command = [python, __file__, "--system", name, "--articles", args.articles, "--llm", args.llm]
+        command += ["--smoke"] if args.smoke else []
+        command += ["--variant", args.variant] if args.variant else []
         proc = subprocess.run(command, capture_output=True, text=True)
-        (out_dir / f"{name}.log").write_text(proc.stdout + proc.stderr)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / f"{name}{'-' + args.variant if args.variant else ''}.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0:
-            print(f"{name} failed (exit {proc.returncode}); see {out_dir / (name + '.log')}", file=sys.stderr)
+            print(f"{name} failed (exit {proc.returncode}); see its log in {out_dir}", file=sys.stderr)
             continue
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         result["process_s"] = round(time.perf_counter() - started, 1)

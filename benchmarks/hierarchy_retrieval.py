@@ -1,13 +1,16 @@
-"""Retrieval hit rate at an equal token budget: flat chunks vs semantic summaries vs RAPTOR summaries,
-collapsed and tree traversal (and RaptorPack's tree, collapsed, for reference).
+"""Retrieval hit rate of flat chunks vs summary hierarchies (semantic, RAPTOR) with collapsed, tree and evidence
+retrieval, on single-fact questions and on questions that span 2 or 3 paragraphs of one article.
 
-A question is a hit when one of its gold answer strings (case-insensitive) appears in the retrieved text.
-Every configuration gets the same token budget (cl100k tokens of node text, filled greedily in rank order).
-Questions: every longdocs-squad question about the first 3 articles (the corpus of hierarchy_build.py).
-It reads the nodes that hierarchy_build.py saved (no LLM call here)::
+Question sets (``question_sets`` in hierarchy_common.py, fixed seed): per article 50 single-fact questions,
+20 pairs and 10 triples of questions about paragraphs at least two apart, joined into one text. A retrieval is
+a hit when every part has one of its gold answer strings (case-insensitive) in the retrieved text.
+``hit@5``: the first 5 nodes, whatever their length; ``hit@B``: nodes in rank order up to B cl100k tokens
+(the same budget for every configuration). It reads the nodes that hierarchy_build.py saved (no LLM call)::
 
-    .venv/bin/python benchmarks/hierarchy_build.py         # once: builds and saves the nodes
-    .venv/bin/python benchmarks/hierarchy_retrieval.py [--budgets 256,512,1024]
+    .venv/bin/python benchmarks/hierarchy_build.py --articles heldout --llm qwen2.5-coder-1.5b   # once
+    .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]
+
+``--variants`` adds evidence-mode settings (``summary_margin:coverage``, e.g. ``inf:0.5,0.05:0``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hierarchy_common import OUT_DIR, load_articles, load_questions, read_nodes  # noqa: E402
+from hierarchy_common import is_hit, load_articles, question_sets, read_nodes, results_dir  # noqa: E402
+
+SYSTEMS = ("kgplus-semantic", "kgplus-raptor", "kgplus-raptor-pca", "raptorpack")
 
 
 def make_index(nodes, embed_model):
@@ -33,10 +38,19 @@ def make_index(nodes, embed_model):
     return VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=False)
 
 
+def parse_variant(text: str) -> dict:
+    margin, coverage = text.split(":")
+    return {"summary_margin": float(margin), "coverage": float(coverage)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--articles", default="dev", help="dev (default), heldout, or comma-separated article ids")
     parser.add_argument("--budgets", default="256,512,1024", help="token budgets (comma-separated)")
     parser.add_argument("--beam", type=int, default=4, help="tree traversal: nodes kept per level (default 4)")
+    parser.add_argument("--suffix", default="", help="read <system><suffix>.jsonl (e.g. -legacy, -extractive)")
+    parser.add_argument("--variants", default="", help="extra evidence settings, summary_margin:coverage,...")
+    parser.add_argument("--sets", default="single,pairs,triples", help="question sets to score")
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
 
@@ -47,55 +61,68 @@ def main() -> int:
 
     embed_model = defaults.default_embed_model()
     tokenizer = get_tokenizer()
-    doc_ids = {d.id_ for d in load_articles()}
-    questions = load_questions(doc_ids)
-    vectors = embed_model.get_text_embedding_batch([q["question"] for q in questions])
+    doc_ids = [d.id_ for d in load_articles(args.articles)]
+    sets = {k: v for k, v in question_sets(doc_ids).items() if k in args.sets.split(",")}
     # all-MiniLM-L6-v2 embeds queries and texts the same way, so a batch of text embeddings is the query embedding
+    vectors = {k: embed_model.get_text_embedding_batch([q["question"] for q in qs]) for k, qs in sets.items()}
 
+    out_dir = results_dir(args.articles)
     systems = {}
-    for name in ("kgplus-semantic", "kgplus-raptor", "kgplus-raptor-pca", "raptorpack"):
-        path = OUT_DIR / f"{name}.jsonl"
+    for name in SYSTEMS:
+        path = out_dir / f"{name}{args.suffix}.jsonl"
         if path.is_file():
-            systems[name] = read_nodes(path)
+            systems[name + args.suffix] = read_nodes(path)
     if not systems:
-        print(f"no nodes under {OUT_DIR}: run benchmarks/hierarchy_build.py first", file=sys.stderr)
+        print(f"no nodes under {out_dir}: run benchmarks/hierarchy_build.py first", file=sys.stderr)
         return 1
-    base = systems.get("kgplus-raptor") or next(iter(systems.values()))
-    configs = [("flat chunks", [n for n in base if n.metadata.get("level", 0) == 0], ("collapsed",))]
+    base = next(iter(systems.values()))
+    evidence = [("evidence", {}), ("evidence-tree", {"evidence_source": "tree"})]
+    evidence += [(f"evidence {v}", parse_variant(v)) for v in args.variants.split(",") if v]
+    modes = [("collapsed", {}), ("tree", {}), *evidence]
+    flat_modes = [("collapsed", {}), ("evidence", {})]  # evidence on chunks alone: the coverage order, no summaries
+    configs = [("flat chunks", [n for n in base if n.metadata.get("level", 0) == 0], flat_modes)]
     for name, nodes in systems.items():
-        configs.append((name, nodes, ("collapsed",) if name == "raptorpack" else ("collapsed", "tree")))
+        configs.append((name, nodes, [("collapsed", {})] if name.startswith("raptorpack") else modes))
 
-    print(
-        f"{len(questions)} questions about {', '.join(sorted(doc_ids))}; budgets {budgets} tokens; tree beam {args.beam}"
-    )
-    header = f"{'system':<20} {'mode':<10} {'nodes':>6} " + " ".join(
-        f"{'hit@' + str(b):>8} {'sum%':>5}" for b in budgets
-    )
-    print(header)
-    print("-" * len(header))
-    for name, nodes, modes in configs:
+    print(f"articles {', '.join(doc_ids)}; " + ", ".join(f"{len(qs)} {k}" for k, qs in sets.items()))
+    print(f"budgets {budgets} cl100k tokens; tree beam {args.beam}\n")
+    cuts = [("hit@5", 5, None)] + [(f"hit@{b}", 40, b) for b in budgets]
+    head = f"{'system':<26} {'mode':<22} " + " ".join(f"{c:>8}" for c, _, _ in cuts) + f" {'sum%':>5}"
+    results: dict[str, list[str]] = {k: [head, "-" * len(head)] for k in sets}
+    for name, nodes, config_modes in configs:
         index = make_index(nodes, embed_model)
-        for mode in modes:
+        for mode_label, settings in config_modes:
             started = time.perf_counter()
-            row = f"{name:<20} {mode:<10} {len(nodes):>6} "
-            for budget in budgets:
+            mode = "evidence" if mode_label.startswith("evidence") else mode_label
+            rows = {k: f"{name:<26} {mode_label:<22} " for k in sets}
+            for _label, top_k, budget in cuts:
                 retriever = HierarchicalRetriever.from_index(
-                    index, mode=mode, similarity_top_k=40, beam_width=args.beam, token_budget=budget
+                    index, mode=mode, similarity_top_k=top_k, beam_width=args.beam, token_budget=budget, **settings
                 )
-                hits, summary_tokens, all_tokens = 0, 0, 0
-                for question, vector in zip(questions, vectors):
-                    found = retriever.retrieve(QueryBundle(query_str=question["question"], embedding=vector))
-                    text = "\n".join(h.node.get_content(MetadataMode.NONE) for h in found).lower()
-                    hits += any(a.lower() in text for a in question["answers"])
-                    for h in found:
-                        n = len(tokenizer(h.node.get_content(MetadataMode.NONE)))
-                        all_tokens += n
-                        summary_tokens += n if h.node.metadata.get("level", 0) > 0 else 0
-                share = 100 * summary_tokens / all_tokens if all_tokens else 0.0
-                row += f"{hits / len(questions):>8.3f} {share:>5.0f}"
-            print(row + f"   ({time.perf_counter() - started:.0f} s)", flush=True)
-    print("\nhit@B: share of questions with a gold answer string inside the retrieved text of at most B tokens;")
-    print("sum%: share of the retrieved tokens that come from summary nodes.")
+                for set_name, questions in sets.items():
+                    hits, summary_tokens, all_tokens = 0, 0, 0
+                    for question, vector in zip(questions, vectors[set_name]):
+                        found = retriever.retrieve(QueryBundle(query_str=question["question"], embedding=vector))
+                        hits += is_hit(
+                            "\n".join(h.node.get_content(MetadataMode.NONE) for h in found), question["answers"]
+                        )
+                        if budget == 512:
+                            for h in found:
+                                n = len(tokenizer(h.node.get_content(MetadataMode.NONE)))
+                                all_tokens += n
+                                summary_tokens += n if h.node.metadata.get("level", 0) > 0 else 0
+                    rows[set_name] += f"{hits / len(questions):>8.3f} "
+                    if budget == 512:
+                        share = 100 * summary_tokens / all_tokens if all_tokens else 0.0
+                        rows[set_name + ":share"] = f"{share:>5.0f}"
+            for set_name in sets:
+                results[set_name].append(rows[set_name] + rows.get(set_name + ":share", ""))
+            print(f"  {name} {mode_label}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    for set_name, lines in results.items():
+        print(f"## {set_name} ({len(sets[set_name])} questions)\n")
+        print("\n".join(lines) + "\n")
+    print("hit@5: a gold string of every part inside the first 5 retrieved nodes; hit@B: inside the nodes that fit")
+    print("in B tokens, in rank order; sum%: share of the tokens retrieved at 512 that come from summary nodes.")
     return 0
 
 

@@ -55,7 +55,7 @@ def cosine(a, b) -> float:
 
 def test_collapsed_searches_every_level(semantic_index, embed_model):
     index, _ = semantic_index
-    retriever = HierarchicalRetriever.from_index(index, similarity_top_k=8)
+    retriever = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=8)
     hits = retriever.retrieve(QUESTION)
     assert len(hits) == 8
     scores = [h.score for h in hits]
@@ -68,7 +68,7 @@ def test_collapsed_searches_every_level(semantic_index, embed_model):
     assert scores == pytest.approx(all_scores[:8], abs=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["collapsed", "tree"])
+@pytest.mark.parametrize("mode", ["collapsed", "tree", "evidence"])
 def test_retriever_pickles_for_worker_processes(semantic_index, mode):
     import pickle
 
@@ -97,7 +97,7 @@ def test_tree_descends_from_the_roots(semantic_index):
 
 def test_tree_and_collapsed_agree_on_a_flat_index(flat_index):
     tree = HierarchicalRetriever.from_index(flat_index, mode="tree", similarity_top_k=4).retrieve(QUESTION)
-    collapsed = HierarchicalRetriever.from_index(flat_index, similarity_top_k=4).retrieve(QUESTION)
+    collapsed = HierarchicalRetriever.from_index(flat_index, mode="collapsed", similarity_top_k=4).retrieve(QUESTION)
     assert [h.node.node_id for h in tree] == [h.node.node_id for h in collapsed]
     assert [h.score for h in tree] == pytest.approx([h.score for h in collapsed], abs=1e-6)
 
@@ -106,21 +106,60 @@ def test_expand_children_follows_each_summary_hit(semantic_index):
     index, _ = semantic_index
     summary = next(n for n in index.docstore.docs.values() if node_level(n) == 1)
     question = summary.get_content(MetadataMode.NONE)  # the summary itself is the best hit
-    hits = HierarchicalRetriever.from_index(index, similarity_top_k=1, expand_children=True).retrieve(question)
+    hits = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=1, expand_children=True).retrieve(
+        question
+    )
     children = {c.node_id for c in summary.relationships[NodeRelationship.CHILD]}
     assert hits[0].node.node_id == summary.node_id
     assert {h.node.node_id for h in hits[1:]} == children and len(hits) == len(children) + 1
     child_scores = [h.score for h in hits[1:]]
     assert child_scores == sorted(child_scores, reverse=True)
-    plain = HierarchicalRetriever.from_index(index, similarity_top_k=1).retrieve(question)
+    plain = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=1).retrieve(question)
     assert [h.node.node_id for h in plain] == [summary.node_id]
+
+
+def test_evidence_replaces_a_summary_hit_by_the_chunks_under_it(semantic_index):
+    index, _ = semantic_index
+    docs = index.docstore.docs
+    summary = next(n for n in docs.values() if node_level(n) == 2)
+    retriever = HierarchicalRetriever.from_index(index, mode="evidence", similarity_top_k=4, summary_margin=1.0)
+    question = summary.get_content(MetadataMode.NONE)  # the summary is the best hit of a collapsed search
+    assert HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=1).retrieve(question)[
+        0
+    ].node.node_id == (summary.node_id)
+    hits = retriever.retrieve(question)
+    assert len(hits) == 4 and all(node_level(h.node) == 0 for h in hits)  # summaries never take a place
+    under = {n.node_id for n in retriever._leaves_under(summary)}
+    assert len(under) > 4 and all(node_level(docs[i]) == 0 for i in under)  # through both levels
+    assert {h.node.node_id for h in hits} & under
+    # a summary that matches much better than every chunk under it is kept, before the chunks
+    kept = HierarchicalRetriever.from_index(index, mode="evidence", similarity_top_k=4, summary_margin=0.0)
+    assert kept.retrieve(question)[0].node.node_id == summary.node_id
+
+
+def test_evidence_covers_each_part_of_a_two_part_question(flat_index):
+    first, second = "Which animals live in the Amazon rainforest?", "What is the rainforest's climate like?"
+    best_per_part = {
+        HierarchicalRetriever.from_index(flat_index, mode="collapsed", similarity_top_k=1).retrieve(q)[0].node.node_id
+        for q in (first, second)
+    }
+    question = f"{first} {second}"
+    by_similarity = HierarchicalRetriever.from_index(flat_index, mode="evidence", similarity_top_k=2, coverage=0.0)
+    collapsed = HierarchicalRetriever.from_index(flat_index, mode="collapsed", similarity_top_k=2)
+    plain = [h.node.node_id for h in by_similarity.retrieve(question)]
+    assert plain == [h.node.node_id for h in collapsed.retrieve(question)]  # coverage 0: similarity order
+    assert not best_per_part <= set(plain)  # the second best chunk serves the first part again
+    covering = HierarchicalRetriever.from_index(flat_index, mode="evidence", similarity_top_k=2)  # coverage 0.3
+    assert best_per_part <= {h.node.node_id for h in covering.retrieve(question)}
 
 
 def test_token_budget(semantic_index):
     index, _ = semantic_index
     tokenizer = get_tokenizer()
-    full = HierarchicalRetriever.from_index(index, similarity_top_k=10).retrieve(QUESTION)
-    hits = HierarchicalRetriever.from_index(index, similarity_top_k=10, token_budget=300).retrieve(QUESTION)
+    full = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=10).retrieve(QUESTION)
+    hits = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=10, token_budget=300).retrieve(
+        QUESTION
+    )
     used = sum(len(tokenizer(h.node.get_content(MetadataMode.NONE))) for h in hits)
     assert 0 < used <= 300 and len(hits) < len(full)
     order = [h.node.node_id for h in full]
@@ -129,7 +168,7 @@ def test_token_budget(semantic_index):
 
 async def test_async_matches_sync(semantic_index):
     index, _ = semantic_index
-    for mode in ("collapsed", "tree"):
+    for mode in ("collapsed", "tree", "evidence"):
         retriever = HierarchicalRetriever.from_index(index, mode=mode, similarity_top_k=5, expand_children=True)
         sync = [(h.node.node_id, round(h.score, 6)) for h in retriever.retrieve(QUESTION)]
         assert [(h.node.node_id, round(h.score, 6)) for h in await retriever.aretrieve(QUESTION)] == sync
@@ -164,6 +203,16 @@ def test_persist_writes_a_folder_that_retrieves_the_same_with_the_same_settings(
     assert [(h.node.node_id, round(h.score, 6)) for h in loaded.retrieve(QUESTION)] == expected
     overridden = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model, mode="collapsed")
     assert overridden.mode == "collapsed" and len(overridden.retrieve(QUESTION)) == 4
+    evidence = HierarchicalRetriever.from_index(index, mode="evidence", coverage=0.7, summary_margin=0.2)
+    evidence.persist(tmp_path / "evidence")
+    loaded = HierarchicalRetriever.from_persist_dir(tmp_path / "evidence", embed_model=embed_model)
+    assert (loaded.mode, loaded.coverage, loaded.summary_margin) == ("evidence", 0.7, 0.2)
+    settings = json.loads((tmp_path / "saved" / "retriever.json").read_text())
+    for key in ("summary_margin", "coverage", "evidence_source"):  # a file written before these settings existed
+        settings.pop(key)
+    (tmp_path / "saved" / "retriever.json").write_text(json.dumps(settings), encoding="utf-8")
+    old = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
+    assert old.mode == "tree" and old.coverage == 0.3
     (tmp_path / "saved" / "retriever.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(Exception, match="retriever's settings"):
         HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
@@ -183,7 +232,14 @@ def test_missing_vectors_are_embedded_on_demand(semantic_index):
 
 
 def test_bad_settings_are_rejected(flat_index):
-    for kwargs in ({"mode": "graph"}, {"similarity_top_k": 0}, {"beam_width": 0}, {"token_budget": 0}):
+    for kwargs in (
+        {"mode": "graph"},
+        {"similarity_top_k": 0},
+        {"beam_width": 0},
+        {"token_budget": 0},
+        {"coverage": 1.5},
+        {"evidence_source": "flat"},
+    ):
         with pytest.raises(ValueError):
             HierarchicalRetriever.from_index(flat_index, **kwargs)
 
@@ -223,6 +279,8 @@ def test_cli_ingest_with_a_hierarchy_then_retrieve(tmp_path, capsys, hierarchy):
     assert code == 0 and f"hierarchy ({hierarchy}): level 0:" in out and "level 1:" in out
     manifest = read_manifest(index_dir)
     assert manifest["builder"]["class_name"].lower().startswith(hierarchy[:4])
+    default = retrieve_json(capsys, index_dir, "--top-k", "5")["sources"]  # evidence: the chunks under summaries
+    assert len(default) == 5 and all(s["level"] == 0 for s in default)
     for mode in ("collapsed", "tree"):
         record = retrieve_json(capsys, index_dir, "--retrieval", mode, "--top-k", "30")
         sources = record["sources"]

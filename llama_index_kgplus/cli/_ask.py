@@ -117,7 +117,8 @@ class _Sources:
             from llama_index_kgplus.hierarchy import HierarchicalRetriever, manifest_root_ids
 
             root_ids = manifest_root_ids(Path(args.index), index().docstore)
-            return HierarchicalRetriever.from_index(index(), similarity_top_k=args.top_k, root_ids=root_ids)
+            mode = "collapsed" if root_ids is None else "evidence"  # summaries lead to their chunks
+            return HierarchicalRetriever.from_index(index(), mode=mode, similarity_top_k=args.top_k, root_ids=root_ids)
 
         def postprocessors() -> list[Any]:
             from llama_index_kgplus.compression import postprocessors_for

@@ -1,7 +1,7 @@
 """The hierarchy options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
 
 ``kgplus ingest DOCS --index DIR --hierarchy none|semantic|raptor`` adds summary nodes (and writes
-``hierarchy.json`` beside the index); ``kgplus retrieve|query ... --retrieval collapsed|tree`` retrieves over
+``hierarchy.json`` beside the index); ``kgplus retrieve|query ... --retrieval collapsed|tree|evidence`` retrieves over
 all levels at once or top-down.
 """
 
@@ -51,9 +51,11 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retrieval",
-        choices=("collapsed", "tree", "graph"),
-        default="collapsed",
-        help="collapsed: top-k over chunks and summaries at once (default); tree: top-down from the summaries; "
+        choices=("collapsed", "tree", "evidence", "graph"),
+        default=None,
+        help="evidence (default on an index with summaries): summaries lead to their chunks, ordered to cover every "
+        "part of the question; collapsed (default otherwise): top-k over chunks and summaries at once; "
+        "tree: top-down from the summaries; "
         "graph: personalized PageRank over the entity graph (an index built with --entities)",
     )
     parser.add_argument("--expand-children", action="store_true", help="follow each summary hit by its children")
@@ -107,10 +109,11 @@ def make_retriever(index: Any, args: argparse.Namespace) -> Any:
     """A HierarchicalRetriever over the index folder (flat top-k when the index has no summaries)."""
     from llama_index_kgplus.hierarchy import HierarchicalRetriever, manifest_root_ids
 
+    roots = manifest_root_ids(Path(args.index), index.docstore)
     return HierarchicalRetriever.from_index(
         index,
-        mode=args.retrieval,
+        mode=args.retrieval or ("collapsed" if roots is None else "evidence"),
         similarity_top_k=args.top_k,
         expand_children=args.expand_children,
-        root_ids=manifest_root_ids(Path(args.index), index.docstore),
+        root_ids=roots,
     )

@@ -4,8 +4,8 @@
 - ``glossary``: :class:`GlossaryQueryEngine` (fused retrieval with the glossary-rewritten query; needs a glossary).
 - ``kg`` / ``kg-facts``: :class:`KGAugmentedQueryEngine`, the baseline's passages plus the KG paths between the
   question's entities, written as arrows / as plain facts (needs a graph store with an imported KG).
-- ``hierarchy`` / ``hierarchy-tree``: :class:`HierarchicalRetriever` collapsed / tree traversal (needs an index
-  built with summary nodes, e.g. ``kgplus ingest --hierarchy semantic``).
+- ``hierarchy`` / ``hierarchy-tree`` / ``hierarchy-evidence``: :class:`HierarchicalRetriever` collapsed / tree
+  traversal / evidence (needs an index built with summary nodes, e.g. ``kgplus ingest --hierarchy semantic``).
 
 With ``context_budget`` every pipeline compresses its retrieved passages to that many tokens before synthesis
 (:class:`~llama_index_kgplus.compression.ContextCompressor`). When the index holds summary nodes, ``baseline``, ``glossary`` and ``kg`` retrieve chunks only (``level`` 0), so
@@ -119,6 +119,7 @@ PIPELINES: dict[str, PipelineFactory] = {
     "kg-facts": _kg("facts"),
     "hierarchy": _hierarchy("collapsed"),
     "hierarchy-tree": _hierarchy("tree"),
+    "hierarchy-evidence": _hierarchy("evidence"),
 }
 
 

@@ -91,8 +91,8 @@ class BaseSummaryNodeBuilder(TransformComponent):
         embed_model: BaseEmbedding | None = None,
         *,
         summarizer: Any | None = None,
-        max_sentences: int = 3,
-        max_words: int = 100,
+        max_sentences: int = 2,
+        max_words: int = 80,
         **kwargs: Any,
     ) -> BaseSummaryNodeBuilder:
         """A builder with a :class:`TwoStageSummarizer` over ``llm`` (else ``Settings.llm``) and ``embed_model``

@@ -26,8 +26,19 @@ logger = logging.getLogger(__name__)
 
 MANIFEST_FILE = "hierarchy.json"
 RETRIEVER_FILE = "retriever.json"
-_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children", "token_budget")
-RetrievalMode = Literal["collapsed", "tree"]
+_SETTINGS = (
+    "mode",
+    "similarity_top_k",
+    "beam_width",
+    "expand_children",
+    "token_budget",
+    "summary_margin",
+    "evidence_source",
+    "coverage",
+)
+RetrievalMode = Literal["collapsed", "tree", "evidence"]
+RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
+_POOL_FACTOR = 4  # evidence mode: candidates searched per result wanted
 
 
 class HierarchicalRetriever(BaseRetriever):
@@ -37,6 +48,12 @@ class HierarchicalRetriever(BaseRetriever):
     - ``mode="tree"``: start at the roots (nodes without a parent), keep the ``beam_width`` most similar,
       descend to their children, and so on down to the chunks; the ``similarity_top_k`` most similar of the
       nodes kept on the way are returned.
+    - ``mode="evidence"``: summaries lead to the chunks under them. Candidates come from a collapsed search
+      (``_POOL_FACTOR`` times ``similarity_top_k``; or from the tree, ``evidence_source="tree"``); a summary
+      among them is replaced by the chunks under it, and the chunks are ordered by what they add to the
+      query: after each pick, ``coverage`` of that chunk's direction is taken out of the query vector, so a
+      question with two parts gets a chunk for each before a second chunk for one. A summary stays only when
+      it matches the query better than every chunk under it by ``summary_margin`` (an overview question).
     - ``expand_children``: a summary hit is followed by its children (scored against the query).
     - ``token_budget``: drop results, in rank order, once their text would exceed this many tokens.
 
@@ -56,17 +73,24 @@ class HierarchicalRetriever(BaseRetriever):
         docstore: Any,
         embed_model: BaseEmbedding,
         *,
-        mode: RetrievalMode = "collapsed",
+        mode: RetrievalMode = "evidence",
         similarity_top_k: int = 5,
         beam_width: int | None = None,
         expand_children: bool = False,
         token_budget: int | None = None,
+        summary_margin: float = 0.05,
+        evidence_source: Literal["collapsed", "tree"] = "collapsed",
+        coverage: float = 0.3,
         root_ids: Sequence[str] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if mode not in ("collapsed", "tree"):
-            raise ValueError(f"mode must be 'collapsed' or 'tree', not {mode!r}")
+        if mode not in RETRIEVAL_MODES:
+            raise ValueError(f"mode must be one of {', '.join(RETRIEVAL_MODES)}, not {mode!r}")
+        if evidence_source not in ("collapsed", "tree"):
+            raise ValueError(f"evidence_source must be 'collapsed' or 'tree', not {evidence_source!r}")
+        if not 0.0 <= coverage <= 1.0:
+            raise ValueError("coverage must be between 0 and 1")
         if similarity_top_k < 1:
             raise ValueError("similarity_top_k must be at least 1")
         if beam_width is not None and beam_width < 1:
@@ -82,6 +106,9 @@ class HierarchicalRetriever(BaseRetriever):
         self.beam_width = beam_width
         self.expand_children = expand_children
         self.token_budget = token_budget
+        self.summary_margin = summary_margin
+        self.evidence_source = evidence_source
+        self.coverage = coverage
         self._root_ids = list(root_ids) if root_ids is not None else None
         self._embeddings: dict[str, np.ndarray] = {}
 
@@ -232,7 +259,7 @@ class HierarchicalRetriever(BaseRetriever):
             hits.append(NodeWithScore(node=node, score=None if score is None else float(score)))
         return hits
 
-    def _tree_hits(self, query: np.ndarray) -> list[NodeWithScore]:
+    def _tree_hits(self, query: np.ndarray, limit: int | None = None) -> list[NodeWithScore]:
         beam = self.beam_width or self.similarity_top_k
         kept: dict[str, NodeWithScore] = {}
         frontier = [n for n in (self._node(i) for i in self.root_ids()) if n is not None]
@@ -242,7 +269,55 @@ class HierarchicalRetriever(BaseRetriever):
                 kept[hit.node.node_id] = hit
             child_ids = dict.fromkeys(c for hit in best for c in self._child_ids(hit.node) if c not in kept)
             frontier = [n for n in (self._node(i) for i in child_ids) if n is not None]
-        return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: self.similarity_top_k]
+        return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: limit or self.similarity_top_k]
+
+    def _leaves_under(self, node: BaseNode) -> list[BaseNode]:
+        """The chunks (level 0) below a summary, through every level."""
+        leaves: dict[str, BaseNode] = {}
+        frontier, seen = [node], {node.node_id}
+        while frontier:
+            children = [c for c in (self._node(i) for n in frontier for i in self._child_ids(n)) if c is not None]
+            children = [c for c in children if c.node_id not in seen]
+            seen.update(c.node_id for c in children)
+            leaves.update((c.node_id, c) for c in children if node_level(c) == 0)
+            frontier = [c for c in children if node_level(c) > 0]
+        return list(leaves.values())
+
+    def _evidence(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
+        """Summaries replaced by the chunks under them, chunks in coverage order (see the class doc)."""
+        leaves: dict[str, BaseNode] = {}
+        summaries = []
+        for hit in candidates:
+            if node_level(hit.node) == 0:
+                leaves.setdefault(hit.node.node_id, hit.node)
+                continue
+            under = self._score(self._leaves_under(hit.node), query)
+            leaves.update((h.node.node_id, h.node) for h in under)
+            (own,) = self._score([hit.node], query)
+            if not under or (own.score or 0.0) - (under[0].score or 0.0) >= self.summary_margin:
+                summaries.append(own)
+        ranked = self._score(list(leaves.values()), query)
+        if self.coverage:
+            ranked = self._cover(ranked, query)
+        for summary in summaries:  # before the first chunk it outscores
+            at = next((i for i, h in enumerate(ranked) if (h.score or 0.0) < (summary.score or 0.0)), len(ranked))
+            ranked.insert(at, summary)
+        return ranked[: self.similarity_top_k]
+
+    def _cover(self, ranked: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
+        """The first ``similarity_top_k`` chunks in greedy order of what is left of the query: after each pick,
+        ``coverage`` of its direction is taken out of the query vector, so the next pick answers another part."""
+        vectors = self._vectors([h.node for h in ranked])
+        residual = np.asarray(query, dtype=np.float64).copy()
+        free = np.ones(len(ranked), dtype=bool)
+        order = []
+        for _ in range(min(self.similarity_top_k, len(ranked))):
+            scores = np.where(free, vectors @ residual, -np.inf)
+            best = int(np.argmax(scores))
+            order.append(best)
+            free[best] = False
+            residual -= self.coverage * scores[best] * vectors[best]
+        return [ranked[i] for i in order]
 
     def _finish(self, hits: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
         if self.expand_children:
@@ -260,25 +335,37 @@ class HierarchicalRetriever(BaseRetriever):
             hits = _within_budget(hits, self.token_budget)
         return hits
 
+    def _from_tree(self) -> bool:
+        return self.mode == "tree" or (self.mode == "evidence" and self.evidence_source == "tree")
+
+    def _store_query(self, embedding: list[float]) -> VectorStoreQuery:
+        top_k = self.similarity_top_k * (_POOL_FACTOR if self.mode == "evidence" else 1)
+        return VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k)
+
+    def _select(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
+        if self.mode == "evidence":
+            candidates = self._evidence(candidates, query)
+        return self._finish(candidates, query)
+
+    def _tree_select(self, query: np.ndarray) -> list[NodeWithScore]:
+        pool = self.similarity_top_k * (_POOL_FACTOR if self.mode == "evidence" else 1)
+        return self._select(self._tree_hits(query, pool), query)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = self._query_embedding(query_bundle)
         query = unit(embedding)
-        if self.mode == "tree":
-            return self._finish(self._tree_hits(query), query)
-        result = self.vector_store.query(
-            VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
-        )
-        return self._finish(self._collapsed_hits(result), query)
+        if self._from_tree():
+            return self._tree_select(query)
+        result = self.vector_store.query(self._store_query(embedding))
+        return self._select(self._collapsed_hits(result), query)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = await self._aquery_embedding(query_bundle)
         query = unit(embedding)
-        if self.mode == "tree":  # scoring reads the docstore and vector store synchronously: off the event loop
-            return await asyncio.to_thread(lambda: self._finish(self._tree_hits(query), query))
-        result = await self.vector_store.aquery(
-            VectorStoreQuery(query_embedding=embedding, similarity_top_k=self.similarity_top_k)
-        )
-        return self._finish(self._collapsed_hits(result), query)
+        if self._from_tree():  # scoring reads the docstore and vector store synchronously: off the event loop
+            return await asyncio.to_thread(self._tree_select, query)
+        result = await self.vector_store.aquery(self._store_query(embedding))
+        return await asyncio.to_thread(self._select, self._collapsed_hits(result), query)
 
 
 def _within_budget(hits: list[NodeWithScore], budget: int) -> list[NodeWithScore]:
@@ -328,7 +415,8 @@ def _read_settings(persist_dir: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return {key: data[key] for key in (*_SETTINGS, "root_ids")}
+        settings = {key: data[key] for key in (*_SETTINGS[:5], "root_ids")}
+        return {**settings, **{key: data[key] for key in _SETTINGS[5:] if key in data}}  # older files lack these
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise InputDataError(f"{path} is not a retriever's settings ({exc}); delete it or persist again.") from exc
 

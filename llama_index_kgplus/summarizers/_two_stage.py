@@ -10,7 +10,6 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.llms import LLM
 
 from llama_index_kgplus.errors import SummarizationError
-
 from llama_index_kgplus.summarizers._abstractive import (
     AbstractiveSummarizer,
     _settings_llm,
@@ -68,8 +67,8 @@ class TwoStageSummarizer(BaseSummarizer):
         llm: LLM | None = None,
         embed_model: BaseEmbedding | None = None,
         *,
-        max_sentences: int = 3,
-        max_words: int = 100,
+        max_sentences: int = 2,
+        max_words: int = 80,
         random_state: int = 0,
     ) -> TwoStageSummarizer:
         """An :class:`ExtractiveSummarizer` keeping ``max_sentences`` per text, then an AbstractiveSummarizer.
