@@ -153,13 +153,12 @@ def test_evidence_covers_each_part_of_a_two_part_question(flat_index):
     assert best_per_part <= {h.node.node_id for h in covering.retrieve(question)}
 
 
-def test_token_budget(semantic_index):
+@pytest.mark.parametrize("mode", ["collapsed", "evidence"])
+def test_token_budget(semantic_index, mode):
     index, _ = semantic_index
     tokenizer = get_tokenizer()
-    full = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=10).retrieve(QUESTION)
-    hits = HierarchicalRetriever.from_index(index, mode="collapsed", similarity_top_k=10, token_budget=300).retrieve(
-        QUESTION
-    )
+    full = HierarchicalRetriever.from_index(index, mode=mode, similarity_top_k=10).retrieve(QUESTION)
+    hits = HierarchicalRetriever.from_index(index, mode=mode, similarity_top_k=10, token_budget=300).retrieve(QUESTION)
     used = sum(len(tokenizer(h.node.get_content(MetadataMode.NONE))) for h in hits)
     assert 0 < used <= 300 and len(hits) < len(full)
     order = [h.node.node_id for h in full]
