@@ -338,9 +338,12 @@ class HierarchicalRetriever(BaseRetriever):
     def _from_tree(self) -> bool:
         return self.mode == "tree" or (self.mode == "evidence" and self.evidence_source == "tree")
 
+    def _pool(self) -> int:
+        """Candidates to search: more than the results in evidence mode, which replaces and reorders them."""
+        return self.similarity_top_k * (_POOL_FACTOR if self.mode == "evidence" else 1)
+
     def _store_query(self, embedding: list[float]) -> VectorStoreQuery:
-        top_k = self.similarity_top_k * (_POOL_FACTOR if self.mode == "evidence" else 1)
-        return VectorStoreQuery(query_embedding=embedding, similarity_top_k=top_k)
+        return VectorStoreQuery(query_embedding=embedding, similarity_top_k=self._pool())
 
     def _select(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
         if self.mode == "evidence":
@@ -348,8 +351,7 @@ class HierarchicalRetriever(BaseRetriever):
         return self._finish(candidates, query)
 
     def _tree_select(self, query: np.ndarray) -> list[NodeWithScore]:
-        pool = self.similarity_top_k * (_POOL_FACTOR if self.mode == "evidence" else 1)
-        return self._select(self._tree_hits(query, pool), query)
+        return self._select(self._tree_hits(query, self._pool()), query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         embedding = self._query_embedding(query_bundle)
