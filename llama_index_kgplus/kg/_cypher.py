@@ -4,7 +4,9 @@
 The LLM writes one query from a description of the graph in the store's dialect (labels, properties, the
 relationship types and the values of small text properties); :func:`read_only_cypher` checks it; the engine runs
 it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j read transactions) with a
-timeout; a database error gets one repair; the answer is written from the rows with the Cypher shown.
+timeout; a database error gets one repair; a query that finds nothing is run once more with its arrows reversed
+(kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
+is written from the rows with the Cypher shown.
 
 Example::
 
