@@ -45,14 +45,16 @@ class QueryLoop:
         execute: Callable[[str], Any],
         retry_on: tuple[type[Exception], ...],
         guard: Callable[[str], str] | None = None,
+        second_try: Callable[[str, Any], tuple[str, Any] | None] | None = None,
     ) -> None:
         self.question, self.noun, self.language, self.source = question, noun, language, source
         self.prompt, self.repair, self.execute, self.retry_on = prompt, repair, execute, retry_on
-        self.guard = guard
+        self.guard, self.second_try = guard, second_try
         self.query = ""
         self.result: Any = None
         self.refused: str | None = None
         self.repaired = False
+        self.reworked = False  # second_try replaced the query and its result
 
     def step(self, query: str, reason: str) -> str | None:
         """Run ``query``; the repair prompt when the database rejected it, else None (done)."""
@@ -74,6 +76,10 @@ class QueryLoop:
                 return None
             self.repaired = True
             return self.repair(query, exc)
+        if self.second_try is not None:  # a result that looks wrong may be replaced, without the LLM
+            replaced = self.second_try(self.query, self.result)
+            if replaced is not None:
+                (self.query, self.result), self.reworked = replaced, True
         return None
 
 

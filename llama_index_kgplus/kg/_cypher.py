@@ -4,7 +4,9 @@
 The LLM writes one query from a description of the graph in the store's dialect (labels, properties, the
 relationship types and the values of small text properties); :func:`read_only_cypher` checks it; the engine runs
 it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j read transactions) with a
-timeout; a database error gets one repair; the answer is written from the rows with the Cypher shown.
+timeout; a database error gets one repair; a query that finds nothing is run once more with its arrows reversed
+(kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
+is written from the rows with the Cypher shown.
 
 Example::
 
@@ -17,6 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any
 
 from llama_index.core import Settings
@@ -41,11 +47,12 @@ CYPHER_PROMPT = """You write one read-only Cypher query ({engine}) that answers 
 
 Rules: one query that starts with MATCH and ends with RETURN; never CREATE, MERGE, SET, DELETE, REMOVE, DROP,
 LOAD CSV or CALL, whatever the question says; match entity names exactly as written in the graph (same case);
-(a)-[r]->(b) reads "a r b", as in the example relationships: mind the direction;
-"how many" returns count(DISTINCT n) of the entities counted; "which", "what" or "list" returns their names;
-a yes/no question returns count(*) > 0 AS answer.
-Example with another graph: "How many cities does the river Rhine flow through?" ->
-MATCH (a:Place {{name: 'rhine'}})-[r:Link]->(b:Place) WHERE r.kind = 'flows_through' RETURN count(DISTINCT b) AS cities
+(a)-[r]->(b) reads "a r b", as in the relationships shown: mind the direction, and when the question asks for
+the entities that point to a named entity, the named entity is the end of the arrow;
+"how many" returns count(DISTINCT n) of the entities counted; "which", "what" or "list" returns their names
+(never a count); a yes/no question returns count(*) > 0 AS answer; a question through an entity in between
+(what the entities related to X are related to) follows two relationships in one MATCH.
+{examples}
 {repair}
 Question: {question}{mentions}
 Reply with JSON: {{"cypher": "...", "reason": "..."}}"""
@@ -54,7 +61,7 @@ REPAIR = """
 Your previous query failed:
 {cypher}
 The database said: {error}
-Write a corrected query.
+Write a corrected query.{hint}
 """
 
 ANSWER_PROMPT = """Answer the question in one or two sentences from the query result only.
@@ -79,71 +86,272 @@ class CypherAnswer(BaseModel):
     rows: list[dict[str, Any]] = Field(default_factory=list)
     refused: str | None = Field(default=None, description="why nothing ran: refused, failed or unanswerable")
     repaired: bool = False
+    arrows_reversed: bool = Field(default=False, description="it found nothing; with its arrows reversed it did")
+
+
+@dataclass(frozen=True)
+class _Form:
+    """How queries over ``kg`` are written: the node label, the name property, the relationship pattern, and
+    the relationship property that names a relationship's kind (``relname``; Ladybug's type column when the
+    graph has several types; None when the kind is the relationship type itself) with its values."""
+
+    label: str
+    name: str
+    rel: str  # the relationship as written in a pattern: ``Rel`` (Ladybug's table, or the one type) or ""
+    kind: str | None
+    kinds: tuple[str, ...]
+    node_class: str | None  # a small text node property (``stygrp``): its values name groups of entities
+
+    def pattern(self, var: str = "r") -> str:
+        return f"[{var}:{self.rel}]" if self.rel else f"[{var}]"
+
+    def where(self, var: str, kind: str) -> str:
+        return f"{var}.{self.kind} = {kind!r}" if self.kind else ""
+
+    def step(self, var: str, kind: str) -> str:
+        """One relationship of ``kind`` as written in a pattern (the kind in the type when it is the type)."""
+        return f"[{var}:{self.rel}]" if self.kind else f"[{var}:{kind}]"
+
+
+def _values(kg: KnowledgeGraph, query: str, max_values: int) -> list[str] | None:
+    values = [row["v"] for row in kg.dialect.run(kg.store, query) if row["v"] is not None]
+    return sorted(map(str, values)) if len(values) <= max_values else None
+
+
+def _form(kg: KnowledgeGraph, max_values: int = 60) -> tuple[_Form, dict[str, list[str]], dict[str, list[str]]]:
+    """The graph's :class:`_Form` and the values of its small text relationship and node properties."""
+    m, dialect = kg.manifest, kg.dialect
+    node = quote_identifier(m.node_label)
+    one_type = len(m.rel_types) == 1  # then the type tells nothing: not offered as something to filter on
+    if dialect.engine == "ladybug":
+        rel_props = dict(m.rel_properties) if one_type else {m.type_column: "string", **m.rel_properties}
+        rel, pattern = m.rel_table, f"(a:{node})-[r:{quote_identifier(m.rel_table)}]->(b:{node})"
+    else:
+        rel_props = dict(m.rel_properties)
+        rel = m.rel_types[0] if one_type else ""
+        pattern = f"(a:{node})-[r{':' + quote_identifier(rel) if rel else ''}]->(b:{node})"
+    rel_values: dict[str, list[str]] = {}
+    for prop, kind in rel_props.items():
+        if kind == "string":
+            query = f"MATCH {pattern} RETURN DISTINCT r.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
+            values = _values(kg, query, max_values)
+            if values is not None:
+                rel_values[prop] = values
+    node_values: dict[str, list[str]] = {}
+    for prop, kind in m.node_properties.items():
+        if kind == "string" and prop != m.name_property:
+            query = f"MATCH (n:{node}) RETURN DISTINCT n.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
+            values = _values(kg, query, max_values)
+            if values is not None:
+                node_values[prop] = values
+    varied = {p: v for p, v in rel_values.items() if len(v) > 1}
+    kind_prop = max(varied, key=lambda p: len(varied[p])) if varied and (one_type or rel) else None
+    kinds = tuple(varied[kind_prop]) if kind_prop else tuple(m.rel_types)
+    node_class = next((p for p, v in node_values.items() if len(v) > 1), None)
+    form = _Form(m.node_label, m.name_property, rel, kind_prop, kinds, node_class)
+    return form, rel_values, node_values
 
 
 def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
     """The graph as the LLM needs it to write Cypher for ``kg``'s engine: node label and properties,
     relationships, and the values of text properties with at most ``max_values`` values."""
-    m, dialect = kg.manifest, kg.dialect
-    node, label = quote_identifier(m.node_label), m.node_label  # quoted in queries, plain for the LLM
+    m = kg.manifest
+    form, rel_values, node_values = _form(kg, max_values)
+    label, rel_props = m.node_label, dict(m.rel_properties)
     node_props = {m.id_property: "string", m.name_property: "string", **m.node_properties}
     lines = [
         f"Nodes: (:{label} {{{', '.join(f'{p}: {t}' for p, t in node_props.items())}}}); "
-        f"{m.id_property} is the unique id, {m.name_property} the name."
+        f"{m.id_property} is the unique id, {m.name_property} the name. Every node is one entity of the graph: "
+        "a question's word for the things it asks about ('types', 'kinds', 'entities', 'things', 'members', "
+        "'parts') means these nodes, with no property filter"
+        + (
+            f" unless the question names a value of n.{form.node_class} (then n.{form.node_class} = that value)."
+            if form.node_class
+            else "."
+        )
     ]
-    rel_props = dict(m.rel_properties)
-    one_type = len(m.rel_types) == 1  # then the type tells nothing: not offered as something to filter on
-    if dialect.engine == "ladybug":
-        types = "" if one_type else f"; r.{m.type_column} is one of {list(m.rel_types)}"
-        rel_props = rel_props if one_type else {m.type_column: "string", **rel_props}
-        pattern = f"(a:{node})-[r:{quote_identifier(m.rel_table)}]->(b:{node})"
-        shown = f"(:{label})-[r:{m.rel_table}]->(:{label})"
+    if kg.dialect.engine == "ladybug" and len(m.rel_types) > 1:
+        rel_props = {m.type_column: "string", **rel_props}
+    shown = f"(:{label})-{form.pattern()}->(:{label})"
+    if form.kind:
+        types = (
+            f"; the kind of a relationship is r.{form.kind}, a property (not a relationship type): "
+            f"write -{form.pattern()}-> and filter r.{form.kind} = '...'"
+        )
     else:
-        types = "" if one_type else f"; the relationship type is one of {list(m.rel_types)}"
-        rel = f":{quote_identifier(m.rel_types[0])}" if one_type else ""
-        pattern, shown = f"(a:{node})-[r{rel}]->(b:{node})", f"(:{label})-[r{rel.replace('`', '')}]->(:{label})"
+        types = f"; the relationship type is one of {list(m.rel_types)}" if len(m.rel_types) > 1 else ""
     lines.append(f"Relationships: {shown} with properties {rel_props}{types}.")
-    for prop, kind in m.rel_properties.items():
-        if kind == "string":
-            query = f"MATCH {pattern} RETURN DISTINCT r.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
-            values = [row["v"] for row in dialect.run(kg.store, query) if row["v"] is not None]
-            if len(values) <= max_values:
-                lines.append(f"r.{prop} values: {', '.join(sorted(map(str, values)))}")
-    for prop, kind in m.node_properties.items():
-        if kind == "string" and prop != m.name_property:
-            query = f"MATCH (n:{node}) RETURN DISTINCT n.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
-            values = [row["v"] for row in dialect.run(kg.store, query) if row["v"] is not None]
-            if len(values) <= max_values:
-                lines.append(f"n.{prop} values: {', '.join(sorted(map(str, values)))}")
-    names = dialect.run(kg.store, f"MATCH (n:{node}) RETURN n.{quote_identifier(m.name_property)} AS v LIMIT 8")
+    lines += [f"r.{prop} values: {', '.join(values)}" for prop, values in rel_values.items()]
+    lines += [f"n.{prop} values: {', '.join(values)}" for prop, values in node_values.items()]
+    names = kg.dialect.run(
+        kg.store,
+        f"MATCH (n:{quote_identifier(label)}) RETURN n.{quote_identifier(m.name_property)} AS v LIMIT 8",
+    )
     lines.append(f"Some {m.name_property} values: {', '.join(repr(r['v']) for r in names)}")
-    lines.append(f"Example relationships: {_example_relationships(kg, pattern)}")
+    lines.append(f"Example relationships: {_example_relationships(kg, form)}")
     return "\n".join(lines)
 
 
-def _example_relationships(kg: KnowledgeGraph, pattern: str, count: int = 3) -> str:
-    """A few relationships with different text properties, written with their names: they show the direction."""
-    m = kg.manifest
-    props = [p for p, kind in m.rel_properties.items() if kind == "string"]
-    name = quote_identifier(m.name_property)
-    columns = "".join(f", r.{quote_identifier(p)} AS p{i}" for i, p in enumerate(props))
-    rows = kg.dialect.run(kg.store, f"MATCH {pattern} RETURN a.{name} AS a, b.{name} AS b{columns} LIMIT 200")
-    varied = [p for i, p in enumerate(props) if len({row[f"p{i}"] for row in rows}) > 1] or props
-    shown: dict[tuple[Any, ...], str] = {}
-    for row in rows:
-        key = tuple(row[f"p{props.index(p)}"] for p in varied)
-        if key not in shown and len(shown) < count:
-            rel = ", ".join(f"{p}: {v!r}" for p, v in zip(varied, key) if v is not None)
-            shown[key] = f"({{{m.name_property}: {row['a']!r}}})-[r {{{rel}}}]->({{{m.name_property}: {row['b']!r}}})"
+def _triple(form: _Form, row: dict[str, Any]) -> str:
+    """One stored relationship written with its names, and read out as a sentence."""
+    kind = f" {{{form.kind}: {row['k']!r}}}" if form.kind else f":{row['k']}"
+    return f"({{{form.name}: {row['a']!r}}})-[r{kind}]->({{{form.name}: {row['b']!r}}}) means {row['a']} {row['k']} {row['b']}"
+
+
+def _kind_column(kg: KnowledgeGraph, form: _Form) -> str:
+    return f"r.{quote_identifier(form.kind)}" if form.kind else ("type(r)" if kg.dialect.engine != "ladybug" else "''")
+
+
+def _example_relationships(kg: KnowledgeGraph, form: _Form, count: int = 3) -> str:
+    """A few relationships of different kinds, written with their names: they show the direction."""
+    node, name = quote_identifier(form.label), quote_identifier(form.name)
+    query = (
+        f"MATCH (a:{node})-{form.pattern()}->(b:{node}) "
+        f"RETURN a.{name} AS a, b.{name} AS b, {_kind_column(kg, form)} AS k LIMIT 200"
+    )
+    shown: dict[Any, str] = {}
+    for row in kg.dialect.run(kg.store, query):
+        if row["k"] not in shown and len(shown) < count:
+            shown[row["k"]] = _triple(form, row)
     return "; ".join(shown.values())
 
 
-def _mentions(kg: KnowledgeGraph, question: str) -> str:
-    """The graph's entities the question names (its dictionary of names and synonyms), as the graph writes them."""
-    names = dict.fromkeys(m.name for m in kg.entity_matcher().find(question))
-    if not names:
+def _named_kinds(form: _Form, question: str) -> list[str]:
+    """The relationship kinds the question names (``causes`` for "cause", ``part_of`` for "part of")."""
+    text = question.lower()
+    squeezed = re.sub(r"[\s_\-]+", "", text)
+    words = re.findall(r"[a-z]+", text)
+    named = []
+    for kind in form.kinds:
+        tokens = [t for t in re.split(r"[\s_\-]+", kind.lower()) if len(t) >= 4]
+        if re.sub(r"[\s_\-]+", "", kind.lower()) in squeezed or any(
+            w[:4] == t[:4] and (w.startswith(t[: len(w)]) or t.startswith(w[: len(t)])) for t in tokens for w in words
+        ):
+            named.append(kind)
+    return named
+
+
+def _mentions(kg: KnowledgeGraph, question: str, per_entity: int = 4) -> str:
+    """The graph's entities the question names (its dictionary of names and synonyms), as the graph writes them,
+    with a few of their stored relationships (those of the kinds the question names first): they show which way
+    each relationship points."""
+    found = {m.cid: m.name for m in kg.entity_matcher().find(question)}
+    if not found:
         return ""
-    return f"\nEntities of the graph named in the question ({kg.manifest.name_property}): {', '.join(map(repr, names))}"
+    form = _form(kg)[0]
+    node, name, cid = (
+        quote_identifier(form.label),
+        quote_identifier(form.name),
+        quote_identifier(kg.manifest.id_property),
+    )
+    named = _named_kinds(form, question)
+    lines = [f"\nEntities of the graph named in the question ({form.name}): {', '.join(map(repr, found.values()))}"]
+    shown: list[str] = []
+    for entity in list(found)[:3]:
+        rows = []
+        for end in ("a", "b"):
+            query = (
+                f"MATCH (a:{node})-{form.pattern()}->(b:{node}) WHERE {end}.{cid} = $cid "
+                f"RETURN a.{name} AS a, b.{name} AS b, {_kind_column(kg, form)} AS k LIMIT 200"
+            )
+            rows += kg.dialect.run(kg.store, query, {"cid": entity})
+        # one of each kind per direction, the kinds the question names first, the two directions in turn
+        seen: set[tuple[Any, bool]] = set()
+        ways: dict[bool, list[tuple[bool, str]]] = {True: [], False: []}
+        for row in rows:
+            key = (row["k"], row["a"] == found[entity])
+            if key not in seen:
+                seen.add(key)
+                if not named or row["k"] in named:
+                    ways[key[1]].append((row["k"] not in named, _triple(form, row)))
+        picked = sorted(
+            (t for pair in zip_longest(ways[True], ways[False]) for t in pair if t is not None), key=lambda t: t[0]
+        )
+        shown += [t for _, t in picked[:per_entity] if t not in shown]
+    if shown:
+        lines.append("Some of their relationships, as stored: " + "; ".join(shown))
+    return "\n".join(lines)
+
+
+def _examples(form: _Form) -> str:
+    """Worked examples in the graph's form over a made-up graph of rivers and places (never this graph's names)."""
+    node, name = form.label, form.name
+
+    def rel(var: str, kind: str) -> tuple[str, str]:
+        return form.step(var, kind), form.where(var, kind)
+
+    def where(*conditions: str) -> str:
+        kept = [c for c in conditions if c]
+        return f" WHERE {' AND '.join(kept)}" if kept else ""
+
+    flows, flows_w = rel("r", "flows_through")
+    trib, trib_w = rel("r", "tributary_of")
+    t1, t1_w = rel("r1", "tributary_of")
+    f2, f2_w = rel("r2", "flows_through")
+    rhine, aare, bern = (f"{{{name}: {n!r}}}" for n in ("Rhine", "Aare", "Bern"))
+    lines = [
+        "Examples with a made-up graph of the same form (rivers and places; its names and kinds are not this graph's):",
+        f'"Which rivers are tributaries of Rhine?" (stored as: Aare tributary_of Rhine) -> '
+        f"MATCH (x:{node})-{trib}->(a:{node} {rhine}){where(trib_w)} RETURN DISTINCT x.{name} AS name",
+        f'"How many places does Rhine flow through?" -> '
+        f"MATCH (a:{node} {rhine})-{flows}->(x:{node}){where(flows_w)} RETURN count(DISTINCT x) AS n",
+        f'"Does Aare flow through Bern?" -> '
+        f"MATCH (a:{node} {aare})-{flows}->(b:{node} {bern}){where(flows_w)} RETURN count(*) > 0 AS answer",
+        f'"Which places do the tributaries of Rhine flow through?" -> as_stored: ?m tributary_of Rhine; '
+        f"?m flows_through ?x; MATCH (m:{node})-{t1}->(a:{node} {rhine}), (m)-{f2}->(x:{node})"
+        f"{where(t1_w, f2_w)} RETURN DISTINCT x.{name} AS name",
+    ]
+    if form.node_class:
+        lines.append(
+            f'"Which places are cities?" -> '
+            f"MATCH (x:{node}) WHERE x.{form.node_class} = 'city' RETURN x.{name} AS name"
+        )
+    return "\n".join(lines)
+
+
+_ARROW = re.compile(r"<-(\[[^\]]*\])-(?!>)|-(\[[^\]]*\])->")
+
+
+def _found_nothing(rows: list[dict[str, Any]]) -> bool:
+    """No rows, or one row of counts that are all 0 (a boolean answer is an answer: never read as nothing)."""
+    if not rows:
+        return True
+    values = list(rows[0].values())
+    return len(rows) == 1 and bool(values) and all(type(v) is int and v == 0 for v in values)
+
+
+def _reversed_if_empty(
+    kg: KnowledgeGraph, cypher: str, rows: list[dict[str, Any]], guard: Callable[[str], str], timeout: float
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """When ``cypher`` found nothing, the same query with every relationship arrow reversed, if that finds
+    something (small models often read "the members of X" as ``(X)-[:isa]->(m)``); else None."""
+    if not _found_nothing(rows) or not _ARROW.search(cypher):
+        return None
+    flipped = guard(_ARROW.sub(lambda m: f"-{m.group(1)}->" if m.group(1) else f"<-{m.group(2)}-", cypher))
+    try:
+        again = kg.dialect.run_read_only(kg.store, flipped, timeout)
+    except (GraphStoreError, QueryTimeoutError):
+        return None
+    return None if _found_nothing(again) else (flipped, again)
+
+
+_REL_NAMED_AS_TYPE = re.compile(r"\[\s*(\w*)\s*:\s*`?([A-Za-z_][\w\-]*)`?\s*\]")
+
+
+def _kinds_as_properties(form: _Form, cypher: str) -> str:
+    """``-[r:isa]->`` where ``isa`` is a value of the kind property, not a relationship type, written as
+    ``-[r:Rel {relname: 'isa'}]->`` (the form the graph stores); anything else is left as it is."""
+    if not form.kind:
+        return cypher
+    kinds = {k.lower(): k for k in form.kinds}
+
+    def fix(match: re.Match[str]) -> str:
+        var, typ = match.groups()
+        if typ == form.rel or typ.lower() not in kinds:
+            return match.group()
+        return f"[{var}:{form.rel} {{{form.kind}: {kinds[typ.lower()]!r}}}]" if form.rel else match.group()
+
+    return _REL_NAMED_AS_TYPE.sub(fix, cypher)
 
 
 def _read(reply: _CypherReply) -> tuple[str, str]:
@@ -153,7 +361,12 @@ def _read(reply: _CypherReply) -> tuple[str, str]:
 def _answer(loop: QueryLoop) -> CypherAnswer:
     rows = [] if loop.refused is not None or loop.result is None else json.loads(json.dumps(loop.result, default=str))
     return CypherAnswer(
-        question=loop.question, cypher=loop.query, rows=rows, refused=loop.refused, repaired=loop.repaired
+        question=loop.question,
+        cypher=loop.query,
+        rows=rows,
+        refused=loop.refused,
+        repaired=loop.repaired,
+        arrows_reversed=loop.reworked,
     )
 
 
@@ -189,11 +402,30 @@ class CypherQueryEngine(CustomQueryEngine):
 
     def _loop(self, question: str) -> QueryLoop:
         kg, schema, mentions = self.kg, describe_graph(self.kg), _mentions(self.kg, question)
+        form = _form(kg)[0]
+        examples = _examples(form)
+        hint = (
+            f"\nThe kinds of relationships are values of r.{form.kind}: write -{form.pattern()}-> with "
+            f"r.{form.kind} = '...', never -[r:{form.kinds[0]}]->."
+            if form.kind and form.kinds
+            else ""
+        )
 
         def prompt(repair: str) -> str:
             return CYPHER_PROMPT.format(
-                engine=kg.dialect.engine, schema=schema, repair=repair, question=question, mentions=mentions
+                engine=kg.dialect.engine,
+                schema=schema,
+                examples=examples,
+                repair=repair,
+                question=question,
+                mentions=mentions,
             )
+
+        def repair(cypher: str, error: Exception) -> str:
+            return prompt(REPAIR.format(cypher=cypher, error=error, hint=hint))
+
+        def guard(cypher: str) -> str:
+            return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
         return QueryLoop(
             question,
@@ -201,10 +433,11 @@ class CypherQueryEngine(CustomQueryEngine):
             language="Cypher",
             source="graph",
             prompt=prompt,
-            repair=lambda cypher, error: prompt(REPAIR.format(cypher=cypher, error=error)),
-            guard=lambda cypher: read_only_cypher(cypher, max_rows=self.max_rows),
+            repair=repair,
+            guard=guard,
             execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout),
             retry_on=(GraphStoreError, QueryTimeoutError),
+            second_try=lambda cypher, rows: _reversed_if_empty(kg, cypher, rows, guard, self.timeout),
         )
 
     def _answer_prompt(self, answer: CypherAnswer) -> str | None:

@@ -1,0 +1,93 @@
+"""The deterministic steps around the generated Cypher: a relationship kind written as a type becomes the kind
+filter, and a query that finds nothing is run once more with its arrows reversed (kept only if that finds
+something, and only after the read-only guard)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from llama_index_kgplus._query_loop import QueryLoop
+from llama_index_kgplus.errors import GraphStoreError, UnsafeQueryError
+from llama_index_kgplus.kg._cypher import _Form, _found_nothing, _kinds_as_properties, _reversed_if_empty
+from llama_index_kgplus.kg._cypher_guard import read_only_cypher
+
+FORM = _Form("Ent", "name", "Rel", "relname", ("isa", "part_of"), None)
+
+
+def guard(cypher: str) -> str:
+    return read_only_cypher(cypher, max_rows=10)
+
+
+@pytest.mark.parametrize(
+    ("cypher", "expected"),
+    [
+        ("MATCH (a)-[r:isa]->(b) RETURN b", "MATCH (a)-[r:Rel {relname: 'isa'}]->(b) RETURN b"),
+        ("MATCH (a)<-[:PART_OF]-(b) RETURN b", "MATCH (a)<-[:Rel {relname: 'part_of'}]-(b) RETURN b"),
+        ("MATCH (a)-[r:Rel]->(b) WHERE r.relname = 'isa' RETURN b", None),  # already the stored form
+        ("MATCH (a)-[r:treats]->(b) RETURN b", None),  # not a kind of this graph: the database says so
+        ("MATCH (a)-[r:isa {rank: 1}]->(b) RETURN b", None),  # with properties: left alone
+    ],
+)
+def test_a_kind_written_as_a_type_becomes_the_kind_filter(cypher, expected):
+    assert _kinds_as_properties(FORM, cypher) == (expected or cypher)
+
+
+def test_no_rewrite_when_the_kind_is_the_relationship_type():
+    typed = _Form("Ent", "name", "", None, ("ISA",), None)
+    assert _kinds_as_properties(typed, "MATCH (a)-[r:ISA]->(b) RETURN b") == "MATCH (a)-[r:ISA]->(b) RETURN b"
+
+
+def test_found_nothing_is_no_rows_or_zero_counts_never_a_boolean():
+    assert _found_nothing([]) and _found_nothing([{"n": 0}])
+    assert not _found_nothing([{"answer": False}]) and not _found_nothing([{"n": 3}])
+    assert not _found_nothing([{"name": "x"}])
+
+
+def _kg(answers: dict[str, list[dict]]):
+    ran: list[str] = []
+
+    def run_read_only(store, cypher, timeout):
+        ran.append(cypher)
+        if cypher not in answers:
+            raise GraphStoreError("no such query")
+        return answers[cypher]
+
+    return SimpleNamespace(store=None, dialect=SimpleNamespace(run_read_only=run_read_only)), ran
+
+
+def test_a_query_that_found_nothing_is_kept_reversed_only_when_that_finds_something():
+    query = "MATCH (a {name: 'X'})-[r:Rel]->(m)<-[s:Rel]-(b) RETURN b.name AS name LIMIT 10"
+    flipped = "MATCH (a {name: 'X'})<-[r:Rel]-(m)-[s:Rel]->(b) RETURN b.name AS name LIMIT 10"
+    kg, ran = _kg({flipped: [{"name": "y"}]})
+    assert _reversed_if_empty(kg, query, [], guard, 1.0) == (flipped, [{"name": "y"}])
+    assert _reversed_if_empty(kg, query, [{"name": "z"}], guard, 1.0) is None  # it found something: kept
+    assert _reversed_if_empty(kg, query, [{"answer": False}], guard, 1.0) is None  # a no is an answer
+    kg, ran = _kg({flipped: []})
+    assert _reversed_if_empty(kg, query, [{"n": 0}], guard, 1.0) is None and ran == [flipped]
+    kg, ran = _kg({})
+    assert _reversed_if_empty(kg, query, [], guard, 1.0) is None  # the reversed query failed: the first stands
+
+
+def test_the_reversed_query_goes_through_the_guard():
+    kg, ran = _kg({})
+    with pytest.raises(UnsafeQueryError):
+        _reversed_if_empty(kg, "MATCH (a)-[r]->(b) RETURN b", [], lambda c: guard(c + " ; DELETE a"), 1.0)
+    assert ran == []
+
+
+def test_query_loop_second_try_replaces_the_result_without_a_repair():
+    loop = QueryLoop(
+        "q",
+        noun="query",
+        language="Cypher",
+        source="graph",
+        prompt=lambda repair: "p",
+        repair=lambda query, exc: "r",
+        execute=lambda query: [],
+        retry_on=(GraphStoreError,),
+        second_try=lambda query, rows: ("other", [{"n": 1}]),
+    )
+    assert loop.step("MATCH (n) RETURN n", "") is None
+    assert (loop.query, loop.result, loop.reworked, loop.repaired) == ("other", [{"n": 1}], True, False)
