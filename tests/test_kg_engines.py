@@ -894,6 +894,7 @@ def test_kg_ask_contract_and_a_store_without_a_graph(backend, umls, tmp_path):
     record = json.loads(out)
     assert {"answer", "cypher", "rows", "refused"} <= set(record)
     assert (record["answer"], record["rows"], record["refused"]) == ("Six.", [{"n": 6}], None)
+    assert record["arrows_reversed"] is False  # it found something as written
     backend.new_graph("nothing_here")
     code, out, err = backend.cli("nothing_here", "kg", "ask", "?", "--json")
     assert code == 2 and "kg import" in err

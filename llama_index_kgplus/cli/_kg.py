@@ -1,7 +1,8 @@
 """``kgplus kg import``, ``kgplus kg paths`` and ``kgplus kg ask``: knowledge-graph import, path retrieval and
 read-only text-to-Cypher.
 
-``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired"}``.
+``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired",
+"arrows_reversed"}``.
 
 ``kg paths --json`` prints exactly::
 
@@ -108,12 +109,15 @@ def _ask(args: argparse.Namespace) -> int:
                 "refused": meta["refused"],
                 "question": question,
                 "repaired": meta["repaired"],
+                "arrows_reversed": meta.get("arrows_reversed", False),
             }
             if args.json or args.questions:
                 print(json.dumps(record, ensure_ascii=False, default=str), flush=True)
                 continue
             print(record["answer"])
             print(f"\ncypher: {record['cypher'] or '-'}")
+            if record["arrows_reversed"]:
+                print("note: the query as written found nothing; this is it with its arrows reversed")
             if record["refused"]:
                 print(f"refused: {record['refused']}")
     sys.stdout.flush()

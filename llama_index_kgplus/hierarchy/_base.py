@@ -92,7 +92,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
         *,
         summarizer: Any | None = None,
         max_sentences: int = 2,
-        max_words: int = 80,
+        max_words: int = 50,
         **kwargs: Any,
     ) -> BaseSummaryNodeBuilder:
         """A builder with a :class:`TwoStageSummarizer` over ``llm`` (else ``Settings.llm``) and ``embed_model``

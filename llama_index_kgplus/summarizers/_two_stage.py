@@ -68,7 +68,7 @@ class TwoStageSummarizer(BaseSummarizer):
         embed_model: BaseEmbedding | None = None,
         *,
         max_sentences: int = 2,
-        max_words: int = 80,
+        max_words: int = 50,
         random_state: int = 0,
     ) -> TwoStageSummarizer:
         """An :class:`ExtractiveSummarizer` keeping ``max_sentences`` per text, then an AbstractiveSummarizer.
