@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ def question_sets(
             by_paragraph.setdefault(q["paragraph_index"], []).append(q)
         for name, size, wanted in (("pairs", 2, pairs), ("triples", 3, triples)):
             made: set[tuple[str, ...]] = set()
+            if len(by_paragraph) < 2 * size - 1:  # too few paragraphs for parts two apart
+                print(f"{doc_id}: too few paragraphs for {name}", file=sys.stderr)
+                continue
             for _ in range(1000 * wanted):
                 if len(made) == wanted:
                     break
@@ -93,6 +97,9 @@ def question_sets(
                         "parts": list(key),
                     }
                 )
+    for name, wanted in (("single", singles), ("pairs", pairs), ("triples", triples)):
+        if len(sets[name]) < wanted * len(doc_ids):
+            print(f"only {len(sets[name])} {name} questions could be drawn", file=sys.stderr)
     return sets
 
 

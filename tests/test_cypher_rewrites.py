@@ -10,7 +10,13 @@ import pytest
 
 from llama_index_kgplus._query_loop import QueryLoop
 from llama_index_kgplus.errors import GraphStoreError, UnsafeQueryError
-from llama_index_kgplus.kg._cypher import _Form, _found_nothing, _kinds_as_properties, _reversed_if_empty
+from llama_index_kgplus.kg._cypher import (
+    _Form,
+    _found_nothing,
+    _kinds_as_properties,
+    _reverse_arrows,
+    _reversed_if_empty,
+)
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 
 FORM = _Form("Ent", "name", "Rel", "relname", ("isa", "part_of"), None)
@@ -70,11 +76,44 @@ def test_a_query_that_found_nothing_is_kept_reversed_only_when_that_finds_someth
     assert _reversed_if_empty(kg, query, [], guard, 1.0) is None  # the reversed query failed: the first stands
 
 
-def test_the_reversed_query_goes_through_the_guard():
+def test_the_reversed_query_goes_through_the_guard_and_a_refusal_keeps_the_first():
     kg, ran = _kg({})
-    with pytest.raises(UnsafeQueryError):
-        _reversed_if_empty(kg, "MATCH (a)-[r]->(b) RETURN b", [], lambda c: guard(c + " ; DELETE a"), 1.0)
-    assert ran == []
+    refused = []
+
+    def strict(cypher: str) -> str:
+        try:
+            return guard(cypher + " ; DELETE a")
+        except UnsafeQueryError:
+            refused.append(cypher)
+            raise
+
+    assert _reversed_if_empty(kg, "MATCH (a)-[r]->(b) RETURN b", [], strict, 1.0) is None
+    assert refused == ["MATCH (a)<-[r]-(b) RETURN b"] and ran == []  # guarded, refused, never run
+
+
+def test_arrows_are_reversed_outside_quoted_text_in_every_form():
+    query = "MATCH (a)-[r:Rel {relname: 'isa'}]->(b)<-[s]-(c), (c)-->(d)<--(e) WHERE b.name = '-[q]->' RETURN a"
+    assert _reverse_arrows(query) == (
+        "MATCH (a)<-[r:Rel {relname: 'isa'}]-(b)-[s]->(c), (c)<--(d)-->(e) WHERE b.name = '-[q]->' RETURN a"
+    )
+    assert _reverse_arrows("MATCH (a)-[r]-(b) RETURN a") == "MATCH (a)-[r]-(b) RETURN a"  # no direction: unchanged
+
+
+def test_zero_counts_of_any_integer_type_are_nothing():
+    import numpy as np
+
+    assert _found_nothing([{"n": np.int64(0)}]) and not _found_nothing([{"n": np.int64(2)}])
+    assert not _found_nothing([{"n": None}])
+
+
+def test_an_answer_from_reversed_arrows_says_so():
+    from llama_index_kgplus.kg._cypher import REVERSED_NOTE, CypherAnswer, CypherQueryEngine
+
+    answer = CypherAnswer(question="q", cypher="MATCH ...", rows=[{"n": 3}], arrows_reversed=True)
+    response = CypherQueryEngine._response(answer, "Three.")
+    assert response.response == f"Three. {REVERSED_NOTE}" and response.metadata["arrows_reversed"] is True
+    plain = CypherQueryEngine._response(answer.model_copy(update={"arrows_reversed": False}), "Three.")
+    assert plain.response == "Three."
 
 
 def test_query_loop_second_try_replaces_the_result_without_a_repair():

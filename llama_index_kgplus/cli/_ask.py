@@ -114,10 +114,10 @@ class _Sources:
             return index_box["index"]
 
         def local_retriever() -> Any:
-            from llama_index_kgplus.hierarchy import HierarchicalRetriever, manifest_root_ids
+            from llama_index_kgplus.hierarchy import HierarchicalRetriever, default_mode, manifest_root_ids
 
             root_ids = manifest_root_ids(Path(args.index), index().docstore)
-            mode = "collapsed" if root_ids is None else "evidence"  # summaries lead to their chunks
+            mode = default_mode(root_ids)
             return HierarchicalRetriever.from_index(index(), mode=mode, similarity_top_k=args.top_k, root_ids=root_ids)
 
         def postprocessors() -> list[Any]:

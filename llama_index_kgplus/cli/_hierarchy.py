@@ -1,8 +1,8 @@
 """The hierarchy options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
 
 ``kgplus ingest DOCS --index DIR --hierarchy none|semantic|raptor`` adds summary nodes (and writes
-``hierarchy.json`` beside the index); ``kgplus retrieve|query ... --retrieval collapsed|tree|evidence`` retrieves over
-all levels at once or top-down.
+``hierarchy.json`` beside the index); ``kgplus retrieve|query ... --retrieval evidence|collapsed|tree`` lets summaries
+lead to their chunks (the default on an index with summaries), searches all levels at once, or walks top-down.
 """
 
 from __future__ import annotations
@@ -107,12 +107,12 @@ def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> N
 
 def make_retriever(index: Any, args: argparse.Namespace) -> Any:
     """A HierarchicalRetriever over the index folder (flat top-k when the index has no summaries)."""
-    from llama_index_kgplus.hierarchy import HierarchicalRetriever, manifest_root_ids
+    from llama_index_kgplus.hierarchy import HierarchicalRetriever, default_mode, manifest_root_ids
 
     roots = manifest_root_ids(Path(args.index), index.docstore)
     return HierarchicalRetriever.from_index(
         index,
-        mode=args.retrieval or ("collapsed" if roots is None else "evidence"),
+        mode=args.retrieval or default_mode(roots),
         similarity_top_k=args.top_k,
         expand_children=args.expand_children,
         root_ids=roots,

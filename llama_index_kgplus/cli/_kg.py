@@ -117,7 +117,9 @@ def _ask(args: argparse.Namespace) -> int:
             print(record["answer"])
             print(f"\ncypher: {record['cypher'] or '-'}")
             if record["arrows_reversed"]:
-                print("note: the query as written found nothing; this is it with its arrows reversed")
+                print(
+                    "note: the query as written found nothing; this is it with its arrows reversed"
+                )  # also in the answer
             if record["refused"]:
                 print(f"refused: {record['refused']}")
     sys.stdout.flush()

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from llama_index.core.async_utils import run_jobs
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
-from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
+from llama_index.core.schema import BaseComponent, BaseNode, MetadataMode, TextNode, TransformComponent
 
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError, SummarizationError
@@ -138,8 +138,8 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     @property
     def level_stats_(self) -> list[dict[str, Any]]:
-        """Per level of the last run: ``clusters`` summarised, ``reused`` summaries (an identical set of children
-        was summarised before by this builder: no call), ``failed``, the summarizer's ``usage`` (LLM calls,
+        """Per level of the last run: ``clusters`` summarised, ``reused`` summaries (the same children, same texts
+        in the same order, were summarised before by this builder object: no call), ``failed``, the summarizer's ``usage`` (LLM calls,
         tokens, extractive fallbacks) and ``seconds``."""
         return self._get("level_stats")
 
@@ -257,12 +257,14 @@ class BaseSummaryNodeBuilder(TransformComponent):
     ) -> list[TextNode | None]:
         """One summary node per cluster (None where it failed after all retries), linked and embedded.
 
-        A set of children this builder has summarised before (same texts, same summarizer) gets the same
-        summary again without a call: re-running a pipeline after one document changed costs only the
-        clusters that changed.
+        Children this builder has summarised before (the same texts in the same order, the same summarizer
+        settings) get the same summary again without a call, for the life of the builder object: re-running a
+        pipeline with it after one document changed costs only the clusters that changed.
         """
         started, usage_before = time.perf_counter(), _usage(summarizer)
-        settings = json.dumps(component_dict(summarizer), sort_keys=True, default=str)
+        # a summarizer that is not a BaseComponent has no settings to compare: that very object is the key
+        identity = component_dict(summarizer) if isinstance(summarizer, BaseComponent) else id(summarizer)
+        settings = json.dumps(identity, sort_keys=True, default=str)
         keys = [_memo_key(settings, cluster) for cluster in clusters]
         todo = {key: cluster for key, cluster in zip(keys, clusters) if key not in self._summary_memo}
         reused = len(keys) - len(todo)  # summarised before, or twice in this level
@@ -339,7 +341,8 @@ class BaseSummaryNodeBuilder(TransformComponent):
 def _memo_key(summarizer_settings: str, cluster: list[BaseNode]) -> str:
     digest = hashlib.sha256(summarizer_settings.encode())
     for child in cluster:
-        digest.update(b"\x00" + child.get_content(metadata_mode=MetadataMode.NONE).encode())
+        text = child.get_content(metadata_mode=MetadataMode.NONE).encode()
+        digest.update(len(text).to_bytes(8, "big") + text)  # length first: no two clusters share a key
     return digest.hexdigest()
 
 

@@ -1,10 +1,12 @@
-"""Retrieval over a hierarchy of summary nodes: collapsed (all levels at once) or tree traversal (top-down)."""
+"""Retrieval over a hierarchy of summary nodes: evidence (summaries lead to their chunks), collapsed (all levels at
+once) or tree traversal (top-down)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,16 +28,9 @@ logger = logging.getLogger(__name__)
 
 MANIFEST_FILE = "hierarchy.json"
 RETRIEVER_FILE = "retriever.json"
-_SETTINGS = (
-    "mode",
-    "similarity_top_k",
-    "beam_width",
-    "expand_children",
-    "token_budget",
-    "summary_margin",
-    "evidence_source",
-    "coverage",
-)
+_REQUIRED_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children", "token_budget")
+_OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage")  # absent from files written before them
+_SETTINGS = _REQUIRED_SETTINGS + _OPTIONAL_SETTINGS
 RetrievalMode = Literal["collapsed", "tree", "evidence"]
 RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
 _POOL_FACTOR = 4  # evidence mode: candidates searched per result wanted
@@ -53,7 +48,11 @@ class HierarchicalRetriever(BaseRetriever):
       among them is replaced by the chunks under it, and the chunks are ordered by what they add to the
       query: after each pick, ``coverage`` of that chunk's direction is taken out of the query vector, so a
       question with two parts gets a chunk for each before a second chunk for one. A summary stays only when
-      it matches the query better than every chunk under it by ``summary_margin`` (an overview question).
+      it matches the query better than every chunk under it by ``summary_margin`` (an overview question). Below a
+      summary, only the ``beam_width`` (default ``similarity_top_k``) best summaries of each level are followed,
+      so a root over a whole corpus costs a few clusters, not the corpus. The chunks' scores stay their
+      similarities: a postprocessor that sorts by score undoes the coverage order. On an index without summaries
+      this mode is the coverage order alone; ``mode="collapsed"`` is plain top-k.
     - ``expand_children``: a summary hit is followed by its children (scored against the query).
     - ``token_budget``: drop results, in rank order, once their text would exceed this many tokens.
 
@@ -91,6 +90,8 @@ class HierarchicalRetriever(BaseRetriever):
             raise ValueError(f"evidence_source must be 'collapsed' or 'tree', not {evidence_source!r}")
         if not 0.0 <= coverage <= 1.0:
             raise ValueError("coverage must be between 0 and 1")
+        if math.isnan(summary_margin):
+            raise ValueError("summary_margin must be a number (inf: never keep a summary)")
         if similarity_top_k < 1:
             raise ValueError("similarity_top_k must be at least 1")
         if beam_width is not None and beam_width < 1:
@@ -271,8 +272,10 @@ class HierarchicalRetriever(BaseRetriever):
             frontier = [n for n in (self._node(i) for i in child_ids) if n is not None]
         return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: limit or self.similarity_top_k]
 
-    def _leaves_under(self, node: BaseNode) -> list[BaseNode]:
-        """The chunks (level 0) below a summary, through every level."""
+    def _leaves_under(self, node: BaseNode, query: np.ndarray | None = None) -> list[BaseNode]:
+        """The chunks (level 0) below a summary. With ``query``, only the ``beam_width`` (else
+        ``similarity_top_k``) summaries most similar to it are followed at each level; without, every one."""
+        beam = self.beam_width or self.similarity_top_k
         leaves: dict[str, BaseNode] = {}
         frontier, seen = [node], {node.node_id}
         while frontier:
@@ -281,21 +284,22 @@ class HierarchicalRetriever(BaseRetriever):
             seen.update(c.node_id for c in children)
             leaves.update((c.node_id, c) for c in children if node_level(c) == 0)
             frontier = [c for c in children if node_level(c) > 0]
+            if query is not None:
+                frontier = [h.node for h in self._score(frontier, query)[:beam]]
         return list(leaves.values())
 
     def _evidence(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
         """Summaries replaced by the chunks under them, chunks in coverage order (see the class doc)."""
         leaves: dict[str, BaseNode] = {}
         summaries = []
-        for hit in candidates:
+        for hit in self._score([h.node for h in candidates], query):  # one scale for chunks and summaries
             if node_level(hit.node) == 0:
                 leaves.setdefault(hit.node.node_id, hit.node)
                 continue
-            under = self._score(self._leaves_under(hit.node), query)
+            under = self._score(self._leaves_under(hit.node, query), query)
             leaves.update((h.node.node_id, h.node) for h in under)
-            (own,) = self._score([hit.node], query)
-            if not under or (own.score or 0.0) - (under[0].score or 0.0) >= self.summary_margin:
-                summaries.append(own)
+            if not under or (hit.score or 0.0) - (under[0].score or 0.0) >= self.summary_margin:
+                summaries.append(hit)
         ranked = self._score(list(leaves.values()), query)
         if self.coverage:
             ranked = self._cover(ranked, query)
@@ -370,6 +374,12 @@ class HierarchicalRetriever(BaseRetriever):
         return await asyncio.to_thread(self._select, self._collapsed_hits(result), query)
 
 
+def default_mode(root_ids: Sequence[str] | None) -> RetrievalMode:
+    """The mode for an index folder: ``evidence`` when it has summaries (its manifest's root ids), else
+    ``collapsed`` (plain top-k over the chunks, as a flat index always was)."""
+    return "collapsed" if root_ids is None else "evidence"
+
+
 def _within_budget(hits: list[NodeWithScore], budget: int) -> list[NodeWithScore]:
     from llama_index.core.utils import get_tokenizer
 
@@ -417,8 +427,8 @@ def _read_settings(persist_dir: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        settings = {key: data[key] for key in (*_SETTINGS[:5], "root_ids")}
-        return {**settings, **{key: data[key] for key in _SETTINGS[5:] if key in data}}  # older files lack these
+        settings = {key: data[key] for key in (*_REQUIRED_SETTINGS, "root_ids")}
+        return {**settings, **{key: data[key] for key in _OPTIONAL_SETTINGS if key in data}}
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise InputDataError(f"{path} is not a retriever's settings ({exc}); delete it or persist again.") from exc
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import numbers
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import BaseModel, ConfigDict, Field
 
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
-from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError
+from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
 from llama_index_kgplus.graph_stores import quote_identifier
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.kg._graph import KnowledgeGraph
@@ -63,6 +64,11 @@ Your previous query failed:
 The database said: {error}
 Write a corrected query.{hint}
 """
+
+REVERSED_NOTE = (
+    "(The query as written found nothing; these rows come from the same query with its relationship directions "
+    "reversed, which may answer a different question.)"
+)
 
 ANSWER_PROMPT = """Answer the question in one or two sentences from the query result only.
 
@@ -110,7 +116,7 @@ class _Form:
 
     def step(self, var: str, kind: str) -> str:
         """One relationship of ``kind`` as written in a pattern (the kind in the type when it is the type)."""
-        return f"[{var}:{self.rel}]" if self.kind else f"[{var}:{kind}]"
+        return f"[{var}:{self.rel}]" if self.kind or self.rel else f"[{var}:{kind}]"
 
 
 def _values(kg: KnowledgeGraph, query: str, max_values: int) -> list[str] | None:
@@ -194,8 +200,13 @@ def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
 
 def _triple(form: _Form, row: dict[str, Any]) -> str:
     """One stored relationship written with its names, and read out as a sentence."""
-    kind = f" {{{form.kind}: {row['k']!r}}}" if form.kind else f":{row['k']}"
-    return f"({{{form.name}: {row['a']!r}}})-[r{kind}]->({{{form.name}: {row['b']!r}}}) means {row['a']} {row['k']} {row['b']}"
+    if form.kind:
+        kind, verb = f" {{{form.kind}: {row['k']!r}}}", row["k"]
+    else:  # the kind is the type, or (one type, no kind property) there is none to show
+        kind, verb = (f":{row['k']}", row["k"]) if row["k"] else ("", "is related to")
+    return (
+        f"({{{form.name}: {row['a']!r}}})-[r{kind}]->({{{form.name}: {row['b']!r}}}) means {row['a']} {verb} {row['b']}"
+    )
 
 
 def _kind_column(kg: KnowledgeGraph, form: _Form) -> str:
@@ -309,7 +320,21 @@ def _examples(form: _Form) -> str:
     return "\n".join(lines)
 
 
-_ARROW = re.compile(r"<-(\[[^\]]*\])-(?!>)|-(\[[^\]]*\])->")
+_ARROW = re.compile(r"<-(\[[^\]]*\])?-(?!>)|-(\[[^\]]*\])?->")
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+
+
+def _reverse_arrows(cypher: str) -> str:
+    """Every relationship arrow (``-[r]->``, ``<-[r]-``, ``-->``, ``<--``) turned round; text in quotes is kept."""
+    quoted = [m.span() for m in _QUOTED.finditer(cypher)]
+
+    def turn(match: re.Match[str]) -> str:
+        if any(a <= match.start() < b for a, b in quoted):
+            return match.group()
+        inner = match.group(1) or match.group(2) or ""
+        return f"-{inner}->" if match.group().startswith("<") else f"<-{inner}-"
+
+    return _ARROW.sub(turn, cypher)
 
 
 def _found_nothing(rows: list[dict[str, Any]]) -> bool:
@@ -317,7 +342,8 @@ def _found_nothing(rows: list[dict[str, Any]]) -> bool:
     if not rows:
         return True
     values = list(rows[0].values())
-    return len(rows) == 1 and bool(values) and all(type(v) is int and v == 0 for v in values)
+    counts = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
+    return len(rows) == 1 and bool(values) and counts and not any(values)
 
 
 def _reversed_if_empty(
@@ -325,12 +351,13 @@ def _reversed_if_empty(
 ) -> tuple[str, list[dict[str, Any]]] | None:
     """When ``cypher`` found nothing, the same query with every relationship arrow reversed, if that finds
     something (small models often read "the members of X" as ``(X)-[:isa]->(m)``); else None."""
-    if not _found_nothing(rows) or not _ARROW.search(cypher):
+    flipped = _reverse_arrows(cypher)
+    if not _found_nothing(rows) or flipped == cypher:
         return None
-    flipped = guard(_ARROW.sub(lambda m: f"-{m.group(1)}->" if m.group(1) else f"<-{m.group(2)}-", cypher))
     try:
+        flipped = guard(flipped)
         again = kg.dialect.run_read_only(kg.store, flipped, timeout)
-    except (GraphStoreError, QueryTimeoutError):
+    except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
         return None
     return None if _found_nothing(again) else (flipped, again)
 
@@ -349,7 +376,7 @@ def _kinds_as_properties(form: _Form, cypher: str) -> str:
         var, typ = match.groups()
         if typ == form.rel or typ.lower() not in kinds:
             return match.group()
-        return f"[{var}:{form.rel} {{{form.kind}: {kinds[typ.lower()]!r}}}]" if form.rel else match.group()
+        return f"[{var}:{form.rel} {{{form.kind}: {kinds[typ.lower()]!r}}}]"
 
     return _REL_NAMED_AS_TYPE.sub(fix, cypher)
 
@@ -450,6 +477,8 @@ class CypherQueryEngine(CustomQueryEngine):
     def _response(answer: CypherAnswer, text: str | None) -> Response:
         if text is None:
             text = f"I could not answer this from the graph: {answer.refused}" if answer.refused else str(answer.rows)
+        if answer.arrows_reversed:  # the rows may answer the question turned round: the reader must know
+            text = f"{text.strip()} {REVERSED_NOTE}"
         return Response(response=text.strip(), metadata={**answer.model_dump(), "answer_kind": "cypher"})
 
     def custom_query(self, query_str: str) -> Response:
