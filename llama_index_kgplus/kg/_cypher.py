@@ -161,8 +161,13 @@ def _form(kg: KnowledgeGraph, max_values: int = 60) -> tuple[_Form, dict[str, li
 def describe_graph(kg: KnowledgeGraph, max_values: int = 60) -> str:
     """The graph as the LLM needs it to write Cypher for ``kg``'s engine: node label and properties,
     relationships, and the values of text properties with at most ``max_values`` values."""
+    return _describe(kg, *_form(kg, max_values))
+
+
+def _describe(
+    kg: KnowledgeGraph, form: _Form, rel_values: dict[str, list[str]], node_values: dict[str, list[str]]
+) -> str:
     m = kg.manifest
-    form, rel_values, node_values = _form(kg, max_values)
     label, rel_props = m.node_label, dict(m.rel_properties)
     node_props = {m.id_property: "string", m.name_property: "string", **m.node_properties}
     lines = [
@@ -242,14 +247,13 @@ def _named_kinds(form: _Form, question: str) -> list[str]:
     return named
 
 
-def _mentions(kg: KnowledgeGraph, question: str, per_entity: int = 4) -> str:
+def _mentions(kg: KnowledgeGraph, form: _Form, question: str, per_entity: int = 4) -> str:
     """The graph's entities the question names (its dictionary of names and synonyms), as the graph writes them,
-    with a few of their stored relationships (those of the kinds the question names first): they show which way
-    each relationship points."""
+    with a few of their stored relationships (only of the kinds the question names, if it names any): they show
+    which way each relationship points."""
     found = {m.cid: m.name for m in kg.entity_matcher().find(question)}
     if not found:
         return ""
-    form = _form(kg)[0]
     node, name, cid = (
         quote_identifier(form.label),
         quote_identifier(form.name),
@@ -266,19 +270,17 @@ def _mentions(kg: KnowledgeGraph, question: str, per_entity: int = 4) -> str:
                 f"RETURN a.{name} AS a, b.{name} AS b, {_kind_column(kg, form)} AS k LIMIT 200"
             )
             rows += kg.dialect.run(kg.store, query, {"cid": entity})
-        # one of each kind per direction, the kinds the question names first, the two directions in turn
+        # one of each kind per direction (only the kinds the question names, if any), the two directions in turn
         seen: set[tuple[Any, bool]] = set()
-        ways: dict[bool, list[tuple[bool, str]]] = {True: [], False: []}
+        ways: dict[bool, list[str]] = {True: [], False: []}
         for row in rows:
             key = (row["k"], row["a"] == found[entity])
             if key not in seen:
                 seen.add(key)
                 if not named or row["k"] in named:
-                    ways[key[1]].append((row["k"] not in named, _triple(form, row)))
-        picked = sorted(
-            (t for pair in zip_longest(ways[True], ways[False]) for t in pair if t is not None), key=lambda t: t[0]
-        )
-        shown += [t for _, t in picked[:per_entity] if t not in shown]
+                    ways[key[1]].append(_triple(form, row))
+        picked = [t for pair in zip_longest(ways[True], ways[False]) for t in pair if t is not None]
+        shown += [t for t in picked[:per_entity] if t not in shown]
     if shown:
         lines.append("Some of their relationships, as stored: " + "; ".join(shown))
     return "\n".join(lines)
@@ -428,8 +430,9 @@ class CypherQueryEngine(CustomQueryEngine):
         return cls(kg=graph, llm=llm or Settings.llm, **kwargs)
 
     def _loop(self, question: str) -> QueryLoop:
-        kg, schema, mentions = self.kg, describe_graph(self.kg), _mentions(self.kg, question)
-        form = _form(kg)[0]
+        kg = self.kg
+        form, rel_values, node_values = _form(kg)  # its queries run once per question
+        schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, question)
         examples = _examples(form)
         hint = (
             f"\nThe kinds of relationships are values of r.{form.kind}: write -{form.pattern()}-> with "
