@@ -290,17 +290,17 @@ class HierarchicalRetriever(BaseRetriever):
 
     def _evidence(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
         """Summaries replaced by the chunks under them, chunks in coverage order (see the class doc)."""
-        leaves: dict[str, BaseNode] = {}
+        leaves: dict[str, NodeWithScore] = {}
         summaries = []
         for hit in self._score([h.node for h in candidates], query):  # one scale for chunks and summaries
             if node_level(hit.node) == 0:
-                leaves.setdefault(hit.node.node_id, hit.node)
+                leaves.setdefault(hit.node.node_id, hit)
                 continue
             under = self._score(self._leaves_under(hit.node, query), query)
-            leaves.update((h.node.node_id, h.node) for h in under)
+            leaves.update((h.node.node_id, h) for h in under)
             if not under or (hit.score or 0.0) - (under[0].score or 0.0) >= self.summary_margin:
                 summaries.append(hit)
-        ranked = self._score(list(leaves.values()), query)
+        ranked = sorted(leaves.values(), key=lambda h: -(h.score or 0.0))  # each chunk scored once
         if self.coverage:
             ranked = self._cover(ranked, query)
         for summary in summaries:  # before the first chunk it outscores
