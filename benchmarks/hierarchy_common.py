@@ -136,6 +136,17 @@ class CountingLLM(CustomLLM):
     def stats(self) -> dict:
         return dict(self._stats)
 
+    @property
+    def inner(self) -> LLM:
+        """The wrapped LLM: the package's bounded completions call its llama.cpp model directly and report
+        their usage through :meth:`record_usage` (without seconds: the builders time their levels)."""
+        return self._inner
+
+    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self._stats["calls"] += 1
+        self._stats["prompt_tokens"] += int(prompt_tokens)
+        self._stats["completion_tokens"] += int(completion_tokens)
+
     def _count(self, response: CompletionResponse, seconds: float) -> CompletionResponse:
         usage = (response.raw or {}).get("usage") if isinstance(response.raw, dict) else None
         if not isinstance(usage, dict):

@@ -143,6 +143,18 @@ async def test_a_copied_passage_gets_one_more_call_then_fails():
     assert lenient.summarize(texts) == copy
 
 
+def test_a_reply_cut_by_the_token_bound_ends_at_its_last_full_sentence():
+    from llama_index.core.base.llms.types import CompletionResponse
+
+    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=20)
+    assert summarizer.reply_tokens == 26
+    cut = {"choices": [{"finish_reason": "length"}]}
+    text = "Cats are pets (see U.K. law). Markets fell. Bond yields rose to"
+    assert summarizer._clean(CompletionResponse(text=text, raw=cut)) == "Cats are pets (see U.K. law). Markets fell."
+    assert summarizer._clean(CompletionResponse(text="Markets fell because", raw=cut)) == "Markets fell because"
+    assert summarizer._clean(CompletionResponse(text=text)) == text  # not cut: kept whole
+
+
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):
     llm = ScriptedLLM(default="A summary.", usage=True)
     summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=1)
@@ -186,13 +198,16 @@ def test_two_stage_with_the_real_local_llm_writes_a_grounded_summary(small_llm, 
     assert summarizer.abstractive.copied_passage(summary, summarizer.condense(texts)) is None  # not a copy
     assert summarizer.usage_["calls"] in (1, 2)  # 2 only when the first reply copied a passage
     assert summarizer.usage_["prompt_tokens"] > 50
+    # 30 words asked for: the reply is bounded at 39 tokens whatever the model would write
+    assert summarizer.usage_["completion_tokens"] <= summarizer.usage_["calls"] * 39
 
 
 @pytest.mark.slow
 async def test_abstractive_async_with_the_real_local_llm(small_llm):
-    summarizer = AbstractiveSummarizer(llm=small_llm, max_words=25)
+    summarizer = AbstractiveSummarizer(llm=small_llm, max_words=25, max_tokens=24)
     summary = await summarizer.asummarize(MARKETS)
     assert summary.strip()
+    assert 0 < summarizer.usage_["completion_tokens"] <= summarizer.usage_["calls"] * 24
     assert {"market", "bank", "bonds", "bond", "yields", "investors", "rates", "shares"} & {
         w.strip(".,").lower() for w in summary.split()
     }

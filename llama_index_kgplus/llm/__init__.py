@@ -11,7 +11,14 @@ Example::
     response.metadata["usage"]               # prompt/completion tokens, llm_calls, seconds, first_token_seconds
 """
 
-from llama_index_kgplus.llm._llama import acomplete_text, complete_text, llama_complete, llama_model
+from llama_index_kgplus.llm._llama import (
+    acomplete_response,
+    acomplete_text,
+    complete_response,
+    complete_text,
+    llama_complete,
+    llama_model,
+)
 from llama_index_kgplus.llm._specs import (
     ModelSpec,
     describe_server_error,
@@ -39,8 +46,10 @@ __all__ = [
     "ModelSpec",
     "TokenCounter",
     "UsageMeter",
+    "acomplete_response",
     "acomplete_text",
     "attach_usage",
+    "complete_response",
     "complete_text",
     "describe_server_error",
     "embed_model_from_spec",

@@ -1,13 +1,15 @@
 """Plain completions: the one place that calls ``Llama.create_completion`` on the llama.cpp model behind a
 ``LlamaCPP`` LLM (for a token bound or a JSON grammar that LlamaIndex's wrapper cannot pass), with the LLM's chat
-template applied and one generation at a time per model, and :func:`complete_text` for any LLM. JSON output:
-:mod:`llama_index_kgplus.structured`."""
+template applied and one generation at a time per model, and :func:`complete_text` / :func:`complete_response`
+for any LLM. JSON output: :mod:`llama_index_kgplus.structured`."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from typing import Any
+
+from llama_index.core.base.llms.types import CompletionResponse
 
 _LOCKS: dict[int, threading.Lock] = {}
 
@@ -21,6 +23,11 @@ def llama_model(llm: Any) -> Any | None:
 def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = None) -> str | None:
     """``prompt`` completed by the llama.cpp model behind ``llm`` (at most ``max_tokens``, under ``grammar`` if
     given), or None when ``llm`` is not a llama.cpp LLM."""
+    out = _create_completion(llm, prompt, max_tokens=max_tokens, grammar=grammar)
+    return None if out is None else out["choices"][0]["text"]
+
+
+def _create_completion(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = None) -> dict | None:
     model = llama_model(llm)
     if model is None:
         return None
@@ -36,17 +43,28 @@ def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = Non
     if callable(record):
         usage = out.get("usage") or {}
         record(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
-    return out["choices"][0]["text"]
+    return out
+
+
+def complete_response(llm: Any, prompt: str, *, max_tokens: int = 512) -> CompletionResponse:
+    """Completion of ``prompt`` by any LlamaIndex LLM; with a llama.cpp model ``max_tokens`` bounds it and
+    ``raw`` is llama.cpp's reply (``usage``, ``choices[0]["finish_reason"]``)."""
+    out = _create_completion(llm, prompt, max_tokens=max_tokens)
+    return llm.complete(prompt) if out is None else CompletionResponse(text=out["choices"][0]["text"], raw=out)
+
+
+async def acomplete_response(llm: Any, prompt: str, *, max_tokens: int = 512) -> CompletionResponse:
+    """Async twin of :func:`complete_response` (a local model runs in a worker thread)."""
+    if llama_model(llm) is not None:
+        return await asyncio.to_thread(complete_response, llm, prompt, max_tokens=max_tokens)
+    return await llm.acomplete(prompt)
 
 
 def complete_text(llm: Any, prompt: str, *, max_tokens: int = 512) -> str:
     """Plain completion of ``prompt`` by any LlamaIndex LLM; with a llama.cpp model ``max_tokens`` bounds it."""
-    text = llama_complete(llm, prompt, max_tokens=max_tokens)
-    return llm.complete(prompt).text if text is None else text
+    return complete_response(llm, prompt, max_tokens=max_tokens).text
 
 
 async def acomplete_text(llm: Any, prompt: str, *, max_tokens: int = 512) -> str:
     """Async twin of :func:`complete_text` (a local model runs in a worker thread)."""
-    if llama_model(llm) is not None:
-        return await asyncio.to_thread(complete_text, llm, prompt, max_tokens=max_tokens)
-    return (await llm.acomplete(prompt)).text
+    return (await acomplete_response(llm, prompt, max_tokens=max_tokens)).text

@@ -11,6 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.llms import LLM
 
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
+from llama_index_kgplus.llm import acomplete_response, complete_response
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
 
 DEFAULT_SUMMARY_PROMPT = (
@@ -31,12 +32,15 @@ _PREFIX = re.compile(
     r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I
 )
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
 
 
 class AbstractiveSummarizer(BaseSummarizer):
     """One LLM call per summary: the passages go into a prompt that says to use only the given text.
 
-    The LLM's own usage figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer
+    Small models ignore the length they are asked for, so a llama.cpp model's reply is bounded by
+    ``max_tokens`` and cut back to its last full sentence. The LLM's own usage figures (llama.cpp reports
+    them) are added up in :attr:`usage_`. An empty answer
     raises :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
     models do that) gets one more call with the passages reversed and an instruction not to copy; a second
     copy raises :class:`SummarizationError` too.
@@ -53,6 +57,12 @@ class AbstractiveSummarizer(BaseSummarizer):
         description="Prompt with {context_str} (the numbered passages) and {max_words}.",
     )
     max_words: int = Field(default=100, ge=5, description="Length the prompt asks for, in words.")
+    max_tokens: int | None = Field(
+        default=None,
+        ge=8,
+        description="Bound on the reply in tokens where the LLM takes one (llama.cpp models); a reply cut by it "
+        "ends at its last full sentence. None: 1.3 x max_words (small models write twice what they are asked).",
+    )
     copy_threshold: float | None = Field(
         default=0.8,
         gt=0.0,
@@ -96,13 +106,21 @@ class AbstractiveSummarizer(BaseSummarizer):
             raise SummarizationError("Nothing to summarize: every text is empty.")
         return self.prompt_template.format(context_str=context, max_words=self.max_words)
 
+    @property
+    def reply_tokens(self) -> int:
+        """The bound on a reply: ``max_tokens``, else 1.3 tokens per word asked for."""
+        return self.max_tokens or round(1.3 * self.max_words)
+
     def _clean(self, response: CompletionResponse) -> str:
         self._calls += 1
-        usage = (response.raw or {}).get("usage") if isinstance(response.raw, dict) else None
+        raw = response.raw if isinstance(response.raw, dict) else {}
+        usage = raw.get("usage")
         if isinstance(usage, dict):
             self._prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self._completion_tokens += int(usage.get("completion_tokens") or 0)
         text = _PREFIX.sub("", _SPECIAL.sub("", response.text or "")).strip()
+        if (raw.get("choices") or [{}])[0].get("finish_reason") == "length":
+            text = _last_full_sentence(text)
         if not text:
             raise SummarizationError(f"The LLM returned an empty summary ({response.text!r}).")
         return text
@@ -127,27 +145,35 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     def summarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        summary = self._clean(llm.complete(self.format_prompt(texts)))
+        summary = self._clean(complete_response(llm, self.format_prompt(texts), max_tokens=self.reply_tokens))
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
         prompt, passages = self._retry_prompt(texts, copied)
-        return self._check_copy(self._clean(llm.complete(prompt)), passages)
+        return self._check_copy(self._clean(complete_response(llm, prompt, max_tokens=self.reply_tokens)), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        summary = self._clean(await llm.acomplete(self.format_prompt(texts)))
+        reply = await acomplete_response(llm, self.format_prompt(texts), max_tokens=self.reply_tokens)
+        summary = self._clean(reply)
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
         prompt, passages = self._retry_prompt(texts, copied)
-        return self._check_copy(self._clean(await llm.acomplete(prompt)), passages)
+        reply = await acomplete_response(llm, prompt, max_tokens=self.reply_tokens)
+        return self._check_copy(self._clean(reply), passages)
 
     def _check_copy(self, summary: str, passages: list[str]) -> str:
         copied = self.copied_passage(summary, passages)
         if copied is not None:
             raise SummarizationError(f"The LLM copied passage [{copied}] instead of summarizing, twice.")
         return summary
+
+
+def _last_full_sentence(text: str) -> str:
+    """``text`` up to its last sentence end; all of it when no sentence ends (better a cut sentence than none)."""
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()].strip() if ends else text
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
