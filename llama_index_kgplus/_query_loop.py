@@ -1,5 +1,6 @@
 """The loop text-to-SQL (``tables/``) and text-to-Cypher (``kg/``) share: the LLM writes a query as JSON, the
-guard and the database run it, a database error goes back to the LLM once, and what happened is recorded.
+guard and the database run it, a database error (or a ``check``'s complaint about a query that ran) goes back
+to the LLM once, and what happened is recorded.
 
 Example::
 
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from llama_index_kgplus.errors import UnsafeQueryError
+from llama_index_kgplus.errors import QueryCheckError, UnsafeQueryError
 from llama_index_kgplus.structured import agenerate_json, generate_json
 
 __all__ = ["QueryLoop", "awrite_query", "write_query"]
@@ -31,7 +32,11 @@ R = TypeVar("R", bound=BaseModel)
 class QueryLoop:
     """One question's generate -> guard and run -> one repair; ``query`` is the last query written (in the form
     ``guard`` returned, when it passed one), ``result`` what ``execute`` returned for it, ``refused`` why nothing
-    usable ran (or None). ``guard`` raises :class:`UnsafeQueryError`; without one, ``execute`` guards."""
+    usable ran (or None). ``guard`` raises :class:`UnsafeQueryError`; without one, ``execute`` guards.
+
+    ``check(query, result)`` may complain (a string) about a query that ran but does not fit the question (a
+    list where a count was asked): the complaint goes to ``repair`` as a :class:`QueryCheckError`, once; if the
+    repaired query cannot run, the first query and its result stand."""
 
     def __init__(
         self,
@@ -46,19 +51,25 @@ class QueryLoop:
         retry_on: tuple[type[Exception], ...],
         guard: Callable[[str], str] | None = None,
         second_try: Callable[[str, Any], tuple[str, Any] | None] | None = None,
+        check: Callable[[str, Any], str | None] | None = None,
     ) -> None:
         self.question, self.noun, self.language, self.source = question, noun, language, source
         self.prompt, self.repair, self.execute, self.retry_on = prompt, repair, execute, retry_on
-        self.guard, self.second_try = guard, second_try
+        self.guard, self.second_try, self.check = guard, second_try, check
         self.query = ""
         self.result: Any = None
         self.refused: str | None = None
         self.repaired = False
         self.reworked = False  # second_try replaced the query and its result
+        self.complaint: str | None = None  # what check said about the first query
+        self._checked: tuple[str, Any] | None = None  # that query and its result, kept in case the repair fails
 
     def step(self, query: str, reason: str) -> str | None:
         """Run ``query``; the repair prompt when the database rejected it, else None (done)."""
         self.query = query
+        if not query and self._checked is not None:
+            self.query, self.result = self._checked
+            return None
         if not query:
             self.refused = f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}"
             return None
@@ -71,11 +82,19 @@ class QueryLoop:
             self.refused = str(exc)
             return None
         except self.retry_on as exc:
+            if self._checked is not None:
+                self.query, self.result = self._checked
+                return None
             if self.repaired:
                 self.refused = f"the {self.noun} failed after one repair: {exc}"
                 return None
             self.repaired = True
             return self.repair(query, exc)
+        if self.check is not None and not self.repaired:
+            self.complaint = self.check(self.query, self.result)
+            if self.complaint:
+                self.repaired, self._checked = True, (self.query, self.result)
+                return self.repair(self.query, QueryCheckError(self.complaint, self.query))
         if self.second_try is not None:  # a result that looks wrong may be replaced, without the LLM
             replaced = self.second_try(self.query, self.result)
             if replaced is not None:

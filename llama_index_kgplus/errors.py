@@ -7,6 +7,7 @@ __all__ = [
     "KGPlusSetupError",
     "ModelServerError",
     "NotFittedError",
+    "QueryCheckError",
     "QueryTimeoutError",
     "StructuredOutputError",
     "SummarizationError",
@@ -52,6 +53,14 @@ class StructuredOutputError(KGPlusError, ValueError):
 
 class UnsafeQueryError(KGPlusError, ValueError):
     """A generated query (SQL or Cypher) was refused by the read-only guard and not run; ``query`` holds it."""
+
+    def __init__(self, message: str, query: str) -> None:
+        super().__init__(message)
+        self.query = query
+
+
+class QueryCheckError(KGPlusError, ValueError):
+    """A generated query ran but does not fit its question (a list where a count was asked); ``query`` holds it."""
 
     def __init__(self, message: str, query: str) -> None:
         super().__init__(message)

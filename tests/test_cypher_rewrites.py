@@ -1,6 +1,7 @@
 """The deterministic steps around the generated Cypher: a relationship kind written as a type becomes the kind
-filter, and a query that finds nothing is run once more with its arrows reversed (kept only if that finds
-something, and only after the read-only guard)."""
+filter, a query that finds nothing is run once more with its arrows reversed (kept only if that finds
+something, and only after the read-only guard), and a query whose shape does not fit the question is sent back
+to the LLM once with the reason."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from llama_index_kgplus._query_loop import QueryLoop
 from llama_index_kgplus.errors import GraphStoreError, UnsafeQueryError
 from llama_index_kgplus.kg._cypher import (
+    _complaint,
     _Form,
     _found_nothing,
     _kinds_as_properties,
@@ -130,3 +132,94 @@ def test_query_loop_second_try_replaces_the_result_without_a_repair():
     )
     assert loop.step("MATCH (n) RETURN n", "") is None
     assert (loop.query, loop.result, loop.reworked, loop.repaired) == ("other", [{"n": 1}], True, False)
+
+
+CLASSED = _Form("Ent", "cfname", "Rel", "relname", ("isa", "causes"), "stygrp")
+GROUPS = ["entity", "event"]
+VIRUS = {"T005": "virus"}
+
+
+@pytest.mark.parametrize(
+    ("question", "cypher", "says"),
+    [
+        (
+            "How many things does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) RETURN DISTINCT b.cfname AS name",
+            "asks how many",
+        ),
+        (
+            "Which semantic types does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) RETURN DISTINCT b.stygrp AS type LIMIT 5",
+            "return their names, x.cfname",
+        ),
+        (
+            "How many semantic types does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) RETURN count(DISTINCT b.stygrp) AS n",
+            "count the entities, count(DISTINCT x)",
+        ),
+        (
+            "Which semantic types does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) WHERE b.stygrp = 'semantic type' RETURN b.cfname",
+            "No entity has stygrp = 'semantic type'",
+        ),
+        (
+            "How many things does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent {cfname: 'fever'}) RETURN count(*) AS n",
+            "It matches 'fever', which the question does not name",
+        ),
+        (
+            "Which things cause what virus causes?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r1:Rel]->(m:Ent {cfname: 'virus'})<-[r2:Rel]-(x) RETURN x.cfname",
+            "It gives 'virus' to two nodes",
+        ),
+        # shapes that fit: no complaint
+        ("How many things does virus cause?", "MATCH (a {cfname: 'virus'})-->(b) RETURN count(DISTINCT b) AS n", None),
+        (
+            "Which events does virus cause?",
+            "MATCH (a {cfname: 'virus'})-->(b) WHERE b.stygrp = 'event' RETURN b.cfname",
+            None,
+        ),
+        ("Which stygrp do the things virus causes have?", "MATCH (a {cfname: 'virus'})-->(b) RETURN b.stygrp", None),
+        ("Does virus cause anything?", "MATCH (a {cfname: 'VIRUS'})-->(b) RETURN count(*) > 0 AS answer", None),
+    ],
+)
+def test_a_query_that_does_not_fit_its_question_gets_a_reason(question, cypher, says):
+    complaint = _complaint(CLASSED, question, VIRUS, GROUPS, cypher)
+    assert complaint is None if says is None else says in complaint
+
+
+def _checked_loop(replies: dict[str, object], complaint: str | None = "a list where a count was asked"):
+    """A loop whose database answers ``replies[query]`` (an exception is raised) and whose check complains
+    about the first query only."""
+
+    def execute(query: str):
+        reply = replies[query]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    return QueryLoop(
+        "q",
+        noun="query",
+        language="Cypher",
+        source="graph",
+        prompt=lambda repair: "p",
+        repair=lambda query, exc: f"repair: {exc}",
+        execute=execute,
+        retry_on=(GraphStoreError,),
+        check=lambda query, rows: complaint if query == "first" else None,
+    )
+
+
+def test_query_loop_check_sends_a_query_back_once_and_keeps_the_first_when_the_repair_fails():
+    loop = _checked_loop({"first": [{"name": "a"}], "second": [{"n": 1}]})
+    assert loop.step("first", "") == "repair: a list where a count was asked"
+    assert loop.step("second", "") is None
+    assert (loop.query, loop.result, loop.repaired, loop.refused) == ("second", [{"n": 1}], True, None)
+    for repaired in ("broken", ""):  # a repair the database rejects, or no query at all: the first stands
+        loop = _checked_loop({"first": [{"name": "a"}], "broken": GraphStoreError("syntax")})
+        assert loop.step("first", "") is not None
+        assert loop.step(repaired, "") is None
+        assert (loop.query, loop.result, loop.refused) == ("first", [{"name": "a"}], None)
+    loop = _checked_loop({"first": [{"name": "a"}]}, complaint=None)
+    assert loop.step("first", "") is None and not loop.repaired

@@ -830,6 +830,22 @@ def test_text_to_cypher_runs_one_guarded_read_on_every_engine(backend, umls):
         assert "Nodes: (:Ent {cid: string, cfname: string, stygrp: string})" in schema and "causes" in schema
 
 
+def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls):
+    listed = "MATCH (a:Ent {cfname: 'virus'})-[r]->(b:Ent) WHERE r.relname = 'causes' RETURN DISTINCT b.cfname AS name"
+    with backend.open(umls) as kg:
+        engine = _cypher_engine(kg, json.dumps({"cypher": listed}), json.dumps({"cypher": VIRUS_CAUSES}))
+        meta = engine.query("How many kinds of things does a virus cause?").metadata
+        assert meta["repaired"] and meta["rows"] == [{"n": 6}] and "count(DISTINCT b)" in meta["cypher"]
+        assert "it does not answer the question" in engine.llm.prompts[1]
+        assert "The question asks how many" in engine.llm.prompts[1]
+        # a repair that cannot run: the first query and its rows stand
+        engine = _cypher_engine(
+            kg, json.dumps({"cypher": listed}), json.dumps({"cypher": "MATCH (a:Ent) RETURN a +* 1"})
+        )
+        meta = engine.query("How many kinds of things does a virus cause?").metadata
+        assert meta["refused"] is None and meta["cypher"].startswith(listed) and len(meta["rows"]) == 6
+
+
 def test_text_to_cypher_repairs_once_then_says_why(backend, umls):
     with backend.open(umls) as kg:
         broken = json.dumps({"cypher": "MATCH (a:Ent) RETURN a.cfname +* 1"})

@@ -4,9 +4,11 @@
 The LLM writes one query from a description of the graph in the store's dialect (labels, properties, the
 relationship types and the values of small text properties); :func:`read_only_cypher` checks it; the engine runs
 it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j read transactions) with a
-timeout; a database error gets one repair; a query that finds nothing is run once more with its arrows reversed
-(kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
-is written from the rows with the Cypher shown.
+timeout; a database error gets one repair, and so does a query that ran but does not fit the question (a list
+where "how many" was asked, the entities' group property where the entities were asked for, a group value no
+entity has, a name the question does not name); a query that finds nothing is run once more with its arrows
+reversed (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the
+answer is written from the rows with the Cypher shown.
 
 Example::
 
@@ -33,7 +35,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import BaseModel, ConfigDict, Field
 
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
-from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus.errors import GraphStoreError, QueryCheckError, QueryTimeoutError, UnsafeQueryError
 from llama_index_kgplus.graph_stores import quote_identifier
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.kg._graph import KnowledgeGraph
@@ -63,6 +65,13 @@ Your previous query failed:
 {cypher}
 The database said: {error}
 Write a corrected query.{hint}
+"""
+
+CHECK_REPAIR = """
+Your previous query ran, but it does not answer the question:
+{cypher}
+{error}
+Write a corrected query.
 """
 
 REVERSED_NOTE = (
@@ -247,11 +256,15 @@ def _named_kinds(form: _Form, question: str) -> list[str]:
     return named
 
 
-def _mentions(kg: KnowledgeGraph, form: _Form, question: str, per_entity: int = 4) -> str:
-    """The graph's entities the question names (its dictionary of names and synonyms), as the graph writes them,
-    with a few of their stored relationships (only of the kinds the question names, if it names any): they show
-    which way each relationship points."""
-    found = {m.cid: m.name for m in kg.entity_matcher().find(question)}
+def _named_entities(kg: KnowledgeGraph, question: str) -> dict[str, str]:
+    """The graph's entities the question names (its dictionary of names and synonyms): id -> name."""
+    return {m.cid: m.name for m in kg.entity_matcher().find(question)}
+
+
+def _mentions(kg: KnowledgeGraph, form: _Form, question: str, found: dict[str, str], per_entity: int = 4) -> str:
+    """The entities the question names (``found``), as the graph writes them, with a few of their stored
+    relationships (only of the kinds the question names, if it names any): they show which way each
+    relationship points."""
     if not found:
         return ""
     node, name, cid = (
@@ -383,6 +396,69 @@ def _kinds_as_properties(form: _Form, cypher: str) -> str:
     return _REL_NAMED_AS_TYPE.sub(fix, cypher)
 
 
+_COUNT_QUESTION = re.compile(r"\b(how many|number of|count)\b", re.I)
+_YES_NO_QUESTION = re.compile(r"^\s*(is|are|does|do|did|can|has|have|was|were)\b", re.I)
+
+
+def _return_clause(cypher: str) -> str:
+    """What the query returns: the text after its last RETURN, without ORDER BY / SKIP / LIMIT."""
+    tail = re.split(r"\bRETURN\b", cypher, flags=re.I)[-1]
+    return re.split(r"\b(?:ORDER\s+BY|SKIP|LIMIT)\b", tail, flags=re.I)[0]
+
+
+def _matched_values(prop: str, cypher: str) -> list[str]:
+    """The values the query matches ``prop`` against: ``{prop: '...'}`` and ``x.prop = '...'``."""
+    prop = re.escape(prop)
+    pattern = rf"\b{prop}\s*:\s*'((?:[^'\\]|\\.)*)'|\.\s*{prop}\s*=\s*'((?:[^'\\]|\\.)*)'"
+    return [a or b for a, b in re.findall(pattern, cypher)]
+
+
+def _complaint(form: _Form, question: str, named: dict[str, str], groups: list[str], cypher: str) -> str | None:
+    """Why a query that ran does not fit ``question``, or None: a count question answered without a count, a
+    list of the entities' groups (``stygrp``, whose values are ``groups``) where the entities were asked for, a
+    group value that no entity has, a name the question does not name, or one name given to two nodes. Only the
+    shape is checked, never the answer."""
+    returned = _return_clause(cypher)
+    counts = _COUNT_QUESTION.search(question) is not None
+    if counts and "count(" not in returned.lower().replace(" ", ""):
+        return "The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list."
+    group, name = form.node_class, form.name
+    if (
+        group
+        and not _YES_NO_QUESTION.search(question)
+        and re.search(rf"\.\s*{re.escape(group)}\b", returned)
+        and not re.search(rf"\.\s*{re.escape(name)}\b", returned)
+        and group.lower() not in question.lower()
+    ):
+        what = "count the entities, count(DISTINCT x)" if counts else f"return their names, x.{name}"
+        return (
+            f"It returns {group} values (the group each entity belongs to), but the question asks about the "
+            f"entities themselves: {what}."
+        )
+    known = {g.lower() for g in groups}
+    unknown = [v for v in (_matched_values(group, cypher) if group else []) if v.lower() not in known]
+    if known and unknown:
+        return (
+            f"No entity has {group} = {unknown[0]!r} (its values: {', '.join(groups)}). Leave the {group} filter "
+            "out unless the question names one of these values."
+        )
+    in_query = _matched_values(name, cypher)
+    asked = {n.lower() for n in named.values()}
+    strays = [n for n in in_query if n.lower() not in asked]
+    if asked and strays:
+        return (
+            f"It matches {strays[0]!r}, which the question does not name. Give names only to the entities the "
+            f"question names ({', '.join(map(repr, named.values()))}) and leave every other node unnamed."
+        )
+    repeated = next((n for n in in_query if in_query.count(n) > 1), None)
+    if repeated is not None:
+        return (
+            f"It gives {repeated!r} to two nodes. An entity in between is unnamed: "
+            f"(x)-[r1]->(m), (m)-[r2]->(a {{{name}: {repeated!r}}}) with the directions the question needs."
+        )
+    return None
+
+
 def _read(reply: _CypherReply) -> tuple[str, str]:
     return reply.cypher.strip(), reply.reason
 
@@ -432,7 +508,8 @@ class CypherQueryEngine(CustomQueryEngine):
     def _loop(self, question: str) -> QueryLoop:
         kg = self.kg
         form, rel_values, node_values = _form(kg)  # its queries run once per question
-        schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, question)
+        named = _named_entities(kg, question)
+        schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, question, named)
         examples = _examples(form)
         hint = (
             f"\nThe kinds of relationships are values of r.{form.kind}: write -{form.pattern()}-> with "
@@ -452,6 +529,8 @@ class CypherQueryEngine(CustomQueryEngine):
             )
 
         def repair(cypher: str, error: Exception) -> str:
+            if isinstance(error, QueryCheckError):
+                return prompt(CHECK_REPAIR.format(cypher=cypher, error=error))
             return prompt(REPAIR.format(cypher=cypher, error=error, hint=hint))
 
         def guard(cypher: str) -> str:
@@ -468,6 +547,9 @@ class CypherQueryEngine(CustomQueryEngine):
             execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout),
             retry_on=(GraphStoreError, QueryTimeoutError),
             second_try=lambda cypher, rows: _reversed_if_empty(kg, cypher, rows, guard, self.timeout),
+            check=lambda cypher, rows: _complaint(
+                form, question, named, node_values.get(form.node_class or "", []), cypher
+            ),
         )
 
     def _answer_prompt(self, answer: CypherAnswer) -> str | None:
