@@ -36,7 +36,8 @@ class QueryLoop:
 
     ``check(query, result)`` may complain (a string) about a query that ran but does not fit the question (a
     list where a count was asked): the complaint goes to ``repair`` as a :class:`QueryCheckError`, once; if the
-    repaired query cannot run, the first query and its result stand."""
+    repaired query is empty, refused by the guard or rejected by the database, the first query and its result
+    stand (``second_try`` then sees them as usual)."""
 
     def __init__(
         self,
@@ -65,10 +66,11 @@ class QueryLoop:
         self._checked: tuple[str, Any] | None = None  # that query and its result, kept in case the repair fails
 
     def step(self, query: str, reason: str) -> str | None:
-        """Run ``query``; the repair prompt when the database rejected it, else None (done)."""
+        """Run ``query``; the repair prompt when the database rejected it (or ``check`` complained), else None
+        (done)."""
         self.query = query
         if not query and self._checked is not None:
-            self.query, self.result = self._checked
+            self._first_stands()
             return None
         if not query:
             self.refused = f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}"
@@ -79,11 +81,14 @@ class QueryLoop:
             self.result = self.execute(self.query)
         except UnsafeQueryError as exc:
             logger.warning("refused generated %s for %r: %s", self.language, self.question, exc)
+            if self._checked is not None:  # the corrected query was refused: the first one ran and stands
+                self._first_stands()
+                return None
             self.refused = str(exc)
             return None
         except self.retry_on as exc:
             if self._checked is not None:
-                self.query, self.result = self._checked
+                self._first_stands()
                 return None
             if self.repaired:
                 self.refused = f"the {self.noun} failed after one repair: {exc}"
@@ -95,11 +100,19 @@ class QueryLoop:
             if self.complaint:
                 self.repaired, self._checked = True, (self.query, self.result)
                 return self.repair(self.query, QueryCheckError(self.complaint, self.query))
+        self._try_again()
+        return None
+
+    def _first_stands(self) -> None:
+        assert self._checked is not None
+        self.query, self.result = self._checked
+        self._try_again()
+
+    def _try_again(self) -> None:
         if self.second_try is not None:  # a result that looks wrong may be replaced, without the LLM
             replaced = self.second_try(self.query, self.result)
             if replaced is not None:
                 (self.query, self.result), self.reworked = replaced, True
-        return None
 
 
 def write_query(

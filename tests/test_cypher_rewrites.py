@@ -172,7 +172,25 @@ VIRUS = {"T005": "virus"}
             "MATCH (a:Ent {cfname: 'virus'})-[r1:Rel]->(m:Ent {cfname: 'virus'})<-[r2:Rel]-(x) RETURN x.cfname",
             "It gives 'virus' to two nodes",
         ),
+        (
+            "Which things does Alzheimer's disease cause?",
+            "MATCH (a {cfname: 'Alzheimer\\'s disease'})-->(b {cfname: \"Crohn's disease\"}) RETURN b.cfname",
+            'It matches "Crohn\'s disease"',
+        ),
         # shapes that fit: no complaint
+        (
+            "How many things does virus cause?",
+            "MATCH (a {cfname: 'virus'})-->(b) WITH count(DISTINCT b) AS n RETURN n",
+            None,
+        ),
+        ("Does virus count as an organism?", "MATCH (a {cfname: 'virus'})-->(b) RETURN count(*) > 0 AS answer", None),
+        ("Which things count virus as a member?", "MATCH (a {cfname: 'virus'})<--(b) RETURN b.cfname", None),
+        ("Which groups do the things virus causes belong to?", "MATCH ({cfname: 'virus'})-->(b) RETURN b.stygrp", None),
+        (
+            "Which things does virus cause or undergo?",
+            "MATCH ({cfname: 'virus'})-->(b) RETURN b.cfname AS x UNION MATCH ({cfname: 'virus'})<--(b) RETURN b.cfname AS x",
+            None,
+        ),
         ("How many things does virus cause?", "MATCH (a {cfname: 'virus'})-->(b) RETURN count(DISTINCT b) AS n", None),
         (
             "Which events does virus cause?",
@@ -184,11 +202,22 @@ VIRUS = {"T005": "virus"}
     ],
 )
 def test_a_query_that_does_not_fit_its_question_gets_a_reason(question, cypher, says):
-    complaint = _complaint(CLASSED, question, VIRUS, GROUPS, cypher)
+    named = {**VIRUS, "C1": "Alzheimer's disease"} if "Alzheimer" in question else VIRUS
+    complaint = _complaint(CLASSED, question, named, GROUPS, cypher)
     assert complaint is None if says is None else says in complaint
 
 
-def _checked_loop(replies: dict[str, object], complaint: str | None = "a list where a count was asked"):
+def refuse_deletes(query: str) -> str:
+    if "DELETE" in query:
+        raise UnsafeQueryError("a write", query)
+    return query
+
+
+def _checked_loop(
+    replies: dict[str, object],
+    complaint: str | None = "a list where a count was asked",
+    second_try=None,
+):
     """A loop whose database answers ``replies[query]`` (an exception is raised) and whose check complains
     about the first query only."""
 
@@ -207,7 +236,9 @@ def _checked_loop(replies: dict[str, object], complaint: str | None = "a list wh
         repair=lambda query, exc: f"repair: {exc}",
         execute=execute,
         retry_on=(GraphStoreError,),
+        guard=refuse_deletes,
         check=lambda query, rows: complaint if query == "first" else None,
+        second_try=second_try,
     )
 
 
@@ -216,10 +247,18 @@ def test_query_loop_check_sends_a_query_back_once_and_keeps_the_first_when_the_r
     assert loop.step("first", "") == "repair: a list where a count was asked"
     assert loop.step("second", "") is None
     assert (loop.query, loop.result, loop.repaired, loop.refused) == ("second", [{"n": 1}], True, None)
-    for repaired in ("broken", ""):  # a repair the database rejects, or no query at all: the first stands
+    # a repair the database rejects, one the guard refuses, or no query at all: the first stands
+    for repaired in ("broken", "MATCH (n) DETACH DELETE n", ""):
         loop = _checked_loop({"first": [{"name": "a"}], "broken": GraphStoreError("syntax")})
         assert loop.step("first", "") is not None
         assert loop.step(repaired, "") is None
         assert (loop.query, loop.result, loop.refused) == ("first", [{"name": "a"}], None)
     loop = _checked_loop({"first": [{"name": "a"}]}, complaint=None)
     assert loop.step("first", "") is None and not loop.repaired
+
+
+def test_a_first_query_that_stands_still_gets_its_second_try():
+    loop = _checked_loop({"first": [], "broken": GraphStoreError("syntax")}, second_try=lambda q, rows: ("rev", [1]))
+    assert loop.step("first", "") is not None  # the check speaks before any second try
+    assert loop.step("broken", "") is None
+    assert (loop.query, loop.result, loop.reworked) == ("rev", [1], True)

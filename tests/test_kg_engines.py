@@ -836,6 +836,7 @@ def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls)
         engine = _cypher_engine(kg, json.dumps({"cypher": listed}), json.dumps({"cypher": VIRUS_CAUSES}))
         meta = engine.query("How many kinds of things does a virus cause?").metadata
         assert meta["repaired"] and meta["rows"] == [{"n": 6}] and "count(DISTINCT b)" in meta["cypher"]
+        assert meta["complaint"].startswith("The question asks how many")
         assert "it does not answer the question" in engine.llm.prompts[1]
         assert "The question asks how many" in engine.llm.prompts[1]
         # a repair that cannot run: the first query and its rows stand

@@ -2,7 +2,7 @@
 read-only text-to-Cypher.
 
 ``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired",
-"arrows_reversed"}``.
+"arrows_reversed", "complaint": null | why the first query was sent back}``.
 
 ``kg paths --json`` prints exactly::
 
@@ -110,6 +110,7 @@ def _ask(args: argparse.Namespace) -> int:
                 "question": question,
                 "repaired": meta["repaired"],
                 "arrows_reversed": meta.get("arrows_reversed", False),
+                "complaint": meta.get("complaint"),
             }
             if args.json or args.questions:
                 print(json.dumps(record, ensure_ascii=False, default=str), flush=True)

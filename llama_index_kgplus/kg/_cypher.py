@@ -102,6 +102,7 @@ class CypherAnswer(BaseModel):
     refused: str | None = Field(default=None, description="why nothing ran: refused, failed or unanswerable")
     repaired: bool = False
     arrows_reversed: bool = Field(default=False, description="it found nothing; with its arrows reversed it did")
+    complaint: str | None = Field(default=None, description="why the first query was sent back, if it was")
 
 
 @dataclass(frozen=True)
@@ -396,8 +397,10 @@ def _kinds_as_properties(form: _Form, cypher: str) -> str:
     return _REL_NAMED_AS_TYPE.sub(fix, cypher)
 
 
-_COUNT_QUESTION = re.compile(r"\b(how many|number of|count)\b", re.I)
-_YES_NO_QUESTION = re.compile(r"^\s*(is|are|does|do|did|can|has|have|was|were)\b", re.I)
+_COUNT_QUESTION = re.compile(r"\bhow many\b|\bnumber of\b|^\s*count\b|\bcount (?:the|of)\b", re.I)
+_YES_NO_QUESTION = re.compile(r"^\s*(is|are|does|do|did|can|could|has|have|had|was|were|will|would|should)\b", re.I)
+_GROUP_WORD = re.compile(r"\b(groups?|categor(?:y|ies))\b", re.I)
+_COUNTING = re.compile(r"\b(count|size)\s*\(", re.I)
 
 
 def _return_clause(cypher: str) -> str:
@@ -407,28 +410,31 @@ def _return_clause(cypher: str) -> str:
 
 
 def _matched_values(prop: str, cypher: str) -> list[str]:
-    """The values the query matches ``prop`` against: ``{prop: '...'}`` and ``x.prop = '...'``."""
-    prop = re.escape(prop)
-    pattern = rf"\b{prop}\s*:\s*'((?:[^'\\]|\\.)*)'|\.\s*{prop}\s*=\s*'((?:[^'\\]|\\.)*)'"
-    return [a or b for a, b in re.findall(pattern, cypher)]
+    """The values the query matches ``prop`` against (``{prop: '...'}``, ``x.prop = '...'``, either quote),
+    unescaped."""
+    value = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
+    pattern = rf"(?:\b{re.escape(prop)}\s*:|\.\s*{re.escape(prop)}\s*=)\s*{value}"
+    return [re.sub(r"\\(.)", r"\1", a or b) for a, b in re.findall(pattern, cypher)]
 
 
 def _complaint(form: _Form, question: str, named: dict[str, str], groups: list[str], cypher: str) -> str | None:
     """Why a query that ran does not fit ``question``, or None: a count question answered without a count, a
     list of the entities' groups (``stygrp``, whose values are ``groups``) where the entities were asked for, a
-    group value that no entity has, a name the question does not name, or one name given to two nodes. Only the
-    shape is checked, never the answer."""
+    group value that no entity has, a name the question does not name, or one name given to two nodes (outside
+    a UNION). Only the shape is checked, never the answer; a yes/no question is never told to count."""
     returned = _return_clause(cypher)
-    counts = _COUNT_QUESTION.search(question) is not None
-    if counts and "count(" not in returned.lower().replace(" ", ""):
+    yes_no = _YES_NO_QUESTION.search(question) is not None
+    counts = not yes_no and _COUNT_QUESTION.search(question) is not None
+    if counts and not _COUNTING.search(cypher):
         return "The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list."
     group, name = form.node_class, form.name
     if (
         group
-        and not _YES_NO_QUESTION.search(question)
+        and not yes_no
         and re.search(rf"\.\s*{re.escape(group)}\b", returned)
         and not re.search(rf"\.\s*{re.escape(name)}\b", returned)
         and group.lower() not in question.lower()
+        and not _GROUP_WORD.search(question)
     ):
         what = "count the entities, count(DISTINCT x)" if counts else f"return their names, x.{name}"
         return (
@@ -450,7 +456,8 @@ def _complaint(form: _Form, question: str, named: dict[str, str], groups: list[s
             f"It matches {strays[0]!r}, which the question does not name. Give names only to the entities the "
             f"question names ({', '.join(map(repr, named.values()))}) and leave every other node unnamed."
         )
-    repeated = next((n for n in in_query if in_query.count(n) > 1), None)
+    union = re.search(r"\bUNION\b", cypher, re.I) is not None  # each part may name the same entity
+    repeated = None if union else next((n for n in in_query if in_query.count(n) > 1), None)
     if repeated is not None:
         return (
             f"It gives {repeated!r} to two nodes. An entity in between is unnamed: "
@@ -472,6 +479,7 @@ def _answer(loop: QueryLoop) -> CypherAnswer:
         refused=loop.refused,
         repaired=loop.repaired,
         arrows_reversed=loop.reworked,
+        complaint=loop.complaint,
     )
 
 

@@ -32,14 +32,15 @@ _PREFIX = re.compile(
     r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I
 )
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s|$)")
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s|$)")
 
 
 class AbstractiveSummarizer(BaseSummarizer):
     """One LLM call per summary: the passages go into a prompt that says to use only the given text.
 
-    Small models ignore the length they are asked for, so a llama.cpp model's reply is bounded by
-    ``max_tokens`` and cut back to its last full sentence. The LLM's own usage figures (llama.cpp reports
+    Small models ignore the length they are asked for, so an in-process llama.cpp model's reply is bounded
+    by ``max_tokens`` and cut back to its last full sentence (such calls bypass LlamaIndex's callbacks; other
+    LLMs keep their own bound and are not cut). The LLM's own usage figures (llama.cpp reports
     them) are added up in :attr:`usage_`. An empty answer
     raises :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
     models do that) gets one more call with the passages reversed and an instruction not to copy; a second
@@ -60,8 +61,9 @@ class AbstractiveSummarizer(BaseSummarizer):
     max_tokens: int | None = Field(
         default=None,
         ge=8,
-        description="Bound on the reply in tokens where the LLM takes one (llama.cpp models); a reply cut by it "
-        "ends at its last full sentence. None: 1.3 x max_words (small models write twice what they are asked).",
+        description="Bound on the reply in tokens for an in-process llama.cpp LLM (LlamaCPP, also wrapped); a reply "
+        "cut by it ends at its last full sentence; other LLMs keep their own bound. None: 1.3 x max_words (small "
+        "models write twice what they are asked).",
     )
     copy_threshold: float | None = Field(
         default=0.8,
@@ -109,7 +111,7 @@ class AbstractiveSummarizer(BaseSummarizer):
     @property
     def reply_tokens(self) -> int:
         """The bound on a reply: ``max_tokens``, else 1.3 tokens per word asked for."""
-        return self.max_tokens or round(1.3 * self.max_words)
+        return self.max_tokens or max(8, round(1.3 * self.max_words))
 
     def _clean(self, response: CompletionResponse) -> str:
         self._calls += 1
@@ -119,7 +121,8 @@ class AbstractiveSummarizer(BaseSummarizer):
             self._prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self._completion_tokens += int(usage.get("completion_tokens") or 0)
         text = _PREFIX.sub("", _SPECIAL.sub("", response.text or "")).strip()
-        if (raw.get("choices") or [{}])[0].get("finish_reason") == "length":
+        choice = (raw.get("choices") or [None])[0]
+        if isinstance(choice, dict) and choice.get("finish_reason") == "length":
             text = _last_full_sentence(text)
         if not text:
             raise SummarizationError(f"The LLM returned an empty summary ({response.text!r}).")
