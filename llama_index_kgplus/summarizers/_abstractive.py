@@ -13,6 +13,7 @@ from llama_index.core.llms import LLM
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
 from llama_index_kgplus.llm import acomplete_response, complete_response
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
+from llama_index_kgplus.text import split_sentences
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarize the passages below in one paragraph of at most {max_words} words.\n"
@@ -32,7 +33,7 @@ _PREFIX = re.compile(
     r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I
 )
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
-_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*(?=\s|$)")
+_FINISHED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
 class AbstractiveSummarizer(BaseSummarizer):
@@ -174,9 +175,12 @@ class AbstractiveSummarizer(BaseSummarizer):
 
 
 def _last_full_sentence(text: str) -> str:
-    """``text`` up to its last sentence end; all of it when no sentence ends (better a cut sentence than none)."""
-    ends = list(_SENTENCE_END.finditer(text))
-    return text[: ends[-1].end()].strip() if ends else text
+    """``text`` without its unfinished last sentence (the package's sentence splitter, which knows abbreviations);
+    all of it when it is one unfinished sentence (better a cut sentence than none)."""
+    sentences = split_sentences(text)
+    if len(sentences) < 2 or _FINISHED.search(sentences[-1]):
+        return text
+    return " ".join(sentences[:-1])
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
