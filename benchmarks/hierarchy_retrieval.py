@@ -11,6 +11,8 @@ a hit when every part has one of its gold answer strings (case-insensitive) in t
     .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]
 
 ``--variants`` adds evidence-mode settings (``summary_margin:coverage``, e.g. ``inf:0.5,0.05:0``).
+``--compress N``: for ``hit@B``, the first N nodes go through ``ContextCompressor(context_budget=B)`` (the
+sentences nearest the question, within B tokens) instead of being cut whole at B tokens.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ def main() -> int:
     parser.add_argument("--suffix", default="", help="read <system><suffix>.jsonl (e.g. -legacy, -extractive)")
     parser.add_argument("--variants", default="", help="extra evidence settings, summary_margin:coverage,...")
     parser.add_argument("--sets", default="single,pairs,triples", help="question sets to score")
+    parser.add_argument("--compress", type=int, default=0, help="hit@B: compress the first N nodes to B tokens")
+    parser.add_argument(
+        "--modes", default="", help="only these modes (comma-separated labels), e.g. collapsed,evidence"
+    )
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     share_at = 512 if 512 in budgets else budgets[-1]  # the budget whose summary share is printed
@@ -59,6 +65,7 @@ def main() -> int:
     from llama_index.core.utils import get_tokenizer
 
     from llama_index_kgplus import HierarchicalRetriever, defaults
+    from llama_index_kgplus.compression import ContextCompressor
 
     embed_model = defaults.default_embed_model()
     tokenizer = get_tokenizer()
@@ -86,24 +93,33 @@ def main() -> int:
         configs.append((name, nodes, [("collapsed", {})] if name.startswith("raptorpack") else modes))
 
     print(f"articles {', '.join(doc_ids)}; " + ", ".join(f"{len(qs)} {k}" for k, qs in sets.items()))
-    print(f"budgets {budgets} cl100k tokens; tree beam {args.beam}\n")
-    cuts = [("hit@5", 5, None)] + [(f"hit@{b}", 40, b) for b in budgets]
+    compressed = f"; hit@B: the first {args.compress} nodes compressed to B tokens" if args.compress else ""
+    print(f"budgets {budgets} cl100k tokens; tree beam {args.beam}{compressed}\n")
+    cuts = [("hit@5", 5, None)] + [(f"hit@{b}", args.compress or 40, b) for b in budgets]
+    compressor = ContextCompressor.from_defaults(embed_model=embed_model)  # one sentence cache for every budget
     head = f"{'system':<26} {'mode':<22} " + " ".join(f"{c:>8}" for c, _, _ in cuts) + f" {'sum%':>5}"
     results: dict[str, list[str]] = {k: [head, "-" * len(head)] for k in sets}
+    only = set(filter(None, args.modes.split(",")))
     for name, nodes, config_modes in configs:
+        config_modes = [m for m in config_modes if not only or m[0] in only]
         index = make_index(nodes, embed_model)
         for mode_label, settings in config_modes:
             started = time.perf_counter()
             mode = "evidence" if mode_label.startswith("evidence") else mode_label
             rows = {k: f"{name:<26} {mode_label:<22} " for k in sets}
             for _label, top_k, budget in cuts:
+                cut_whole = budget if not args.compress else None
                 retriever = HierarchicalRetriever.from_index(
-                    index, mode=mode, similarity_top_k=top_k, beam_width=args.beam, token_budget=budget, **settings
+                    index, mode=mode, similarity_top_k=top_k, beam_width=args.beam, token_budget=cut_whole, **settings
                 )
                 for set_name, questions in sets.items():
                     hits, summary_tokens, all_tokens = 0, 0, 0
                     for question, vector in zip(questions, vectors[set_name]):
-                        found = retriever.retrieve(QueryBundle(query_str=question["question"], embedding=vector))
+                        bundle = QueryBundle(query_str=question["question"], embedding=vector)
+                        found = retriever.retrieve(bundle)
+                        if budget is not None and args.compress:
+                            compressor.context_budget = budget
+                            found = compressor.postprocess_nodes(found, bundle)
                         hits += is_hit(
                             "\n".join(h.node.get_content(MetadataMode.NONE) for h in found), question["answers"]
                         )
