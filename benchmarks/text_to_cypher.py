@@ -210,7 +210,18 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
             results.append(
                 {
                     **{k: row[k] for k in ("id", "graph", "kind", "question", "answer")},
-                    **{k: meta[k] for k in ("cypher", "rows", "refused", "repaired", "arrows_reversed")},
+                    **{
+                        k: meta[k]
+                        for k in (
+                            "cypher",
+                            "rows",
+                            "refused",
+                            "repaired",
+                            "arrows_reversed",
+                            "chain_written",
+                            "complaint",
+                        )
+                    },
                     **score(graphs[row["graph"]], row["answer"], meta["rows"]),
                     "query_seconds": round(time.perf_counter() - start, 2),
                 }

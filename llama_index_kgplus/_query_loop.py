@@ -37,7 +37,8 @@ class QueryLoop:
     ``check(query, result)`` may complain (a string) about a query that ran but does not fit the question (a
     list where a count was asked): the complaint goes to ``repair`` as a :class:`QueryCheckError`, once; if the
     repaired query is empty, refused by the guard or rejected by the database, the first query and its result
-    stand (``second_try`` then sees them as usual)."""
+    stand (``second_try`` then sees them as usual). ``second_try(query, result)`` may replace both without the
+    LLM, returning ``(query, result, what it did)``."""
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class QueryLoop:
         execute: Callable[[str], Any],
         retry_on: tuple[type[Exception], ...],
         guard: Callable[[str], str] | None = None,
-        second_try: Callable[[str, Any], tuple[str, Any] | None] | None = None,
+        second_try: Callable[[str, Any], tuple[str, Any, str] | None] | None = None,
         check: Callable[[str, Any], str | None] | None = None,
     ) -> None:
         self.question, self.noun, self.language, self.source = question, noun, language, source
@@ -61,7 +62,7 @@ class QueryLoop:
         self.result: Any = None
         self.refused: str | None = None
         self.repaired = False
-        self.reworked = False  # second_try replaced the query and its result
+        self.rework: str | None = None  # what second_try did when it replaced the query and its result
         self.complaint: str | None = None  # what check said about the first query
         self._checked: tuple[str, Any] | None = None  # that query and its result, kept in case the repair fails
 
@@ -69,11 +70,8 @@ class QueryLoop:
         """Run ``query``; the repair prompt when the database rejected it (or ``check`` complained), else None
         (done)."""
         self.query = query
-        if not query and self._checked is not None:
-            self._first_stands()
-            return None
         if not query:
-            self.refused = f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}"
+            self._fail(f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}")
             return None
         try:
             if self.guard is not None:
@@ -81,20 +79,14 @@ class QueryLoop:
             self.result = self.execute(self.query)
         except UnsafeQueryError as exc:
             logger.warning("refused generated %s for %r: %s", self.language, self.question, exc)
-            if self._checked is not None:  # the corrected query was refused: the first one ran and stands
-                self._first_stands()
-                return None
-            self.refused = str(exc)
+            self._fail(str(exc))
             return None
         except self.retry_on as exc:
-            if self._checked is not None:
-                self._first_stands()
-                return None
-            if self.repaired:
-                self.refused = f"the {self.noun} failed after one repair: {exc}"
-                return None
-            self.repaired = True
-            return self.repair(query, exc)
+            if self._checked is None and not self.repaired:
+                self.repaired = True
+                return self.repair(query, exc)
+            self._fail(f"the {self.noun} failed after one repair: {exc}")
+            return None
         if self.check is not None and not self.repaired:
             self.complaint = self.check(self.query, self.result)
             if self.complaint:
@@ -103,8 +95,11 @@ class QueryLoop:
         self._try_again()
         return None
 
-    def _first_stands(self) -> None:
-        assert self._checked is not None
+    def _fail(self, reason: str) -> None:
+        """Nothing usable ran: the checked first query and its result stand if there is one, else ``reason``."""
+        if self._checked is None:
+            self.refused = reason
+            return
         self.query, self.result = self._checked
         self._try_again()
 
@@ -112,7 +107,12 @@ class QueryLoop:
         if self.second_try is not None:  # a result that looks wrong may be replaced, without the LLM
             replaced = self.second_try(self.query, self.result)
             if replaced is not None:
-                (self.query, self.result), self.reworked = replaced, True
+                self.query, self.result, self.rework = replaced
+
+    @property
+    def reworked(self) -> bool:
+        """``second_try`` replaced the query and its result (``rework`` says how)."""
+        return self.rework is not None
 
 
 def write_query(

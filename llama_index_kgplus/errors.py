@@ -1,6 +1,7 @@
 """Every exception of the pack, with messages that say what is wrong and what to do."""
 
 __all__ = [
+    "GeneratedQueryError",
     "GraphStoreError",
     "InputDataError",
     "KGPlusError",
@@ -51,20 +52,20 @@ class StructuredOutputError(KGPlusError, ValueError):
         self.raw = raw
 
 
-class UnsafeQueryError(KGPlusError, ValueError):
-    """A generated query (SQL or Cypher) was refused by the read-only guard and not run; ``query`` holds it."""
+class GeneratedQueryError(KGPlusError, ValueError):
+    """Something is wrong with a query an LLM wrote (SQL or Cypher); ``query`` holds it."""
 
     def __init__(self, message: str, query: str) -> None:
         super().__init__(message)
         self.query = query
 
 
-class QueryCheckError(KGPlusError, ValueError):
-    """A generated query ran but does not fit its question (a list where a count was asked); ``query`` holds it."""
+class UnsafeQueryError(GeneratedQueryError):
+    """A generated query was refused by the read-only guard and not run."""
 
-    def __init__(self, message: str, query: str) -> None:
-        super().__init__(message)
-        self.query = query
+
+class QueryCheckError(GeneratedQueryError):
+    """A generated query ran but does not fit its question (a list where a count was asked)."""
 
 
 class QueryTimeoutError(KGPlusError, TimeoutError):

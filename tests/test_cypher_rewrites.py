@@ -15,6 +15,8 @@ from llama_index_kgplus.kg._cypher import (
     _complaint,
     _Form,
     _found_nothing,
+    _hops,
+    _kind_mentions,
     _kinds_as_properties,
     _reverse_arrows,
     _reversed_if_empty,
@@ -73,9 +75,20 @@ def test_a_query_that_found_nothing_is_kept_reversed_only_when_that_finds_someth
     assert _reversed_if_empty(kg, query, [{"name": "z"}], guard, 1.0) is None  # it found something: kept
     assert _reversed_if_empty(kg, query, [{"answer": False}], guard, 1.0) is None  # a no is an answer
     kg, ran = _kg({flipped: []})
-    assert _reversed_if_empty(kg, query, [{"n": 0}], guard, 1.0) is None and ran == [flipped]
+    assert _reversed_if_empty(kg, query, [{"n": 0}], guard, 1.0) is None and ran[-1] == flipped
     kg, ran = _kg({})
     assert _reversed_if_empty(kg, query, [], guard, 1.0) is None  # the reversed query failed: the first stands
+
+
+def test_a_chain_that_found_nothing_tries_one_arrow_at_a_time_before_all():
+    query = "MATCH (a {name: 'X'})-[r:Rel]->(m), (m)-[s:Rel]->(b) RETURN b.name AS name LIMIT 10"
+    second = "MATCH (a {name: 'X'})-[r:Rel]->(m), (m)<-[s:Rel]-(b) RETURN b.name AS name LIMIT 10"
+    both = "MATCH (a {name: 'X'})<-[r:Rel]-(m), (m)<-[s:Rel]-(b) RETURN b.name AS name LIMIT 10"
+    kg, ran = _kg({second: [{"name": "y"}], both: [{"name": "z"}]})
+    assert _reversed_if_empty(kg, query, [], guard, 1.0) == (second, [{"name": "y"}])
+    assert ran == ["MATCH (a {name: 'X'})<-[r:Rel]-(m), (m)-[s:Rel]->(b) RETURN b.name AS name LIMIT 10", second]
+    kg, ran = _kg({both: [{"name": "z"}]})
+    assert _reversed_if_empty(kg, query, [], guard, 1.0) == (both, [{"name": "z"}]) and len(ran) == 3
 
 
 def test_the_reversed_query_goes_through_the_guard_and_a_refusal_keeps_the_first():
@@ -128,10 +141,11 @@ def test_query_loop_second_try_replaces_the_result_without_a_repair():
         repair=lambda query, exc: "r",
         execute=lambda query: [],
         retry_on=(GraphStoreError,),
-        second_try=lambda query, rows: ("other", [{"n": 1}]),
+        second_try=lambda query, rows: ("other", [{"n": 1}], "replaced"),
     )
     assert loop.step("MATCH (n) RETURN n", "") is None
     assert (loop.query, loop.result, loop.reworked, loop.repaired) == ("other", [{"n": 1}], True, False)
+    assert loop.rework == "replaced"
 
 
 CLASSED = _Form("Ent", "cfname", "Rel", "relname", ("isa", "causes"), "stygrp")
@@ -162,6 +176,22 @@ VIRUS = {"T005": "virus"}
             "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) WHERE b.stygrp = 'semantic type' RETURN b.cfname",
             "No entity has stygrp = 'semantic type'",
         ),
+        (
+            "Which things does virus cause?",
+            "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent) WHERE b.stygrp IN ['event', 'thing'] RETURN b.cfname",
+            "No entity has stygrp = 'thing'",
+        ),
+        (
+            "How many semantic types are in the stygrp event?",
+            "MATCH (a:Ent {cfname: 'event'})<-[r:Rel]-(b:Ent) RETURN count(DISTINCT b) AS n",
+            "whose stygrp is 'event': filter x.stygrp = 'event', and match no entity named 'event'",
+        ),
+        (
+            "How many semantic types are in the stygrp event?",
+            "MATCH (a:Ent {cfname: 'event'})<-[r:Rel]-(b:Ent {stygrp: 'event'}) RETURN count(DISTINCT b) AS n",
+            "match no entity named 'event'",
+        ),
+        ("List the things whose stygrp is event.", "MATCH (b:Ent) WHERE b.stygrp = 'event' RETURN b.cfname", None),
         (
             "How many things does virus cause?",
             "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(b:Ent {cfname: 'fever'}) RETURN count(*) AS n",
@@ -205,6 +235,53 @@ def test_a_query_that_does_not_fit_its_question_gets_a_reason(question, cypher, 
     named = {**VIRUS, "C1": "Alzheimer's disease"} if "Alzheimer" in question else VIRUS
     complaint = _complaint(CLASSED, question, named, GROUPS, cypher)
     assert complaint is None if says is None else says in complaint
+
+
+KINDS = _Form("Ent", "cfname", "Rel", "relname", ("isa", "causes", "treats", "part_of", "location_of"), None)
+
+
+@pytest.mark.parametrize(
+    ("question", "names", "steps"),
+    [
+        ("Which drugs treat something that virus causes?", ["virus"], ["causes", "treats"]),
+        ("What are the things caused by virus a kind of (isa)?", ["virus"], ["causes", "isa"]),
+        ("Which genes are members of the families that are members of MAPK?", ["MAPK"], ["isa", "isa"]),
+        ("Which entities are members (isa) of the parts of PI3K?", ["PI3K"], ["part_of", "isa"]),
+        ("How many parts does the AMPK complex have (part_of)?", ["AMPK"], ["part_of"]),  # said twice, one step
+        ("How many things is body part organ the location of?", ["body part organ"], ["location_of"]),  # a name
+        ("Is virus an organism?", ["virus", "organism"], []),  # "is" is not isa
+        ("Which relationships go from virus to fever?", ["virus", "fever"], []),
+    ],
+)
+def test_the_kinds_a_question_goes_through_nearest_the_named_entity_first(question, names, steps):
+    spans = [(question.index(n), question.index(n) + len(n)) for n in names]
+    assert _kind_mentions(KINDS, question, spans) == steps
+
+
+@pytest.mark.parametrize(
+    ("cypher", "hops"),
+    [
+        ("MATCH (a)-[r:Rel {relname: '-[x]->'}]->(b) RETURN b", 1),
+        ("MATCH (a)<-[r1]-(m), (m)<-[r2]-(x) RETURN x", 2),
+        ("MATCH (a)-->(b)<--(c) RETURN c", 2),
+        ("MATCH (a)-[*1..2]->(b) RETURN b", 2),
+        ("MATCH (a)-[r:T*]->(b) RETURN b", 2),
+        ("MATCH (a)-[r]->(b) RETURN b UNION MATCH (a)-[r]->(b)-[s]->(c) RETURN c", 2),
+    ],
+)
+def test_hops_counts_the_relationships_of_the_longest_part(cypher, hops):
+    assert _hops(cypher) == hops
+
+
+def test_a_chain_question_answered_with_one_hop_is_sent_back_with_the_chain():
+    question = "Which drugs treat something that virus causes?"
+    one_hop = "MATCH (a:Ent {cfname: 'virus'})-[r:Rel {relname: 'causes'}]->(b:Ent) RETURN b.cfname AS name"
+    complaint = _complaint(KINDS, question, VIRUS, [], one_hop, ["causes", "treats"])
+    assert complaint is not None and "goes through 2: from 'virus' causes, then treats" in complaint
+    assert "r1.relname = 'causes' AND r2.relname = 'treats'" in complaint
+    chain = "MATCH (a:Ent {cfname: 'virus'})-[r1:Rel]->(m), (m)<-[r2:Rel]-(x) RETURN x.cfname AS name"
+    assert _complaint(KINDS, question, VIRUS, [], chain, ["causes", "treats"]) is None
+    assert _complaint(KINDS, question, VIRUS, [], one_hop, ["causes"]) is None
 
 
 def refuse_deletes(query: str) -> str:
@@ -258,7 +335,9 @@ def test_query_loop_check_sends_a_query_back_once_and_keeps_the_first_when_the_r
 
 
 def test_a_first_query_that_stands_still_gets_its_second_try():
-    loop = _checked_loop({"first": [], "broken": GraphStoreError("syntax")}, second_try=lambda q, rows: ("rev", [1]))
+    loop = _checked_loop(
+        {"first": [], "broken": GraphStoreError("syntax")}, second_try=lambda q, rows: ("rev", [1], "reversed")
+    )
     assert loop.step("first", "") is not None  # the check speaks before any second try
     assert loop.step("broken", "") is None
     assert (loop.query, loop.result, loop.reworked) == ("rev", [1], True)

@@ -511,14 +511,15 @@ def test_a_retriever_opened_by_uri_pickles_and_reopens_its_store(backend, toy):
             KGPathFinder.from_defaults(on_store).to_dict()
 
 
-def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
-    """No import, no manifest: the graph PropertyGraphIndex (here its store's upsert calls) wrote is read as it is;
-    chunk nodes and MENTIONS are never on a path."""
+@contextlib.contextmanager
+def _property_graph(backend, name: str):
+    """A KnowledgeGraph on a graph LlamaIndex's property graph store wrote (its upsert calls, as PropertyGraphIndex
+    makes them): no import, no manifest; one chunk with MENTIONS."""
     from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
     from llama_index_kgplus.kg._graph import open_kg_store
 
-    name = backend.new_graph("pgi")
+    name = backend.new_graph(name)
     kwargs = {} if backend.engine == "ladybug" else {"database": name}
     store, _ = open_kg_store(backend.uri(name), create=True, **kwargs)
     kg = KnowledgeGraph(store, owns_store=True)
@@ -537,11 +538,18 @@ def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
             ])  # fmt: skip
         except Exception as exc:  # LlamaIndex's Neo4j store writes with APOC procedures, which ArcadeDB lacks
             pytest.skip(f"LlamaIndex's {backend.engine} store cannot write here: {type(exc).__name__}")
+        yield kg
+    finally:
+        kg.close()
+
+
+def test_paths_on_a_graph_written_by_llamaindex_property_graph_store(backend):
+    """No import, no manifest: the graph PropertyGraphIndex (here its store's upsert calls) wrote is read as it is;
+    chunk nodes and MENTIONS are never on a path."""
+    with _property_graph(backend, "pgipaths") as kg:
         retriever = KGPathRetriever.from_defaults(kg, max_paths=5)
         texts = [h.node.text for h in retriever.retrieve("Does a virus give you a headache?")]
         assert texts == ["virus -[CAUSES]-> fever -[COMES_WITH]-> headache"]
-    finally:
-        kg.close()
 
 
 def test_an_imported_graph_is_a_llamaindex_property_graph(backend, umls):
@@ -845,6 +853,60 @@ def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls)
         )
         meta = engine.query("How many kinds of things does a virus cause?").metadata
         assert meta["refused"] is None and meta["cypher"].startswith(listed) and len(meta["rows"]) == 6
+
+
+def test_text_to_cypher_on_a_graph_written_by_llamaindex_property_graph_store(backend):
+    """The description shows the relationship kinds wherever LlamaIndex's store keeps them (Ladybug: the label
+    column of its one LINKS table; the others: the relationship types), and a two-step question answered with
+    one step is sent back with the chain it needs."""
+    from llama_index_kgplus.kg._cypher import describe_graph
+
+    with _property_graph(backend, "pgicypher") as kg:
+        schema = describe_graph(kg)
+        assert "CAUSES" in schema and "COMES_WITH" in schema and "MENTIONS" not in schema
+        if backend.engine == "ladybug":
+            step1, step2 = "[r:LINKS {label: 'CAUSES'}]", "[s:LINKS {label: 'COMES_WITH'}]"
+        else:
+            step1, step2 = "[r:CAUSES]", "[s:COMES_WITH]"
+        label = kg.manifest.node_label
+        one_step = f"MATCH (a:{label} {{name: 'virus'}})-{step1}->(b:{label}) RETURN b.name AS name"
+        two_steps = (
+            f"MATCH (a:{label} {{name: 'virus'}})-{step1}->(m:{label})-{step2}->(b:{label}) RETURN b.name AS name"
+        )
+        engine = _cypher_engine(kg, json.dumps({"cypher": one_step}), json.dumps({"cypher": two_steps}))
+        meta = engine.query("What comes with the things that virus causes?").metadata
+        assert meta["complaint"].startswith("It follows 1 relationship, but the question goes through 2")
+        assert meta["complaint"].count("(ends at 1 entities)") == 1  # the one direction choice that finds something
+        assert meta["repaired"] and meta["rows"] == [{"name": "headache"}]
+
+
+def test_a_two_step_question_answered_in_one_step_is_offered_the_chains_the_graph_has(backend, umls):
+    """The complaint lists the direction choices that find something (counted with parameterised queries on
+    each engine): here one, which the (scripted) model then writes; when it writes one step again, that one
+    chain is run."""
+    one = "MATCH (a:Ent {cfname: 'virus'})-[r]->(b:Ent) WHERE r.relname = 'causes' RETURN b.cfname AS name"
+    two = (
+        "MATCH (a:Ent {cfname: 'virus'})-[r1]->(m:Ent)<-[r2]-(b:Ent) WHERE r1.relname = 'causes' "
+        "AND r2.relname = 'treats' RETURN DISTINCT b.cfname AS name"
+    )
+    with backend.open(umls) as kg:
+        engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": two}))
+        meta = engine.query("Which semantic types treat something that virus causes?").metadata
+        complaint = meta["complaint"]
+        assert "the question goes through 2: from 'virus' causes, then treats" in complaint
+        assert complaint.count("(ends at") == 1 and "<-[r2" in complaint and "(ends at 5 entities)" in complaint
+        gold = ["antibiotic", "drug delivery device", "medical device", "pharmacologic substance",
+                "therapeutic or preventive procedure"]  # fmt: skip
+        assert sorted(row["name"] for row in meta["rows"]) == gold and not meta["chain_written"]
+        # the model writes one step again: the graph's one chain is run (its count, for "how many")
+        engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": one}))
+        response = engine.query("Which semantic types treat something that virus causes?")
+        meta = response.metadata
+        assert meta["chain_written"] and sorted(row["name"] for row in meta["rows"]) == gold
+        assert "<-[r2" in meta["cypher"] and "one chain of them" in str(response)
+        engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": one}))
+        meta = engine.query("How many semantic types treat something that virus causes?").metadata
+        assert meta["chain_written"] and meta["rows"] == [{"n": 5}]
 
 
 def test_text_to_cypher_repairs_once_then_says_why(backend, umls):

@@ -2,7 +2,7 @@
 read-only text-to-Cypher.
 
 ``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired",
-"arrows_reversed", "complaint": null | why the first query was sent back}``.
+"arrows_reversed", "chain_written", "complaint": null | why the first query was sent back}``.
 
 ``kg paths --json`` prints exactly::
 
@@ -110,6 +110,7 @@ def _ask(args: argparse.Namespace) -> int:
                 "question": question,
                 "repaired": meta["repaired"],
                 "arrows_reversed": meta.get("arrows_reversed", False),
+                "chain_written": meta.get("chain_written", False),
                 "complaint": meta.get("complaint"),
             }
             if args.json or args.questions:
@@ -121,6 +122,8 @@ def _ask(args: argparse.Namespace) -> int:
                 print(
                     "note: the query as written found nothing; this is it with its arrows reversed"
                 )  # also in the answer
+            if record["chain_written"]:
+                print("note: the query written followed too few relationships; this is the graph's one chain of them")
             if record["refused"]:
                 print(f"refused: {record['refused']}")
     sys.stdout.flush()

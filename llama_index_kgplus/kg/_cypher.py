@@ -4,11 +4,13 @@
 The LLM writes one query from a description of the graph in the store's dialect (labels, properties, the
 relationship types and the values of small text properties); :func:`read_only_cypher` checks it; the engine runs
 it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j read transactions) with a
-timeout; a database error gets one repair, and so does a query that ran but does not fit the question (a list
-where "how many" was asked, the entities' group property where the entities were asked for, a group value no
-entity has, a name the question does not name); a query that finds nothing is run once more with its arrows
-reversed (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the
-answer is written from the rows with the Cypher shown.
+timeout; a database error gets one repair, and so does a query that ran but does not fit the question (fewer
+relationships than the kinds the question goes through, a list where "how many" was asked, the entities' group
+property where the entities were asked for, a group value no entity has, a name the question does not name); a
+corrected query that still follows too few relationships is replaced by the graph's one chain of them, when
+there is exactly one; a query that finds nothing is run again with its arrows reversed, one at a time and then
+all (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
+is written from the rows with the Cypher shown.
 
 Example::
 
@@ -23,9 +25,9 @@ import asyncio
 import json
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from itertools import zip_longest
+from itertools import combinations, product, zip_longest
 from typing import Any
 
 from llama_index.core import Settings
@@ -79,6 +81,11 @@ REVERSED_NOTE = (
     "reversed, which may answer a different question.)"
 )
 
+CHAIN_NOTE = (
+    "(The query written for this question followed fewer relationships than the question names; these rows come "
+    "from the one chain of them that the graph has from the named entity, shown as the Cypher.)"
+)
+
 ANSWER_PROMPT = """Answer the question in one or two sentences from the query result only.
 
 Question: {question}
@@ -102,6 +109,11 @@ class CypherAnswer(BaseModel):
     refused: str | None = Field(default=None, description="why nothing ran: refused, failed or unanswerable")
     repaired: bool = False
     arrows_reversed: bool = Field(default=False, description="it found nothing; with its arrows reversed it did")
+    chain_written: bool = Field(
+        default=False,
+        description="the LLM's query followed fewer relationships than the question names; the rows come from "
+        "the one chain of them the graph has from the named entity",
+    )
     complaint: str | None = Field(default=None, description="why the first query was sent back, if it was")
 
 
@@ -139,8 +151,8 @@ def _form(kg: KnowledgeGraph, max_values: int = 60) -> tuple[_Form, dict[str, li
     m, dialect = kg.manifest, kg.dialect
     node = quote_identifier(m.node_label)
     one_type = len(m.rel_types) == 1  # then the type tells nothing: not offered as something to filter on
-    if dialect.engine == "ladybug":
-        rel_props = dict(m.rel_properties) if one_type else {m.type_column: "string", **m.rel_properties}
+    if dialect.engine == "ladybug":  # the type column is read too: LlamaIndex's store keeps every type in one table
+        rel_props = {m.type_column: "string", **m.rel_properties}
         rel, pattern = m.rel_table, f"(a:{node})-[r:{quote_identifier(m.rel_table)}]->(b:{node})"
     else:
         rel_props = dict(m.rel_properties)
@@ -151,7 +163,7 @@ def _form(kg: KnowledgeGraph, max_values: int = 60) -> tuple[_Form, dict[str, li
         if kind == "string":
             query = f"MATCH {pattern} RETURN DISTINCT r.{quote_identifier(prop)} AS v LIMIT {max_values + 1}"
             values = _values(kg, query, max_values)
-            if values is not None:
+            if values is not None and (len(values) > 1 or prop in m.rel_properties):  # one type: nothing to tell
                 rel_values[prop] = values
     node_values: dict[str, list[str]] = {}
     for prop, kind in m.node_properties.items():
@@ -191,7 +203,7 @@ def _describe(
             else "."
         )
     ]
-    if kg.dialect.engine == "ladybug" and len(m.rel_types) > 1:
+    if kg.dialect.engine == "ladybug" and (len(m.rel_types) > 1 or form.kind == m.type_column):
         rel_props = {m.type_column: "string", **rel_props}
     shown = f"(:{label})-{form.pattern()}->(:{label})"
     if form.kind:
@@ -242,30 +254,54 @@ def _example_relationships(kg: KnowledgeGraph, form: _Form, count: int = 3) -> s
     return "; ".join(shown.values())
 
 
-def _named_kinds(form: _Form, question: str) -> list[str]:
-    """The relationship kinds the question names (``causes`` for "cause", ``part_of`` for "part of")."""
+# words a question uses for a kind whose name it does not say: "a member of" a family is stored as ``isa``
+_KIND_WORDS = {"isa": ("member", "belong")}
+_KIND_SUFFIX = re.compile(r"(?:ing|ed|es|s|e)$")
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"[\s_\-]+", "", text.lower())
+
+
+def _kind_of_word(form: _Form, word: str) -> str | None:
+    """The relationship kind ``word`` names ("caused" -> ``causes``, "parts" -> ``partof``, "members" -> ``isa``),
+    or None; stems shorter than 4 letters never match ("is" is not ``isa``)."""
+    squeezed, stem = _squeeze(word), _KIND_SUFFIX.sub("", _squeeze(word))
+    for kind in sorted(form.kinds, key=len):
+        whole = _squeeze(kind)
+        if squeezed == whole or any(len(w) >= 4 and whole.startswith(w) for w in (squeezed, stem)):
+            return kind
+        if any(stem.startswith(w) for w in _KIND_WORDS.get(kind.lower(), ())):
+            return kind
+    return None
+
+
+def _kind_mentions(form: _Form, question: str, spans: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """The relationship kinds the question goes through, one per mention, in the order a path from the named
+    entities (at ``spans``) meets them: the nearest first ("which drugs treat what virus causes" -> causes,
+    treats). Words inside the entities' names are not read, and a kind in parentheses ("members (isa)") is not
+    counted again when the question also says it in words."""
     text = question.lower()
-    squeezed = re.sub(r"[\s_\-]+", "", text)
-    words = re.findall(r"[a-z]+", text)
-    named = []
-    for kind in form.kinds:
-        tokens = [t for t in re.split(r"[\s_\-]+", kind.lower()) if len(t) >= 4]
-        if re.sub(r"[\s_\-]+", "", kind.lower()) in squeezed or any(
-            w[:4] == t[:4] and (w.startswith(t[: len(w)]) or t.startswith(w[: len(t)])) for t in tokens for w in words
-        ):
-            named.append(kind)
-    return named
+    for start, end in spans:  # blank the names out ("body part" names no ``part_of``), keeping the offsets
+        text = text[:start] + " " * (end - start) + text[end:]
+    brackets = [m.span() for m in re.finditer(r"\([^)]*\)", text)]
+    found: list[tuple[str, int, bool]] = []
+    for match in re.finditer(r"[a-z][a-z_\-]*", text):
+        kind = _kind_of_word(form, match.group())
+        if kind is not None:
+            found.append((kind, match.start(), any(a <= match.start() < b for a, b in brackets)))
+    said = {kind for kind, _, inside in found if not inside}
+    kept = [(kind, at) for kind, at, inside in found if not inside or kind not in said]
+    centres = [(start + end) / 2 for start, end in spans]
+    if centres:
+        kept.sort(key=lambda mention: min(abs(mention[1] - c) for c in centres))
+    return [kind for kind, _ in kept]
 
 
-def _named_entities(kg: KnowledgeGraph, question: str) -> dict[str, str]:
-    """The graph's entities the question names (its dictionary of names and synonyms): id -> name."""
-    return {m.cid: m.name for m in kg.entity_matcher().find(question)}
-
-
-def _mentions(kg: KnowledgeGraph, form: _Form, question: str, found: dict[str, str], per_entity: int = 4) -> str:
-    """The entities the question names (``found``), as the graph writes them, with a few of their stored
-    relationships (only of the kinds the question names, if it names any): they show which way each
-    relationship points."""
+def _mentions(kg: KnowledgeGraph, form: _Form, found: dict[str, str], named: set[str], per_entity: int = 4) -> str:
+    """The entities the question names (``found``, id -> name), as the graph writes them, with a few of their
+    stored relationships (only of the kinds the question names, ``named``, if it names any): they show which
+    way each relationship points."""
     if not found:
         return ""
     node, name, cid = (
@@ -273,7 +309,6 @@ def _mentions(kg: KnowledgeGraph, form: _Form, question: str, found: dict[str, s
         quote_identifier(form.name),
         quote_identifier(kg.manifest.id_property),
     )
-    named = _named_kinds(form, question)
     lines = [f"\nEntities of the graph named in the question ({form.name}): {', '.join(map(repr, found.values()))}"]
     shown: list[str] = []
     for entity in list(found)[:3]:
@@ -337,15 +372,22 @@ def _examples(form: _Form) -> str:
 
 
 _ARROW = re.compile(r"<-(\[[^\]]*\])?-(?!>)|-(\[[^\]]*\])?->")
-_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_VALUE = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""  # a quoted string, either quote
+_QUOTED = re.compile(rf"{_VALUE}|`[^`]*`")
 
 
-def _reverse_arrows(cypher: str) -> str:
-    """Every relationship arrow (``-[r]->``, ``<-[r]-``, ``-->``, ``<--``) turned round; text in quotes is kept."""
+def _reverse_arrows(cypher: str, which: Collection[int] | None = None) -> str:
+    """Relationship arrows (``-[r]->``, ``<-[r]-``, ``-->``, ``<--``) turned round: every one, or those at the
+    positions ``which`` (0 = the first arrow); text in quotes is kept."""
     quoted = [m.span() for m in _QUOTED.finditer(cypher)]
+    seen = -1
 
     def turn(match: re.Match[str]) -> str:
+        nonlocal seen
         if any(a <= match.start() < b for a, b in quoted):
+            return match.group()
+        seen += 1
+        if which is not None and seen not in which:
             return match.group()
         inner = match.group(1) or match.group(2) or ""
         return f"-{inner}->" if match.group().startswith("<") else f"<-{inner}-"
@@ -365,17 +407,24 @@ def _found_nothing(rows: list[dict[str, Any]]) -> bool:
 def _reversed_if_empty(
     kg: KnowledgeGraph, cypher: str, rows: list[dict[str, Any]], guard: Callable[[str], str], timeout: float
 ) -> tuple[str, list[dict[str, Any]]] | None:
-    """When ``cypher`` found nothing, the same query with every relationship arrow reversed, if that finds
-    something (small models often read "the members of X" as ``(X)-[:isa]->(m)``); else None."""
-    flipped = _reverse_arrows(cypher)
-    if not _found_nothing(rows) or flipped == cypher:
+    """When ``cypher`` found nothing, the same query with relationship arrows reversed, if that finds something
+    (small models often read "the members of X" as ``(X)-[:isa]->(m)``); else None. A chain of 2-3 arrows
+    tries one arrow at a time first (a path usually goes wrong at one step), then more."""
+    if not _found_nothing(rows):
         return None
-    try:
-        flipped = guard(flipped)
-        again = kg.dialect.run_read_only(kg.store, flipped, timeout)
-    except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
-        return None
-    return None if _found_nothing(again) else (flipped, again)
+    arrows = sum(1 for m in _ARROW.finditer(_QUOTED.sub("''", cypher)))
+    subsets = [set(c) for size in range(1, arrows) for c in combinations(range(arrows), size)] if arrows <= 3 else []
+    for flipped in dict.fromkeys(_reverse_arrows(cypher, which) for which in [*subsets, None]):
+        if flipped == cypher:
+            continue
+        try:
+            flipped = guard(flipped)
+            again = kg.dialect.run_read_only(kg.store, flipped, timeout)
+        except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
+            continue
+        if not _found_nothing(again):
+            return flipped, again
+    return None
 
 
 _REL_NAMED_AS_TYPE = re.compile(r"\[\s*(\w*)\s*:\s*`?([A-Za-z_][\w\-]*)`?\s*\]")
@@ -410,23 +459,159 @@ def _return_clause(cypher: str) -> str:
 
 
 def _matched_values(prop: str, cypher: str) -> list[str]:
-    """The values the query matches ``prop`` against (``{prop: '...'}``, ``x.prop = '...'``, either quote),
-    unescaped."""
-    value = r"""(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)")"""
-    pattern = rf"(?:\b{re.escape(prop)}\s*:|\.\s*{re.escape(prop)}\s*=)\s*{value}"
-    return [re.sub(r"\\(.)", r"\1", a or b) for a, b in re.findall(pattern, cypher)]
+    """The values the query matches ``prop`` against (``{prop: '...'}``, ``x.prop = '...'``,
+    ``x.prop IN ['...', ...]``, either quote), unescaped."""
+    single = rf"(?:\b{re.escape(prop)}\s*:|\.\s*{re.escape(prop)}\s*=)\s*{_VALUE}"
+    pairs = re.findall(single, cypher)
+    for listed in re.findall(rf"\.\s*{re.escape(prop)}\s+IN\s*\[([^\]]*)\]", cypher, re.I):
+        pairs += re.findall(_VALUE, listed)
+    return [re.sub(r"\\(.)", r"\1", a or b) for a, b in pairs]
 
 
-def _complaint(form: _Form, question: str, named: dict[str, str], groups: list[str], cypher: str) -> str | None:
-    """Why a query that ran does not fit ``question``, or None: a count question answered without a count, a
-    list of the entities' groups (``stygrp``, whose values are ``groups``) where the entities were asked for, a
-    group value that no entity has, a name the question does not name, or one name given to two nodes (outside
-    a UNION). Only the shape is checked, never the answer; a yes/no question is never told to count."""
+def _named_group(group: str, groups: list[str], question: str) -> str | None:
+    """The value of the group property ``group`` that the question names with the property's own name
+    ("in the stygrp activity", "whose stygrp is protein"), or None."""
+    values = {g.lower(): g for g in groups}
+    said = re.search(rf"\b{re.escape(group)}\s+(?:is\s+|=\s*|of\s+)?['\"]?([\w\-]+)", question, re.I)
+    return values.get(said.group(1).lower()) if said else None
+
+
+_RELATIONSHIP = re.compile(r"-\[([^\]]*)\]-|<--|-->|\)--\(")
+_VARIABLE_LENGTH = re.compile(r"\*\s*(\d*)\s*(?:\.\.\s*(\d*))?")
+
+
+def _hops(cypher: str) -> int:
+    """How many relationships the longest part of a query (split at UNION) follows; ``[*1..2]`` counts 2."""
+
+    def hops(part: str) -> int:
+        total = 0
+        for match in _RELATIONSHIP.finditer(part):
+            length = _VARIABLE_LENGTH.search(match.group(1) or "")
+            total += 1 if length is None else max(int(n) for n in (*length.groups(), "2") if n)
+        return total
+
+    return max(hops(part) for part in re.split(r"\bUNION\b", _QUOTED.sub("''", cypher), flags=re.I))
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """One way to write a chain of relationship kinds from a named entity: ``shown`` (a MATCH ... WHERE with the
+    name and kinds written out, for the LLM and the reader), ``match`` with ``params`` (the same, parameterised,
+    to run), ``last`` (the variable of the node it ends at) and ``ends`` (how many entities that is)."""
+
+    shown: str
+    match: str
+    params: dict[str, Any]
+    last: str
+    ends: int
+
+
+def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], steps: Sequence[str]) -> list[_Chain]:
+    """The chains of ``steps`` (relationship kinds, in order) from the entity ``start`` (id, name), one per
+    choice of arrow directions, that find something in the graph (each counted with a parameterised query)."""
+    node, name, cid = quote_identifier(form.label), form.name, quote_identifier(kg.manifest.id_property)
+    last = f"n{len(steps)}"
+    found = []
+    for turns in product((False, True), repeat=len(steps)):
+        arrows = [
+            f"<-{form.step(f'r{i + 1}', kind)}-" if back else f"-{form.step(f'r{i + 1}', kind)}->"
+            for i, (kind, back) in enumerate(zip(steps, turns))
+        ]
+        path = "".join(f"{arrow}(n{i + 1}:%s)" for i, arrow in enumerate(arrows))  # %s: the label, as run or shown
+        params: dict[str, Any] = {"cid": start[0]}
+        run_kinds = []
+        if form.kind:  # the kinds as parameters to run, as literals to show
+            params |= {f"k{i + 1}": kind for i, kind in enumerate(steps)}
+            run_kinds = [f"r{i + 1}.{quote_identifier(form.kind)} = $k{i + 1}" for i in range(len(steps))]
+        match = f"MATCH (a:{node}){path.replace('%s', node)} WHERE {' AND '.join([f'a.{cid} = $cid', *run_kinds])}"
+        rows = kg.dialect.run(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", params)
+        if rows and rows[0]["n"]:
+            where = " AND ".join(filter(None, (form.where(f"r{i + 1}", kind) for i, kind in enumerate(steps))))
+            shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){path.replace('%s', form.label)}"
+            shown += f" WHERE {where}" if where else ""
+            found.append(_Chain(shown, match, params, last, int(rows[0]["n"])))
+    return found
+
+
+def _too_few_hops(steps: Sequence[str], cypher: str) -> bool:
+    """The query follows fewer relationships than the 2-3 kinds the question goes through (but at least one)."""
+    return 2 <= len(steps) <= 3 and 0 < _hops(cypher) < len(steps)
+
+
+def _only_chain(
+    kg: KnowledgeGraph,
+    form: _Form,
+    question: str,
+    cypher: str,
+    steps: Sequence[str],
+    chains: Callable[[], list[_Chain]],
+    guard: Callable[[str], str],
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """When the query (after its one repair) still follows fewer relationships than the question names and the
+    graph has exactly one chain of them from the named entity, that chain's end (its count, for a "how many"
+    question) as (the query written out, its rows); else None. Never for a yes/no question."""
+    if not _too_few_hops(steps, cypher) or _YES_NO_QUESTION.search(question):
+        return None
+    options = chains()
+    if len(options) != 1:
+        return None
+    chain = options[0]
+    name = quote_identifier(form.name)
+    counts = _COUNT_QUESTION.search(question) is not None
+    returned = f"count(DISTINCT {chain.last}) AS n" if counts else f"DISTINCT {chain.last}.{name} AS name"
+    try:
+        query = guard(f"{chain.match} RETURN {returned}")  # the guard puts the row limit on
+        rows = kg.dialect.run(kg.store, query, chain.params)
+    except (UnsafeQueryError, GraphStoreError):
+        return None
+    shown = query.replace(chain.match, chain.shown)
+    return (shown, rows) if rows else None
+
+
+def _complaint(
+    form: _Form,
+    question: str,
+    named: dict[str, str],
+    groups: list[str],
+    cypher: str,
+    steps: Sequence[str] = (),
+    chains: Callable[[], list[_Chain]] | None = None,
+) -> str | None:
+    """Why a query that ran does not fit ``question`` (every reason found, one sentence each), or None: fewer
+    relationships than the 2-3 ``steps`` (the kinds the question goes through, nearest the named entity first;
+    ``chains()`` gives the ways to write them that find something, asked only then), a count question answered
+    without a count, a list of the entities' groups (``stygrp``, whose values are ``groups``) where the entities
+    were asked for, a group value that no entity has, a group value named as such but not filtered on (or matched
+    as a name), a name the question does not name, or one name given to two nodes (outside a UNION). Only the
+    shape is checked, never the answer; a yes/no question is never told to count."""
+    reasons = []
+    hops = _hops(cypher)
+    if _too_few_hops(steps, cypher):
+        start = next(iter(named.values()), "the named entity")
+        said = (
+            f"It follows {hops} relationship{'s' if hops > 1 else ''}, but the question goes through "
+            f"{len(steps)}: from {start!r} {', then '.join(steps)}, with an unnamed entity in between"
+        )
+        options = chains() if chains is not None else []
+        if options:
+            listed = "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
+            reasons.append(
+                f"{said}. These chains find something in the graph: {listed}. Use the one whose arrows read like "
+                f"the question, and return what it asks about the last node (n{len(steps)})."
+            )
+        else:
+            chain = ", ".join(f"(n{i})-{form.step(f'r{i + 1}', k)}->(n{i + 1})" for i, k in enumerate(steps))
+            kinds = " AND ".join(filter(None, (form.where(f"r{i + 1}", k) for i, k in enumerate(steps))))
+            reasons.append(
+                f"{said}: {chain}{f' WHERE {kinds}' if kinds else ''}, where n0 is {start!r}; turn an arrow round "
+                f"(<-[r]-) where the question reads that relationship the other way ('x {steps[-1]} n1' is "
+                "(n1)<-[r]-(x))."
+            )
     returned = _return_clause(cypher)
     yes_no = _YES_NO_QUESTION.search(question) is not None
     counts = not yes_no and _COUNT_QUESTION.search(question) is not None
     if counts and not _COUNTING.search(cypher):
-        return "The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list."
+        reasons.append("The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list.")
     group, name = form.node_class, form.name
     if (
         group
@@ -437,33 +622,44 @@ def _complaint(form: _Form, question: str, named: dict[str, str], groups: list[s
         and not _GROUP_WORD.search(question)
     ):
         what = "count the entities, count(DISTINCT x)" if counts else f"return their names, x.{name}"
-        return (
+        reasons.append(
             f"It returns {group} values (the group each entity belongs to), but the question asks about the "
             f"entities themselves: {what}."
         )
     known = {g.lower() for g in groups}
     unknown = [v for v in (_matched_values(group, cypher) if group else []) if v.lower() not in known]
     if known and unknown:
-        return (
+        reasons.append(
             f"No entity has {group} = {unknown[0]!r} (its values: {', '.join(groups)}). Leave the {group} filter "
             "out unless the question names one of these values."
         )
     in_query = _matched_values(name, cypher)
+    value = _named_group(group, groups, question) if group else None
+    as_name = value is not None and value.lower() in {n.lower() for n in in_query}
+    if group and value is not None and (as_name or value.lower() not in map(str.lower, _matched_values(group, cypher))):
+        reasons.append(
+            f"The question asks about the entities whose {group} is {value!r}: filter x.{group} = {value!r}"
+            + (f", and match no entity named {value!r}." if as_name else ".")
+        )
     asked = {n.lower() for n in named.values()}
     strays = [n for n in in_query if n.lower() not in asked]
     if asked and strays:
-        return (
+        reasons.append(
             f"It matches {strays[0]!r}, which the question does not name. Give names only to the entities the "
             f"question names ({', '.join(map(repr, named.values()))}) and leave every other node unnamed."
         )
     union = re.search(r"\bUNION\b", cypher, re.I) is not None  # each part may name the same entity
     repeated = None if union else next((n for n in in_query if in_query.count(n) > 1), None)
     if repeated is not None:
-        return (
-            f"It gives {repeated!r} to two nodes. An entity in between is unnamed: "
-            f"(x)-[r1]->(m), (m)-[r2]->(a {{{name}: {repeated!r}}}) with the directions the question needs."
+        options = chains() if chains is not None and 2 <= len(steps) <= 3 else []
+        ways = (
+            "These chains of the question's relationships find something in the graph: "
+            + "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
+            if options
+            else f"(x)-[r1]->(m), (m)-[r2]->(a {{{name}: {repeated!r}}}) with the directions the question needs"
         )
-    return None
+        reasons.append(f"It gives {repeated!r} to two nodes. An entity in between is unnamed: {ways}.")
+    return " ".join(reasons) or None
 
 
 def _read(reply: _CypherReply) -> tuple[str, str]:
@@ -478,7 +674,8 @@ def _answer(loop: QueryLoop) -> CypherAnswer:
         rows=rows,
         refused=loop.refused,
         repaired=loop.repaired,
-        arrows_reversed=loop.reworked,
+        arrows_reversed=loop.rework == "arrows reversed",
+        chain_written=loop.rework == "chain",
         complaint=loop.complaint,
     )
 
@@ -516,8 +713,19 @@ class CypherQueryEngine(CustomQueryEngine):
     def _loop(self, question: str) -> QueryLoop:
         kg = self.kg
         form, rel_values, node_values = _form(kg)  # its queries run once per question
-        named = _named_entities(kg, question)
-        schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, question, named)
+        found = kg.entity_matcher().find(question)  # the graph's names and synonyms in the question
+        named = {m.cid: m.name for m in found}
+        steps = _kind_mentions(form, question, [(m.start, m.end) for m in found])
+        start = next(iter(named.items())) if len(named) == 1 else None  # a chain from one entity: its ways
+
+        ways: list[list[_Chain]] = []  # read from the graph once, when first asked
+
+        def chains() -> list[_Chain]:
+            if not ways:
+                ways.append(_chain_options(kg, form, start, steps) if start is not None else [])
+            return ways[0]
+
+        schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, named, set(steps))
         examples = _examples(form)
         hint = (
             f"\nThe kinds of relationships are values of r.{form.kind}: write -{form.pattern()}-> with "
@@ -544,6 +752,13 @@ class CypherQueryEngine(CustomQueryEngine):
         def guard(cypher: str) -> str:
             return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
+        def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
+            chained = _only_chain(kg, form, question, cypher, steps, chains, guard)
+            if chained is not None:
+                return (*chained, "chain")
+            reversed_ = _reversed_if_empty(kg, cypher, rows, guard, self.timeout)
+            return None if reversed_ is None else (*reversed_, "arrows reversed")
+
         return QueryLoop(
             question,
             noun="query",
@@ -554,9 +769,9 @@ class CypherQueryEngine(CustomQueryEngine):
             guard=guard,
             execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout),
             retry_on=(GraphStoreError, QueryTimeoutError),
-            second_try=lambda cypher, rows: _reversed_if_empty(kg, cypher, rows, guard, self.timeout),
+            second_try=second_try,
             check=lambda cypher, rows: _complaint(
-                form, question, named, node_values.get(form.node_class or "", []), cypher
+                form, question, named, node_values.get(form.node_class or "", []), cypher, steps, chains
             ),
         )
 
@@ -572,6 +787,8 @@ class CypherQueryEngine(CustomQueryEngine):
             text = f"I could not answer this from the graph: {answer.refused}" if answer.refused else str(answer.rows)
         if answer.arrows_reversed:  # the rows may answer the question turned round: the reader must know
             text = f"{text.strip()} {REVERSED_NOTE}"
+        if answer.chain_written:
+            text = f"{text.strip()} {CHAIN_NOTE}"
         return Response(response=text.strip(), metadata={**answer.model_dump(), "answer_kind": "cypher"})
 
     def custom_query(self, query_str: str) -> Response:
