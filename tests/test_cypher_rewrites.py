@@ -12,6 +12,7 @@ import pytest
 from llama_index_kgplus._query_loop import QueryLoop
 from llama_index_kgplus.errors import GraphStoreError, UnsafeQueryError
 from llama_index_kgplus.kg._cypher import (
+    _chain_options,
     _complaint,
     _Form,
     _found_nothing,
@@ -251,6 +252,9 @@ KINDS = _Form("Ent", "cfname", "Rel", "relname", ("isa", "causes", "treats", "pa
         ("How many things is body part organ the location of?", ["body part organ"], ["location_of"]),  # a name
         ("Is virus an organism?", ["virus", "organism"], []),  # "is" is not isa
         ("Which relationships go from virus to fever?", ["virus", "fever"], []),
+        ("Which processes does virus cause?", ["virus"], ["causes"]),  # "processes" alone is no process_of
+        ("Does virus take part in fever?", ["virus", "fever"], []),  # part_of needs "part of"
+        ("What is the location of virus?", ["virus"], ["location_of"]),
     ],
 )
 def test_the_kinds_a_question_goes_through_nearest_the_named_entity_first(question, names, steps):
@@ -266,11 +270,40 @@ def test_the_kinds_a_question_goes_through_nearest_the_named_entity_first(questi
         ("MATCH (a)-->(b)<--(c) RETURN c", 2),
         ("MATCH (a)-[*1..2]->(b) RETURN b", 2),
         ("MATCH (a)-[r:T*]->(b) RETURN b", 2),
+        ("MATCH (a)-[*1]->(b) RETURN b", 1),
+        ("MATCH (a)-[*..1]->(b) RETURN b", 1),
+        ("MATCH (a)-[r:T*1..3]->(b) RETURN b", 3),
+        ("MATCH (a)-[r]-(b) RETURN b", 1),
         ("MATCH (a)-[r]->(b) RETURN b UNION MATCH (a)-[r]->(b)-[s]->(c) RETURN c", 2),
     ],
 )
 def test_hops_counts_the_relationships_of_the_longest_part(cypher, hops):
     assert _hops(cypher) == hops
+
+
+def test_a_kinds_own_name_comes_before_a_longer_name_or_a_word_for_it():
+    form = _Form("Ent", "name", "Rel", "relname", ("isa", "member_of", "process_of", "part"), None)
+    assert _kind_mentions(form, "Which genes are member_of MAPK?", [(25, 29)]) == ["member_of"]
+    assert _kind_mentions(form, "Which genes are members of MAPK?", [(27, 31)]) == ["member_of"]  # not isa
+    assert _kind_mentions(form, "What is a process of cell division?", [(21, 34)]) == ["process_of"]
+    assert _kind_mentions(form, "Which parts of it?", []) == ["part"]
+
+
+def test_chains_are_counted_with_parameters_and_one_the_database_cannot_count_is_left_out():
+    ran: list[tuple[str, dict]] = []
+
+    def run(store, query, params):
+        ran.append((query, params))
+        if len(ran) == 1:
+            raise GraphStoreError("cannot count this one")
+        return [{"n": 2}]
+
+    kg = SimpleNamespace(store=None, manifest=SimpleNamespace(id_property="cid"), dialect=SimpleNamespace(run=run))
+    chains = _chain_options(kg, KINDS, ("T005", "virus"), ["causes", "treats"])
+    assert len(ran) == 4 and len(chains) == 3 and {c.ends for c in chains} == {2}
+    assert all("virus" not in query and "$cid" in query for query, _ in ran)  # the name is shown, never run
+    assert ran[0][1] == {"cid": "T005", "k1": "causes", "k2": "treats"}
+    assert chains[0].shown.startswith("MATCH (a:Ent {cfname: 'virus'})-[r1:Rel]->(n1:Ent)<-[r2:Rel]-(n2:Ent)")
 
 
 def test_a_chain_question_answered_with_one_hop_is_sent_back_with_the_chain():

@@ -16,6 +16,7 @@ graphs through ``kgplus kg paths --questions ... --json`` on every engine.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import dataclasses
@@ -905,8 +906,12 @@ def test_a_two_step_question_answered_in_one_step_is_offered_the_chains_the_grap
         assert meta["chain_written"] and sorted(row["name"] for row in meta["rows"]) == gold
         assert "<-[r2" in meta["cypher"] and "one chain of them" in str(response)
         engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": one}))
-        meta = engine.query("How many semantic types treat something that virus causes?").metadata
-        assert meta["chain_written"] and meta["rows"] == [{"n": 5}]
+        meta = asyncio.run(engine.aquery("How many semantic types treat something that virus causes?")).metadata
+        assert meta["chain_written"] and meta["rows"] == [{"n": 5}]  # the async path does the same
+        # a yes/no question is told how to answer and never answered by the engine's own chain
+        engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": one}))
+        meta = engine.query("Does anything treat something that virus causes?").metadata
+        assert "return count(*) > 0 AS answer" in meta["complaint"] and not meta["chain_written"]
 
 
 def test_text_to_cypher_repairs_once_then_says_why(backend, umls):

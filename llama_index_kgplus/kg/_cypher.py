@@ -8,8 +8,8 @@ timeout; a database error gets one repair, and so does a query that ran but does
 relationships than the kinds the question goes through, a list where "how many" was asked, the entities' group
 property where the entities were asked for, a group value no entity has, a name the question does not name); a
 corrected query that still follows too few relationships is replaced by the graph's one chain of them, when
-there is exactly one; a query that finds nothing is run again with its arrows reversed, one at a time and then
-all (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
+there is exactly one; a query that finds nothing is run again with its arrows reversed, one at a time before
+more (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
 is written from the rows with the Cypher shown.
 
 Example::
@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import numbers
 import re
@@ -80,6 +81,8 @@ REVERSED_NOTE = (
     "(The query as written found nothing; these rows come from the same query with its relationship directions "
     "reversed, which may answer a different question.)"
 )
+
+CHAIN_WRITTEN, ARROWS_REVERSED = "chain", "arrows reversed"  # what a second try did (QueryLoop.rework)
 
 CHAIN_NOTE = (
     "(The query written for this question followed fewer relationships than the question names; these rows come "
@@ -257,37 +260,52 @@ def _example_relationships(kg: KnowledgeGraph, form: _Form, count: int = 3) -> s
 # words a question uses for a kind whose name it does not say: "a member of" a family is stored as ``isa``
 _KIND_WORDS = {"isa": ("member", "belong")}
 _KIND_SUFFIX = re.compile(r"(?:ing|ed|es|s|e)$")
+_INFLECTION = ("es", "ed", "s", "d")
 
 
 def _squeeze(text: str) -> str:
     return re.sub(r"[\s_\-]+", "", text.lower())
 
 
-def _kind_of_word(form: _Form, word: str) -> str | None:
-    """The relationship kind ``word`` names ("caused" -> ``causes``, "parts" -> ``partof``, "members" -> ``isa``),
-    or None; stems shorter than 4 letters never match ("is" is not ``isa``)."""
-    squeezed, stem = _squeeze(word), _KIND_SUFFIX.sub("", _squeeze(word))
-    for kind in sorted(form.kinds, key=len):
-        whole = _squeeze(kind)
-        if squeezed == whole or any(len(w) >= 4 and whole.startswith(w) for w in (squeezed, stem)):
+def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
+    """The relationship kind ``word`` names, with ``after`` the question's text that follows it, or None.
+
+    A kind's own name comes first ("partof"), then a name the word starts with its stem ("caused" -> ``causes``,
+    "parts of" -> ``partof``; stems of at least 4 letters): the rest of the name (after an ending such as
+    "s") must be what follows in the question, so "processes" alone is not ``process_of`` and "take part in" is
+    not ``part_of``. Last, the few words of ``_KIND_WORDS`` ("members" -> ``isa``)."""
+    squeezed, stem, following = _squeeze(word), _KIND_SUFFIX.sub("", _squeeze(word)), _squeeze(after)
+    names = {kind: _squeeze(kind) for kind in sorted(form.kinds, key=len)}
+    for kind, whole in names.items():
+        if squeezed == whole:
             return kind
+    for kind, whole in names.items():
+        for head in dict.fromkeys((squeezed, squeezed.removesuffix("s"), stem)):
+            if len(head) < 4 or not whole.startswith(head):
+                continue
+            rest = whole[len(head) :]
+            rests = [rest, *(rest[len(e) :] for e in _INFLECTION if rest.startswith(e))]
+            if any(not r or following.startswith(r) for r in rests):
+                return kind
+    for kind in names:
         if any(stem.startswith(w) for w in _KIND_WORDS.get(kind.lower(), ())):
             return kind
     return None
 
 
 def _kind_mentions(form: _Form, question: str, spans: Sequence[tuple[int, int]] = ()) -> list[str]:
-    """The relationship kinds the question goes through, one per mention, in the order a path from the named
-    entities (at ``spans``) meets them: the nearest first ("which drugs treat what virus causes" -> causes,
-    treats). Words inside the entities' names are not read, and a kind in parentheses ("members (isa)") is not
-    counted again when the question also says it in words."""
-    text = question.lower()
+    """The relationship kinds the question goes through, one per mention, ordered by their distance to the named
+    entities (at ``spans``), the nearest first: a guess at the order a path from them meets the kinds ("which
+    drugs treat what virus causes" -> causes, treats). Words inside the entities' names are not read, and a kind
+    in parentheses ("members (isa)") is not counted again when the question also says it in words."""
+    text = question
     for start, end in spans:  # blank the names out ("body part" names no ``part_of``), keeping the offsets
         text = text[:start] + " " * (end - start) + text[end:]
+    text = text.lower()
     brackets = [m.span() for m in re.finditer(r"\([^)]*\)", text)]
     found: list[tuple[str, int, bool]] = []
     for match in re.finditer(r"[a-z][a-z_\-]*", text):
-        kind = _kind_of_word(form, match.group())
+        kind = _kind_of_word(form, match.group(), text[match.end() :])
         if kind is not None:
             found.append((kind, match.start(), any(a <= match.start() < b for a, b in brackets)))
     said = {kind for kind, _, inside in found if not inside}
@@ -481,14 +499,20 @@ _VARIABLE_LENGTH = re.compile(r"\*\s*(\d*)\s*(?:\.\.\s*(\d*))?")
 
 
 def _hops(cypher: str) -> int:
-    """How many relationships the longest part of a query (split at UNION) follows; ``[*1..2]`` counts 2."""
+    """How many relationships the longest part of a query (split at UNION) follows: ``[*1..2]`` counts 2, ``[*1]``
+    1, an open length (``[*]``, ``[*2..]``) at least 2."""
+
+    def length(bracket: str) -> int:
+        star = _VARIABLE_LENGTH.search(bracket)
+        if star is None:
+            return 1
+        low, high = star.groups()
+        if high is None:  # [*n] is exactly n; [*] is open
+            return int(low) if low else 2
+        return int(high) if high else max(int(low or 1), 2)
 
     def hops(part: str) -> int:
-        total = 0
-        for match in _RELATIONSHIP.finditer(part):
-            length = _VARIABLE_LENGTH.search(match.group(1) or "")
-            total += 1 if length is None else max(int(n) for n in (*length.groups(), "2") if n)
-        return total
+        return sum(length(match.group(1) or "") for match in _RELATIONSHIP.finditer(part))
 
     return max(hops(part) for part in re.split(r"\bUNION\b", _QUOTED.sub("''", cypher), flags=re.I))
 
@@ -508,7 +532,8 @@ class _Chain:
 
 def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], steps: Sequence[str]) -> list[_Chain]:
     """The chains of ``steps`` (relationship kinds, in order) from the entity ``start`` (id, name), one per
-    choice of arrow directions, that find something in the graph (each counted with a parameterised query)."""
+    choice of arrow directions, that find something in the graph (each counted with a parameterised query; a
+    choice the database cannot count is left out)."""
     node, name, cid = quote_identifier(form.label), form.name, quote_identifier(kg.manifest.id_property)
     last = f"n{len(steps)}"
     found = []
@@ -524,7 +549,10 @@ def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], step
             params |= {f"k{i + 1}": kind for i, kind in enumerate(steps)}
             run_kinds = [f"r{i + 1}.{quote_identifier(form.kind)} = $k{i + 1}" for i in range(len(steps))]
         match = f"MATCH (a:{node}){path.replace('%s', node)} WHERE {' AND '.join([f'a.{cid} = $cid', *run_kinds])}"
-        rows = kg.dialect.run(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", params)
+        try:
+            rows = kg.dialect.run(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", params)
+        except GraphStoreError:  # this choice cannot be counted here: it is not offered
+            continue
         if rows and rows[0]["n"]:
             where = " AND ".join(filter(None, (form.where(f"r{i + 1}", kind) for i, kind in enumerate(steps))))
             shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){path.replace('%s', form.label)}"
@@ -547,9 +575,10 @@ def _only_chain(
     chains: Callable[[], list[_Chain]],
     guard: Callable[[str], str],
 ) -> tuple[str, list[dict[str, Any]]] | None:
-    """When the query (after its one repair) still follows fewer relationships than the question names and the
-    graph has exactly one chain of them from the named entity, that chain's end (its count, for a "how many"
-    question) as (the query written out, its rows); else None. Never for a yes/no question."""
+    """When the corrected query still follows fewer relationships than the question names and the graph has
+    exactly one chain of them from the named entity (in the guessed order of the kinds or the reverse order),
+    that chain's end (its count, for a "how many" question) as (the query written out, its rows); else None.
+    Never for a yes/no question."""
     if not _too_few_hops(steps, cypher) or _YES_NO_QUESTION.search(question):
         return None
     options = chains()
@@ -585,19 +614,24 @@ def _complaint(
     as a name), a name the question does not name, or one name given to two nodes (outside a UNION). Only the
     shape is checked, never the answer; a yes/no question is never told to count."""
     reasons = []
-    hops = _hops(cypher)
+    yes_no = _YES_NO_QUESTION.search(question) is not None
+
+    def listed() -> str:  # the chains, asked for only when a reason needs them
+        options = chains() if chains is not None and 2 <= len(steps) <= 3 else []
+        return "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
+
     if _too_few_hops(steps, cypher):
-        start = next(iter(named.values()), "the named entity")
+        hops, start = _hops(cypher), next(iter(named.values()), "the named entity")
         said = (
             f"It follows {hops} relationship{'s' if hops > 1 else ''}, but the question goes through "
             f"{len(steps)}: from {start!r} {', then '.join(steps)}, with an unnamed entity in between"
         )
-        options = chains() if chains is not None else []
-        if options:
-            listed = "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
+        ways = listed()
+        if ways:
+            returned = "count(*) > 0 AS answer" if yes_no else f"what it asks about the last node (n{len(steps)})"
             reasons.append(
-                f"{said}. These chains find something in the graph: {listed}. Use the one whose arrows read like "
-                f"the question, and return what it asks about the last node (n{len(steps)})."
+                f"{said}. These chains find something in the graph: {ways}. Use the one whose arrows read like "
+                f"the question, and return {returned}."
             )
         else:
             chain = ", ".join(f"(n{i})-{form.step(f'r{i + 1}', k)}->(n{i + 1})" for i, k in enumerate(steps))
@@ -608,7 +642,6 @@ def _complaint(
                 "(n1)<-[r]-(x))."
             )
     returned = _return_clause(cypher)
-    yes_no = _YES_NO_QUESTION.search(question) is not None
     counts = not yes_no and _COUNT_QUESTION.search(question) is not None
     if counts and not _COUNTING.search(cypher):
         reasons.append("The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list.")
@@ -651,11 +684,10 @@ def _complaint(
     union = re.search(r"\bUNION\b", cypher, re.I) is not None  # each part may name the same entity
     repeated = None if union else next((n for n in in_query if in_query.count(n) > 1), None)
     if repeated is not None:
-        options = chains() if chains is not None and 2 <= len(steps) <= 3 else []
+        ways = listed()
         ways = (
-            "These chains of the question's relationships find something in the graph: "
-            + "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
-            if options
+            f"these chains of the question's relationships find something in the graph: {ways}"
+            if ways
             else f"(x)-[r1]->(m), (m)-[r2]->(a {{{name}: {repeated!r}}}) with the directions the question needs"
         )
         reasons.append(f"It gives {repeated!r} to two nodes. An entity in between is unnamed: {ways}.")
@@ -674,8 +706,8 @@ def _answer(loop: QueryLoop) -> CypherAnswer:
         rows=rows,
         refused=loop.refused,
         repaired=loop.repaired,
-        arrows_reversed=loop.rework == "arrows reversed",
-        chain_written=loop.rework == "chain",
+        arrows_reversed=loop.rework == ARROWS_REVERSED,
+        chain_written=loop.rework == CHAIN_WRITTEN,
         complaint=loop.complaint,
     )
 
@@ -718,12 +750,13 @@ class CypherQueryEngine(CustomQueryEngine):
         steps = _kind_mentions(form, question, [(m.start, m.end) for m in found])
         start = next(iter(named.items())) if len(named) == 1 else None  # a chain from one entity: its ways
 
-        ways: list[list[_Chain]] = []  # read from the graph once, when first asked
+        @functools.cache  # read from the graph once per order of the kinds, when first asked
+        def chains(order: tuple[str, ...]) -> list[_Chain]:
+            return _chain_options(kg, form, start, order) if start is not None else []
 
-        def chains() -> list[_Chain]:
-            if not ways:
-                ways.append(_chain_options(kg, form, start, steps) if start is not None else [])
-            return ways[0]
+        def either_order() -> list[_Chain]:  # the order of the kinds is a guess from the question's words
+            backwards = tuple(reversed(steps))
+            return chains(tuple(steps)) + (chains(backwards) if backwards != tuple(steps) else [])
 
         schema, mentions = _describe(kg, form, rel_values, node_values), _mentions(kg, form, named, set(steps))
         examples = _examples(form)
@@ -753,13 +786,15 @@ class CypherQueryEngine(CustomQueryEngine):
             return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
         def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
-            chained = _only_chain(kg, form, question, cypher, steps, chains, guard)
-            if chained is not None:
-                return (*chained, "chain")
+            shown = loop.complaint or ""  # the LLM was shown the chains and still wrote too few relationships
+            if shown and any(chain.shown in shown for chain in chains(tuple(steps))):
+                chained = _only_chain(kg, form, question, cypher, steps, either_order, guard)
+                if chained is not None:
+                    return (*chained, CHAIN_WRITTEN)
             reversed_ = _reversed_if_empty(kg, cypher, rows, guard, self.timeout)
-            return None if reversed_ is None else (*reversed_, "arrows reversed")
+            return None if reversed_ is None else (*reversed_, ARROWS_REVERSED)
 
-        return QueryLoop(
+        loop = QueryLoop(
             question,
             noun="query",
             language="Cypher",
@@ -771,9 +806,16 @@ class CypherQueryEngine(CustomQueryEngine):
             retry_on=(GraphStoreError, QueryTimeoutError),
             second_try=second_try,
             check=lambda cypher, rows: _complaint(
-                form, question, named, node_values.get(form.node_class or "", []), cypher, steps, chains
+                form,
+                question,
+                named,
+                node_values.get(form.node_class or "", []),
+                cypher,
+                steps,
+                lambda: chains(tuple(steps)),
             ),
         )
+        return loop
 
     def _answer_prompt(self, answer: CypherAnswer) -> str | None:
         if answer.refused or not self.synthesize_response:
