@@ -856,6 +856,18 @@ def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls)
         assert meta["refused"] is None and meta["cypher"].startswith(listed) and len(meta["rows"]) == 6
 
 
+def test_graph_description_does_not_depend_on_the_order_the_store_holds_the_graph(backend, toy, toy_files, tmp_path):
+    """The same graph imported from its rows in reverse order gets the same description: the prompt (and so the
+    generated Cypher) must not change with the order a parallel import happened to store nodes in."""
+    from llama_index_kgplus.kg._cypher import describe_graph
+
+    _write_csv(tmp_path / "nodes.csv", TOY_NODES[:1] + TOY_NODES[:0:-1])
+    _write_csv(tmp_path / "rels.csv", TOY_RELS[:1] + TOY_RELS[:0:-1])
+    backend.import_graph("toyreversed", tmp_path / "nodes.csv", tmp_path / "rels.csv")
+    with backend.open(toy) as kg, backend.open("toyreversed") as reversed_kg:
+        assert describe_graph(kg) == describe_graph(reversed_kg)
+
+
 def test_text_to_cypher_on_a_graph_written_by_llamaindex_property_graph_store(backend):
     """The description shows the relationship kinds wherever LlamaIndex's store keeps them (Ladybug: the label
     column of its one LINKS table; the others: the relationship types), and a two-step question answered with
@@ -912,6 +924,17 @@ def test_a_two_step_question_answered_in_one_step_is_offered_the_chains_the_grap
         engine = _cypher_engine(kg, json.dumps({"cypher": one}), json.dumps({"cypher": one}))
         meta = engine.query("Does anything treat something that virus causes?").metadata
         assert "return count(*) > 0 AS answer" in meta["complaint"] and not meta["chain_written"]
+
+
+def test_a_chain_that_only_leads_back_to_the_named_entity_is_not_offered(backend, famplex):
+    """Down a hierarchy and up again ("members of the members of MAPK" read as isa backwards, then forwards) ends
+    at MAPK itself: only the chain down twice finds other entities, so it is the one offered (and run)."""
+    from llama_index_kgplus.kg._cypher import _chain_options, _form
+
+    with backend.open(famplex) as kg:
+        chains = _chain_options(kg, _form(kg)[0], ("FPLX:MAPK", "MAPK"), ["isa", "isa"])
+    assert len(chains) == 1 and chains[0].ends == 9
+    assert "(a:Ent {cfname: 'MAPK'})<-[r1:Rel]-(n1:Ent)<-[r2:Rel]-(n2:Ent)" in chains[0].shown
 
 
 def test_text_to_cypher_repairs_once_then_says_why(backend, umls):

@@ -219,9 +219,9 @@ def _describe(
     lines.append(f"Relationships: {shown} with properties {rel_props}{types}.")
     lines += [f"r.{prop} values: {', '.join(values)}" for prop, values in rel_values.items()]
     lines += [f"n.{prop} values: {', '.join(values)}" for prop, values in node_values.items()]
-    names = kg.dialect.run(
-        kg.store,
-        f"MATCH (n:{quote_identifier(label)}) RETURN n.{quote_identifier(m.name_property)} AS v LIMIT 8",
+    name = quote_identifier(m.name_property)
+    names = kg.dialect.run(  # ordered: a parallel import stores nodes in no fixed order, and the prompt must not vary
+        kg.store, f"MATCH (n:{quote_identifier(label)}) RETURN n.{name} AS v ORDER BY v LIMIT 8"
     )
     lines.append(f"Some {m.name_property} values: {', '.join(repr(r['v']) for r in names)}")
     lines.append(f"Example relationships: {_example_relationships(kg, form)}")
@@ -234,24 +234,30 @@ def _triple(form: _Form, row: dict[str, Any]) -> str:
         kind, verb = f" {{{form.kind}: {row['k']!r}}}", row["k"]
     else:  # the kind is the type, or (one type, no kind property) there is none to show
         kind, verb = (f":{row['k']}", row["k"]) if row["k"] else ("", "is related to")
-    return (
-        f"({{{form.name}: {row['a']!r}}})-[r{kind}]->({{{form.name}: {row['b']!r}}}) means {row['a']} {verb} {row['b']}"
-    )
+    return f"({{{form.name}: {row['source']!r}}})-[r{kind}]->({{{form.name}: {row['target']!r}}}) means {row['source']} {verb} {row['target']}"
 
 
 def _kind_column(kg: KnowledgeGraph, form: _Form) -> str:
     return f"r.{quote_identifier(form.kind)}" if form.kind else ("type(r)" if kg.dialect.engine != "ladybug" else "''")
 
 
-def _example_relationships(kg: KnowledgeGraph, form: _Form, count: int = 3) -> str:
-    """A few relationships of different kinds, written with their names: they show the direction."""
+def _named_relationships(
+    kg: KnowledgeGraph, form: _Form, where: str = "", params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """At most 200 relationships ``(a)-[r]->(b)`` (filtered by ``where``) as rows of their end names ``source``, ``target``
+    and kind ``k``, in name order: a parallel import stores them in no fixed order, and a prompt must not vary."""
     node, name = quote_identifier(form.label), quote_identifier(form.name)
     query = (
-        f"MATCH (a:{node})-{form.pattern()}->(b:{node}) "
-        f"RETURN a.{name} AS a, b.{name} AS b, {_kind_column(kg, form)} AS k LIMIT 200"
+        f"MATCH (a:{node})-{form.pattern()}->(b:{node}) {where} "
+        f"RETURN a.{name} AS source, b.{name} AS target, {_kind_column(kg, form)} AS k ORDER BY source, target LIMIT 200"
     )
+    return kg.dialect.run(kg.store, query, params or {})
+
+
+def _example_relationships(kg: KnowledgeGraph, form: _Form, count: int = 3) -> str:
+    """A few relationships of different kinds, written with their names: they show the direction."""
     shown: dict[Any, str] = {}
-    for row in kg.dialect.run(kg.store, query):
+    for row in _named_relationships(kg, form):
         if row["k"] not in shown and len(shown) < count:
             shown[row["k"]] = _triple(form, row)
     return "; ".join(shown.values())
@@ -322,26 +328,18 @@ def _mentions(kg: KnowledgeGraph, form: _Form, found: dict[str, str], named: set
     way each relationship points."""
     if not found:
         return ""
-    node, name, cid = (
-        quote_identifier(form.label),
-        quote_identifier(form.name),
-        quote_identifier(kg.manifest.id_property),
-    )
+    cid = quote_identifier(kg.manifest.id_property)
     lines = [f"\nEntities of the graph named in the question ({form.name}): {', '.join(map(repr, found.values()))}"]
     shown: list[str] = []
     for entity in list(found)[:3]:
         rows = []
         for end in ("a", "b"):
-            query = (
-                f"MATCH (a:{node})-{form.pattern()}->(b:{node}) WHERE {end}.{cid} = $cid "
-                f"RETURN a.{name} AS a, b.{name} AS b, {_kind_column(kg, form)} AS k LIMIT 200"
-            )
-            rows += kg.dialect.run(kg.store, query, {"cid": entity})
+            rows += _named_relationships(kg, form, f"WHERE {end}.{cid} = $cid", {"cid": entity})
         # one of each kind per direction (only the kinds the question names, if any), the two directions in turn
         seen: set[tuple[Any, bool]] = set()
         ways: dict[bool, list[str]] = {True: [], False: []}
         for row in rows:
-            key = (row["k"], row["a"] == found[entity])
+            key = (row["k"], row["source"] == found[entity])
             if key not in seen:
                 seen.add(key)
                 if not named or row["k"] in named:
@@ -532,8 +530,9 @@ class _Chain:
 
 def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], steps: Sequence[str]) -> list[_Chain]:
     """The chains of ``steps`` (relationship kinds, in order) from the entity ``start`` (id, name), one per
-    choice of arrow directions, that find something in the graph (each counted with a parameterised query; a
-    choice the database cannot count is left out)."""
+    choice of arrow directions, that find something in the graph other than ``start`` itself (each counted with
+    a parameterised query; a choice the database cannot count is left out). A chain that only leads back, such
+    as down a hierarchy and up again (``(a)<-[:isa]-()-[:isa]->(a)``), finds nothing new and is not offered."""
     node, name, cid = quote_identifier(form.label), form.name, quote_identifier(kg.manifest.id_property)
     last = f"n{len(steps)}"
     found = []
@@ -548,7 +547,8 @@ def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], step
         if form.kind:  # the kinds as parameters to run, as literals to show
             params |= {f"k{i + 1}": kind for i, kind in enumerate(steps)}
             run_kinds = [f"r{i + 1}.{quote_identifier(form.kind)} = $k{i + 1}" for i in range(len(steps))]
-        match = f"MATCH (a:{node}){path.replace('%s', node)} WHERE {' AND '.join([f'a.{cid} = $cid', *run_kinds])}"
+        conditions = [f"a.{cid} = $cid", *run_kinds, f"{last}.{cid} <> $cid"]
+        match = f"MATCH (a:{node}){path.replace('%s', node)} WHERE {' AND '.join(conditions)}"
         try:
             rows = kg.dialect.run(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", params)
         except GraphStoreError:  # this choice cannot be counted here: it is not offered
