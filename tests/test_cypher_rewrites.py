@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from llama_index_kgplus._query_loop import QueryLoop
-from llama_index_kgplus.errors import GraphStoreError, UnsafeQueryError
+from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
 from llama_index_kgplus.kg._cypher import (
     _chain_options,
     _complaint,
@@ -289,21 +289,26 @@ def test_a_kinds_own_name_comes_before_a_longer_name_or_a_word_for_it():
     assert _kind_mentions(form, "Which parts of it?", []) == ["part"]
 
 
-def test_chains_are_counted_with_parameters_and_one_the_database_cannot_count_is_left_out():
+def test_chains_are_counted_with_parameters_and_one_the_database_cannot_count_in_time_is_left_out():
     ran: list[tuple[str, dict]] = []
 
-    def run(store, query, params):
+    def run_read_only(store, query, timeout, params):
         ran.append((query, params))
         if len(ran) == 1:
             raise GraphStoreError("cannot count this one")
+        if len(ran) == 2:
+            raise QueryTimeoutError("ran out of time")
+        assert timeout == 3.0
         return [{"n": 2}]
 
-    kg = SimpleNamespace(store=None, manifest=SimpleNamespace(id_property="cid"), dialect=SimpleNamespace(run=run))
-    chains = _chain_options(kg, KINDS, ("T005", "virus"), ["causes", "treats"])
-    assert len(ran) == 4 and len(chains) == 3 and {c.ends for c in chains} == {2}
+    kg = SimpleNamespace(
+        store=None, manifest=SimpleNamespace(id_property="cid"), dialect=SimpleNamespace(run_read_only=run_read_only)
+    )
+    chains = _chain_options(kg, KINDS, ("T005", "virus"), ["causes", "treats"], timeout=3.0)
+    assert len(ran) == 4 and len(chains) == 2 and {c.ends for c in chains} == {2}
     assert all("virus" not in query and "$cid" in query for query, _ in ran)  # the name is shown, never run
     assert ran[0][1] == {"cid": "T005", "k1": "causes", "k2": "treats"}
-    assert chains[0].shown.startswith("MATCH (a:Ent {cfname: 'virus'})-[r1:Rel]->(n1:Ent)<-[r2:Rel]-(n2:Ent)")
+    assert chains[0].shown.startswith("MATCH (a:Ent {cfname: 'virus'})<-[r1:Rel]-(n1:Ent)-[r2:Rel]->(n2:Ent)")
 
 
 def test_a_chain_question_answered_with_one_hop_is_sent_back_with_the_chain():

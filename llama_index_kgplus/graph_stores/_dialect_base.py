@@ -167,18 +167,23 @@ class GraphDialect(ABC):
         Ladybug uses its own async connection."""
         return await asyncio.to_thread(self.run, store, query, params)
 
-    def run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
-        """Run a generated query (already through the read-only guard) with the engine's own read-only mode
-        where it has one and a ``timeout`` in seconds (:class:`QueryTimeoutError` when it runs out)."""
+    def run_read_only(
+        self, store: Any, query: str, timeout: float, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Run a generated query (already through the read-only guard) with ``params``, the engine's own
+        read-only mode where it has one and a ``timeout`` in seconds (:class:`QueryTimeoutError` when it runs
+        out)."""
         try:
-            return self._run_read_only(store, query, timeout)
+            return self._run_read_only(store, query, timeout, params or {})
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
             if "timeout" in str(exc).lower() or "interrupt" in str(exc).lower():
                 raise QueryTimeoutError(f"The query ran longer than {timeout:g} s and was stopped.") from exc
             raise self._error(exc) from exc
 
     @abstractmethod
-    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]: ...
+    def _run_read_only(
+        self, store: Any, query: str, timeout: float, params: dict[str, Any]
+    ) -> list[dict[str, Any]]: ...
 
     def _error(self, exc: Exception) -> GraphStoreError:
         if isinstance(exc, GraphStoreError):

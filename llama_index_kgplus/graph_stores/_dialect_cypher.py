@@ -213,10 +213,10 @@ class FalkorDBDialect(_CypherDialect):
         result = store._graph.query(query, params, timeout=getattr(store, "_timeout", None))
         return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
 
-    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
         from llama_index.graph_stores.falkordb.falkordb_property_graph import to_plain_value
 
-        result = store._graph.ro_query(query, {}, timeout=max(1, int(timeout * 1000)))  # GRAPH.RO_QUERY
+        result = store._graph.ro_query(query, params, timeout=max(1, int(timeout * 1000)))  # GRAPH.RO_QUERY
         return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
 
     def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
@@ -256,12 +256,12 @@ class Neo4jDialect(_CypherDialect):
         records, _, _ = store._driver.execute_query(query, parameters_=params, database_=store._database)
         return [r.data() for r in records]
 
-    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
         import neo4j
 
         @neo4j.unit_of_work(timeout=timeout)
         def read(tx: Any) -> list[dict[str, Any]]:
-            return tx.run(query).data()
+            return tx.run(query, params).data()
 
         with store._driver.session(database=store._database, default_access_mode=neo4j.READ_ACCESS) as session:
             return session.execute_read(read)

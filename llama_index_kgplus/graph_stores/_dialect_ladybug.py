@@ -55,11 +55,11 @@ class LadybugDialect(GraphDialect):
     def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         return result_rows(store.connection.execute(query, parameters=params))
 
-    def _run_read_only(self, store: Any, query: str, timeout: float) -> list[dict[str, Any]]:
+    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
         # Ladybug has no read-only query mode on a writable database: the guard is what keeps writes out
         store.connection.set_query_timeout(max(1, int(timeout * 1000)))
         try:
-            return self._run_unsanitized(store, query, {})
+            return self._run_unsanitized(store, query, params)
         finally:
             store.connection.set_query_timeout(0)
 

@@ -273,6 +273,12 @@ def _squeeze(text: str) -> str:
     return re.sub(r"[\s_\-]+", "", text.lower())
 
 
+@functools.cache
+def _squeezed_kinds(kinds: tuple[str, ...]) -> dict[str, str]:
+    """Each kind's name squeezed (``part_of`` -> ``partof``), shortest first; read-only (cached per graph)."""
+    return {kind: _squeeze(kind) for kind in sorted(kinds, key=len)}
+
+
 def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
     """The relationship kind ``word`` names, with ``after`` the question's text that follows it, or None.
 
@@ -281,7 +287,7 @@ def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
     "s") must be what follows in the question, so "processes" alone is not ``process_of`` and "take part in" is
     not ``part_of``. Last, the few words of ``_KIND_WORDS`` ("members" -> ``isa``)."""
     squeezed, stem, following = _squeeze(word), _KIND_SUFFIX.sub("", _squeeze(word)), _squeeze(after)
-    names = {kind: _squeeze(kind) for kind in sorted(form.kinds, key=len)}
+    names = _squeezed_kinds(form.kinds)
     for kind, whole in names.items():
         if squeezed == whole:
             return kind
@@ -528,11 +534,14 @@ class _Chain:
     ends: int
 
 
-def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], steps: Sequence[str]) -> list[_Chain]:
+def _chain_options(
+    kg: KnowledgeGraph, form: _Form, start: tuple[str, str], steps: Sequence[str], timeout: float = 10.0
+) -> list[_Chain]:
     """The chains of ``steps`` (relationship kinds, in order) from the entity ``start`` (id, name), one per
     choice of arrow directions, that find something in the graph other than ``start`` itself (each counted with
-    a parameterised query; a choice the database cannot count is left out). A chain that only leads back, such
-    as down a hierarchy and up again (``(a)<-[:isa]-()-[:isa]->(a)``), finds nothing new and is not offered."""
+    a parameterised read-only query within ``timeout`` seconds; a choice the database cannot count in time is
+    left out). A chain that only leads back, such as down a hierarchy and up again
+    (``(a)<-[:isa]-()-[:isa]->(a)``), finds nothing new and is not offered."""
     node, name, cid = quote_identifier(form.label), form.name, quote_identifier(kg.manifest.id_property)
     last = f"n{len(steps)}"
     found = []
@@ -541,29 +550,36 @@ def _chain_options(kg: KnowledgeGraph, form: _Form, start: tuple[str, str], step
             f"<-{form.step(f'r{i + 1}', kind)}-" if back else f"-{form.step(f'r{i + 1}', kind)}->"
             for i, (kind, back) in enumerate(zip(steps, turns))
         ]
-        path = "".join(f"{arrow}(n{i + 1}:%s)" for i, arrow in enumerate(arrows))  # %s: the label, as run or shown
+        run_path, shown_path = (  # the label quoted to run, plain to show
+            "".join(f"{arrow}(n{i + 1}:{label})" for i, arrow in enumerate(arrows)) for label in (node, form.label)
+        )
         params: dict[str, Any] = {"cid": start[0]}
         run_kinds = []
         if form.kind:  # the kinds as parameters to run, as literals to show
             params |= {f"k{i + 1}": kind for i, kind in enumerate(steps)}
             run_kinds = [f"r{i + 1}.{quote_identifier(form.kind)} = $k{i + 1}" for i in range(len(steps))]
         conditions = [f"a.{cid} = $cid", *run_kinds, f"{last}.{cid} <> $cid"]
-        match = f"MATCH (a:{node}){path.replace('%s', node)} WHERE {' AND '.join(conditions)}"
+        match = f"MATCH (a:{node}){run_path} WHERE {' AND '.join(conditions)}"
         try:
-            rows = kg.dialect.run(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", params)
-        except GraphStoreError:  # this choice cannot be counted here: it is not offered
+            rows = kg.dialect.run_read_only(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", timeout, params)
+        except (GraphStoreError, QueryTimeoutError):  # this choice cannot be counted here: it is not offered
             continue
         if rows and rows[0]["n"]:
             where = " AND ".join(filter(None, (form.where(f"r{i + 1}", kind) for i, kind in enumerate(steps))))
-            shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){path.replace('%s', form.label)}"
+            shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){shown_path}"
             shown += f" WHERE {where}" if where else ""
             found.append(_Chain(shown, match, params, last, int(rows[0]["n"])))
     return found
 
 
-def _too_few_hops(steps: Sequence[str], cypher: str) -> bool:
-    """The query follows fewer relationships than the 2-3 kinds the question goes through (but at least one)."""
-    return 2 <= len(steps) <= 3 and 0 < _hops(cypher) < len(steps)
+def _chain_question(steps: Sequence[str]) -> bool:
+    """The question goes through 2-3 relationship kinds: a chain worth checking (and listing) for."""
+    return 2 <= len(steps) <= 3
+
+
+def _too_few_hops(steps: Sequence[str], hops: int) -> bool:
+    """A query that follows ``hops`` relationships (at least one) falls short of a chain question's kinds."""
+    return _chain_question(steps) and 0 < hops < len(steps)
 
 
 def _only_chain(
@@ -574,12 +590,13 @@ def _only_chain(
     steps: Sequence[str],
     chains: Callable[[], list[_Chain]],
     guard: Callable[[str], str],
+    timeout: float,
 ) -> tuple[str, list[dict[str, Any]]] | None:
     """When the corrected query still follows fewer relationships than the question names and the graph has
     exactly one chain of them from the named entity (in the guessed order of the kinds or the reverse order),
     that chain's end (its count, for a "how many" question) as (the query written out, its rows); else None.
     Never for a yes/no question."""
-    if not _too_few_hops(steps, cypher) or _YES_NO_QUESTION.search(question):
+    if not _too_few_hops(steps, _hops(cypher)) or _YES_NO_QUESTION.search(question):
         return None
     options = chains()
     if len(options) != 1:
@@ -590,8 +607,8 @@ def _only_chain(
     returned = f"count(DISTINCT {chain.last}) AS n" if counts else f"DISTINCT {chain.last}.{name} AS name"
     try:
         query = guard(f"{chain.match} RETURN {returned}")  # the guard puts the row limit on
-        rows = kg.dialect.run(kg.store, query, chain.params)
-    except (UnsafeQueryError, GraphStoreError):
+        rows = kg.dialect.run_read_only(kg.store, query, timeout, chain.params)
+    except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
         return None
     shown = query.replace(chain.match, chain.shown)
     return (shown, rows) if rows else None
@@ -617,11 +634,12 @@ def _complaint(
     yes_no = _YES_NO_QUESTION.search(question) is not None
 
     def listed() -> str:  # the chains, asked for only when a reason needs them
-        options = chains() if chains is not None and 2 <= len(steps) <= 3 else []
+        options = chains() if chains is not None and _chain_question(steps) else []
         return "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
 
-    if _too_few_hops(steps, cypher):
-        hops, start = _hops(cypher), next(iter(named.values()), "the named entity")
+    hops = _hops(cypher)
+    if _too_few_hops(steps, hops):
+        start = next(iter(named.values()), "the named entity")
         said = (
             f"It follows {hops} relationship{'s' if hops > 1 else ''}, but the question goes through "
             f"{len(steps)}: from {start!r} {', then '.join(steps)}, with an unnamed entity in between"
@@ -752,7 +770,7 @@ class CypherQueryEngine(CustomQueryEngine):
 
         @functools.cache  # read from the graph once per order of the kinds, when first asked
         def chains(order: tuple[str, ...]) -> list[_Chain]:
-            return _chain_options(kg, form, start, order) if start is not None else []
+            return _chain_options(kg, form, start, order, self.timeout) if start is not None else []
 
         def either_order() -> list[_Chain]:  # the order of the kinds is a guess from the question's words
             backwards = tuple(reversed(steps))
@@ -788,7 +806,7 @@ class CypherQueryEngine(CustomQueryEngine):
         def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
             shown = loop.complaint or ""  # the LLM was shown the chains and still wrote too few relationships
             if shown and any(chain.shown in shown for chain in chains(tuple(steps))):
-                chained = _only_chain(kg, form, question, cypher, steps, either_order, guard)
+                chained = _only_chain(kg, form, question, cypher, steps, either_order, guard, self.timeout)
                 if chained is not None:
                     return (*chained, CHAIN_WRITTEN)
             reversed_ = _reversed_if_empty(kg, cypher, rows, guard, self.timeout)
