@@ -219,6 +219,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                             "repaired",
                             "arrows_reversed",
                             "chain_written",
+                            "entities_returned",
                             "complaint",
                         )
                     },

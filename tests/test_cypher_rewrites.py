@@ -14,6 +14,7 @@ from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, Unsafe
 from llama_index_kgplus.kg._cypher import (
     _chain_options,
     _complaint,
+    _entities_for_groups,
     _Form,
     _found_nothing,
     _hops,
@@ -379,3 +380,28 @@ def test_a_first_query_that_stands_still_gets_its_second_try():
     assert loop.step("first", "") is not None  # the check speaks before any second try
     assert loop.step("broken", "") is None
     assert (loop.query, loop.result, loop.reworked) == ("rev", [1], True)
+
+
+GROUPED = _Form("Ent", "cfname", "Rel", "relname", ("causes",), "stygrp")
+CAUSES = "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(m:Ent) WHERE r.relname = 'causes' "
+
+
+@pytest.mark.parametrize(
+    ("question", "returned", "expected"),
+    [
+        ("Which types does virus cause?", "RETURN DISTINCT m.stygrp AS t", "RETURN DISTINCT m.`cfname` AS name"),
+        ("How many types does virus cause?", "RETURN m.stygrp ORDER BY m.stygrp", "RETURN count(DISTINCT m) AS n"),
+        ("How many types does virus cause?", "RETURN count(DISTINCT m.stygrp) AS n", "RETURN count(DISTINCT m) AS n"),
+        ("Which types does virus cause?", "RETURN m.cfname, m.stygrp", None),  # the names are there
+        ("Which groups does virus cause?", "RETURN DISTINCT m.stygrp", None),  # groups asked for
+        ("Which stygrp does virus cause?", "RETURN DISTINCT m.stygrp", None),
+        ("Does virus cause anything?", "RETURN DISTINCT m.stygrp", None),  # yes/no
+        ("Which types does virus cause?", "RETURN a.stygrp, m.stygrp", None),  # whose entities: not one variable
+    ],
+)
+def test_a_returned_group_property_is_rewritten_to_the_entities_only_where_they_were_asked_for(
+    question, returned, expected
+):
+    rewritten = _entities_for_groups(GROUPED, question, CAUSES + returned)
+    assert rewritten == (None if expected is None else CAUSES + expected)
+    assert _entities_for_groups(KINDS, question, CAUSES + returned) is None  # a graph without groups

@@ -937,6 +937,29 @@ def test_a_chain_that_only_leads_back_to_the_named_entity_is_not_offered(backend
     assert "(a:Ent {cfname: 'MAPK'})<-[r1:Rel]-(n1:Ent)<-[r2:Rel]-(n2:Ent)" in chains[0].shown
 
 
+def test_groups_returned_again_after_the_check_are_replaced_by_the_entities(backend, umls):
+    """The model returns the entities' groups, is told to return the entities, and returns the groups again: the
+    same match is run returning the names (the count, for "how many"), flagged and noted in the answer."""
+    groups = "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(m:Ent) WHERE r.relname = 'causes' RETURN DISTINCT m.stygrp AS t"
+    gold = ["cell or molecular dysfunction", "disease or syndrome", "experimental model of disease",
+            "mental or behavioral dysfunction", "neoplastic process", "pathologic function"]  # fmt: skip
+    with backend.open(umls) as kg:
+        engine = _cypher_engine(kg, json.dumps({"cypher": groups}), json.dumps({"cypher": groups}))
+        response = engine.query("Which semantic types does virus cause?")
+        meta = response.metadata
+        assert meta["complaint"].startswith("It returns stygrp values") and meta["entities_returned"]
+        assert sorted(row["name"] for row in meta["rows"]) == gold and "cfname" in meta["cypher"]
+        assert "the entities themselves, from the same match" in str(response)
+        engine = _cypher_engine(kg, json.dumps({"cypher": groups}), json.dumps({"cypher": groups}))
+        meta = asyncio.run(engine.aquery("How many semantic types does virus cause?")).metadata
+        assert meta["entities_returned"] and meta["rows"] == [{"n": 6}]
+        # told once and then right: nothing is rewritten
+        names = groups.replace("m.stygrp AS t", "m.cfname AS name")
+        engine = _cypher_engine(kg, json.dumps({"cypher": groups}), json.dumps({"cypher": names}))
+        meta = engine.query("Which semantic types does virus cause?").metadata
+        assert not meta["entities_returned"] and len(meta["rows"]) == 6
+
+
 def test_text_to_cypher_repairs_once_then_says_why(backend, umls):
     with backend.open(umls) as kg:
         broken = json.dumps({"cypher": "MATCH (a:Ent) RETURN a.cfname +* 1"})

@@ -2,7 +2,7 @@
 read-only text-to-Cypher.
 
 ``kg ask --json`` prints ``{"answer", "cypher", "rows", "refused": null | "reason", "question", "repaired",
-"arrows_reversed", "chain_written", "complaint": null | why the first query was sent back}``.
+"arrows_reversed", "chain_written", "entities_returned", "complaint": null | why the first query was sent back}``.
 
 ``kg paths --json`` prints exactly::
 
@@ -111,6 +111,7 @@ def _ask(args: argparse.Namespace) -> int:
                 "repaired": meta["repaired"],
                 "arrows_reversed": meta.get("arrows_reversed", False),
                 "chain_written": meta.get("chain_written", False),
+                "entities_returned": meta.get("entities_returned", False),
                 "complaint": meta.get("complaint"),
             }
             if args.json or args.questions:
@@ -124,6 +125,8 @@ def _ask(args: argparse.Namespace) -> int:
                 )  # also in the answer
             if record["chain_written"]:
                 print("note: the query written followed too few relationships; this is the graph's one chain of them")
+            if record["entities_returned"]:
+                print("note: the query written returned the entities' groups; this returns the entities")
             if record["refused"]:
                 print(f"refused: {record['refused']}")
     sys.stdout.flush()

@@ -82,11 +82,17 @@ REVERSED_NOTE = (
     "reversed, which may answer a different question.)"
 )
 
-CHAIN_WRITTEN, ARROWS_REVERSED = "chain", "arrows reversed"  # what a second try did (QueryLoop.rework)
+# what a second try did (QueryLoop.rework)
+CHAIN_WRITTEN, ARROWS_REVERSED, ENTITIES_RETURNED = "chain", "arrows reversed", "entities for groups"
 
 CHAIN_NOTE = (
     "(The query written for this question followed fewer relationships than the question names; these rows come "
     "from the one chain of them that the graph has from the named entity, shown as the Cypher.)"
+)
+
+ENTITIES_NOTE = (
+    "(The query written for this question returned the group of each entity where the question asks about the "
+    "entities; these rows are the entities themselves, from the same match, shown as the Cypher.)"
 )
 
 ANSWER_PROMPT = """Answer the question in one or two sentences from the query result only.
@@ -116,6 +122,11 @@ class CypherAnswer(BaseModel):
         default=False,
         description="the LLM's query followed fewer relationships than the question names; the rows come from "
         "the one chain of them the graph has from the named entity",
+    )
+    entities_returned: bool = Field(
+        default=False,
+        description="the LLM's query returned the entities' group property after being told the question asks "
+        "about the entities; the rows are their names (or count) from the same match",
     )
     complaint: str | None = Field(default=None, description="why the first query was sent back, if it was")
 
@@ -480,6 +491,41 @@ def _return_clause(cypher: str) -> str:
     return re.split(r"\b(?:ORDER\s+BY|SKIP|LIMIT)\b", tail, flags=re.I)[0]
 
 
+def _returns_groups(form: _Form, question: str, returned: str) -> bool:
+    """The RETURN clause ``returned`` gives the entities' group property (``stygrp``) and not their names, where
+    the question asks about the entities (it names neither that property nor groups, and is not yes/no)."""
+    group = form.node_class
+    return bool(
+        group
+        and not _YES_NO_QUESTION.search(question)
+        and re.search(rf"\.\s*{re.escape(group)}\b", returned)
+        and not re.search(rf"\.\s*{re.escape(form.name)}\b", returned)
+        and group.lower() not in question.lower()
+        and not _GROUP_WORD.search(question)
+    )
+
+
+def _groups_returned(form: _Form) -> str:
+    """How the check's reason about a returned group property opens (the second try looks for it)."""
+    return f"It returns {form.node_class} values (the group each entity belongs to)"
+
+
+def _entities_for_groups(form: _Form, question: str, cypher: str) -> str | None:
+    """``cypher`` with its last RETURN asking for the entities' names (their count, for "how many") where it
+    returns their group property (:func:`_returns_groups`) of one variable; else None."""
+    returned = _return_clause(cypher)
+    if not form.node_class or not _returns_groups(form, question, returned):
+        return None
+    variables = set(re.findall(rf"\b(\w+)\s*\.\s*{re.escape(form.node_class)}\b", returned))
+    if len(variables) != 1:
+        return None
+    (var,) = variables
+    counts = _COUNT_QUESTION.search(question) is not None
+    entities = f"count(DISTINCT {var}) AS n" if counts else f"DISTINCT {var}.{quote_identifier(form.name)} AS name"
+    last = list(re.finditer(r"\bRETURN\b", cypher, re.I))[-1]
+    return f"{cypher[: last.start()]}RETURN {entities}"
+
+
 def _matched_values(prop: str, cypher: str) -> list[str]:
     """The values the query matches ``prop`` against (``{prop: '...'}``, ``x.prop = '...'``,
     ``x.prop IN ['...', ...]``, either quote), unescaped."""
@@ -664,19 +710,9 @@ def _complaint(
     if counts and not _COUNTING.search(cypher):
         reasons.append("The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list.")
     group, name = form.node_class, form.name
-    if (
-        group
-        and not yes_no
-        and re.search(rf"\.\s*{re.escape(group)}\b", returned)
-        and not re.search(rf"\.\s*{re.escape(name)}\b", returned)
-        and group.lower() not in question.lower()
-        and not _GROUP_WORD.search(question)
-    ):
+    if _returns_groups(form, question, returned):
         what = "count the entities, count(DISTINCT x)" if counts else f"return their names, x.{name}"
-        reasons.append(
-            f"It returns {group} values (the group each entity belongs to), but the question asks about the "
-            f"entities themselves: {what}."
-        )
+        reasons.append(f"{_groups_returned(form)}, but the question asks about the entities themselves: {what}.")
     known = {g.lower() for g in groups}
     unknown = [v for v in (_matched_values(group, cypher) if group else []) if v.lower() not in known]
     if known and unknown:
@@ -726,6 +762,7 @@ def _answer(loop: QueryLoop) -> CypherAnswer:
         repaired=loop.repaired,
         arrows_reversed=loop.rework == ARROWS_REVERSED,
         chain_written=loop.rework == CHAIN_WRITTEN,
+        entities_returned=loop.rework == ENTITIES_RETURNED,
         complaint=loop.complaint,
     )
 
@@ -804,7 +841,15 @@ class CypherQueryEngine(CustomQueryEngine):
             return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
         def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
-            shown = loop.complaint or ""  # the LLM was shown the chains and still wrote too few relationships
+            shown = loop.complaint or ""
+            rewritten = _entities_for_groups(form, question, cypher) if _groups_returned(form) in shown else None
+            if rewritten is not None:  # the LLM was told to return the entities and still returned their groups
+                try:
+                    query = guard(rewritten)
+                    return query, kg.dialect.run_read_only(kg.store, query, self.timeout), ENTITIES_RETURNED
+                except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
+                    pass
+            # the LLM was shown the chains and still wrote too few relationships
             if shown and any(chain.shown in shown for chain in chains(tuple(steps))):
                 chained = _only_chain(kg, form, question, cypher, steps, either_order, guard, self.timeout)
                 if chained is not None:
@@ -849,6 +894,8 @@ class CypherQueryEngine(CustomQueryEngine):
             text = f"{text.strip()} {REVERSED_NOTE}"
         if answer.chain_written:
             text = f"{text.strip()} {CHAIN_NOTE}"
+        if answer.entities_returned:
+            text = f"{text.strip()} {ENTITIES_NOTE}"
         return Response(response=text.strip(), metadata={**answer.model_dump(), "answer_kind": "cypher"})
 
     def custom_query(self, query_str: str) -> Response:
