@@ -22,6 +22,10 @@ from llama_index_kgplus.kg import read_only_cypher
         ("OPTIONAL MATCH (n) RETURN n // DELETE it", "OPTIONAL MATCH (n) RETURN n LIMIT 100"),
         ("UNWIND [1, 2] AS x RETURN x", "UNWIND [1, 2] AS x RETURN x LIMIT 100"),
         ("MATCH (a)-[r:`CREATE`]->(b) RETURN count(r)", "MATCH (a)-[r:`CREATE`]->(b) RETURN count(r) LIMIT 100"),
+        (
+            "MATCH (a)-->(b) WHERE b.`id` <> a.`id` RETURN b",
+            "MATCH (a)-->(b) WHERE b.`id` <> a.`id` RETURN b LIMIT 100",
+        ),
     ],
 )
 def test_reads_pass_with_a_row_limit(query, expected):
@@ -34,6 +38,8 @@ def test_reads_pass_with_a_row_limit(query, expected):
         "MATCH (n) DETACH DELETE n",
         "MATCH (n) WHERE n.name = 'x' } DETACH DELETE n //",
         "MATCH (n) SET n.x = 1 RETURN n",
+        "MATCH (n) WHERE n.`flag` SET n.x = 1 RETURN n",  # a quoted property name must not hide the next word
+        "MATCH (n) WHERE n.name = 'a' DETACH DELETE n RETURN 1",
         "MATCH (n) REMOVE n.name RETURN n",
         "CREATE (n:Ent) RETURN n",
         "MERGE (n:Ent {name: 'a'}) RETURN n",

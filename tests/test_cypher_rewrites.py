@@ -397,6 +397,10 @@ CAUSES = "MATCH (a:Ent {cfname: 'virus'})-[r:Rel]->(m:Ent) WHERE r.relname = 'ca
         ("Which stygrp does virus cause?", "RETURN DISTINCT m.stygrp", None),
         ("Does virus cause anything?", "RETURN DISTINCT m.stygrp", None),  # yes/no
         ("Which types does virus cause?", "RETURN a.stygrp, m.stygrp", None),  # whose entities: not one variable
+        ("Which types does virus cause most?", "RETURN m.stygrp AS t, count(*) AS c ORDER BY c DESC LIMIT 1", None),
+        ("Which types does virus cause?", "RETURN collect(DISTINCT m.stygrp) AS t", None),  # only the exact shapes
+        ("What type is virus?", "RETURN DISTINCT a.stygrp AS t", None),  # a's name is matched: its group asked
+        ("Which types does virus cause?", "RETURN m.stygrp UNION MATCH (m:Ent) RETURN m.stygrp", None),
     ],
 )
 def test_a_returned_group_property_is_rewritten_to_the_entities_only_where_they_were_asked_for(

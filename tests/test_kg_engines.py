@@ -856,16 +856,19 @@ def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls)
         assert meta["refused"] is None and meta["cypher"].startswith(listed) and len(meta["rows"]) == 6
 
 
-def test_graph_description_does_not_depend_on_the_order_the_store_holds_the_graph(backend, toy, toy_files, tmp_path):
-    """The same graph imported from its rows in reverse order gets the same description: the prompt (and so the
-    generated Cypher) must not change with the order a parallel import happened to store nodes in."""
-    from llama_index_kgplus.kg._cypher import describe_graph
+def test_graph_description_does_not_depend_on_the_order_the_store_holds_the_graph(backend, umls, tmp_path):
+    """The same graph imported from its rows in reverse order gets the same description, with the relationships
+    of one question's entity: the prompt (and so the generated Cypher) must not change with the order a parallel
+    import happened to store them in (UMLS has pairs of entities joined by several kinds)."""
+    from llama_index_kgplus.kg._cypher import _form, _mentions, describe_graph
 
-    _write_csv(tmp_path / "nodes.csv", TOY_NODES[:1] + TOY_NODES[:0:-1])
-    _write_csv(tmp_path / "rels.csv", TOY_RELS[:1] + TOY_RELS[:0:-1])
-    backend.import_graph("toyreversed", tmp_path / "nodes.csv", tmp_path / "rels.csv")
-    with backend.open(toy) as kg, backend.open("toyreversed") as reversed_kg:
-        assert describe_graph(kg) == describe_graph(reversed_kg)
+    for name in ("nodes.csv", "relationships.csv"):
+        header, *rows = (BENCH / "kg-umls-semnet" / name).read_text(encoding="utf-8").splitlines()
+        (tmp_path / name).write_text("\n".join([header, *rows[::-1]]) + "\n", encoding="utf-8")
+    backend.import_graph("umlsreversed", tmp_path / "nodes.csv", tmp_path / "relationships.csv")
+    with backend.open(umls) as kg, backend.open("umlsreversed") as reversed_kg:
+        seen = [(describe_graph(g), _mentions(g, _form(g)[0], {"virus": "virus"}, set())) for g in (kg, reversed_kg)]
+    assert seen[0] == seen[1] and "virus" in seen[0][1]
 
 
 def test_text_to_cypher_on_a_graph_written_by_llamaindex_property_graph_store(backend):

@@ -7,8 +7,9 @@ it in its read-only mode where it has one (FalkorDB ``GRAPH.RO_QUERY``, Neo4j re
 timeout; a database error gets one repair, and so does a query that ran but does not fit the question (fewer
 relationships than the kinds the question goes through, a list where "how many" was asked, the entities' group
 property where the entities were asked for, a group value no entity has, a name the question does not name); a
-corrected query that still follows too few relationships is replaced by the graph's one chain of them, when
-there is exactly one; a query that finds nothing is run again with its arrows reversed, one at a time before
+query that still follows too few relationships after the repair is replaced by the graph's one chain of them,
+when there is exactly one, and one that still returns the entities' group property where the entities were
+asked for returns them instead (same match); a query that finds nothing is run again with its arrows reversed, one at a time before
 more (kept only if that finds something: small models read "the members of X" as ``(X)-[:isa]->(m)``); the answer
 is written from the rows with the Cypher shown.
 
@@ -260,7 +261,7 @@ def _named_relationships(
     node, name = quote_identifier(form.label), quote_identifier(form.name)
     query = (
         f"MATCH (a:{node})-{form.pattern()}->(b:{node}) {where} "
-        f"RETURN a.{name} AS source, b.{name} AS target, {_kind_column(kg, form)} AS k ORDER BY source, target LIMIT 200"
+        f"RETURN a.{name} AS source, b.{name} AS target, {_kind_column(kg, form)} AS k ORDER BY source, target, k LIMIT 200"
     )
     return kg.dialect.run(kg.store, query, params or {})
 
@@ -285,9 +286,9 @@ def _squeeze(text: str) -> str:
 
 
 @functools.cache
-def _squeezed_kinds(kinds: tuple[str, ...]) -> dict[str, str]:
-    """Each kind's name squeezed (``part_of`` -> ``partof``), shortest first; read-only (cached per graph)."""
-    return {kind: _squeeze(kind) for kind in sorted(kinds, key=len)}
+def _squeezed_kinds(kinds: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Each kind with its name squeezed (``part_of`` -> ``partof``), shortest first (cached per set of kinds)."""
+    return tuple((kind, _squeeze(kind)) for kind in sorted(kinds, key=len))
 
 
 def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
@@ -299,10 +300,10 @@ def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
     not ``part_of``. Last, the few words of ``_KIND_WORDS`` ("members" -> ``isa``)."""
     squeezed, stem, following = _squeeze(word), _KIND_SUFFIX.sub("", _squeeze(word)), _squeeze(after)
     names = _squeezed_kinds(form.kinds)
-    for kind, whole in names.items():
+    for kind, whole in names:
         if squeezed == whole:
             return kind
-    for kind, whole in names.items():
+    for kind, whole in names:
         for head in dict.fromkeys((squeezed, squeezed.removesuffix("s"), stem)):
             if len(head) < 4 or not whole.startswith(head):
                 continue
@@ -310,7 +311,7 @@ def _kind_of_word(form: _Form, word: str, after: str = "") -> str | None:
             rests = [rest, *(rest[len(e) :] for e in _INFLECTION if rest.startswith(e))]
             if any(not r or following.startswith(r) for r in rests):
                 return kind
-    for kind in names:
+    for kind, _ in names:
         if any(stem.startswith(w) for w in _KIND_WORDS.get(kind.lower(), ())):
             return kind
     return None
@@ -510,20 +511,42 @@ def _groups_returned(form: _Form) -> str:
     return f"It returns {form.node_class} values (the group each entity belongs to)"
 
 
+def _entities(form: _Form, question: str, var: str) -> str:
+    """What to return of the entities at ``var``: their names, or their count for a "how many" question."""
+    if _COUNT_QUESTION.search(question):
+        return f"count(DISTINCT {var}) AS n"
+    return f"DISTINCT {var}.{quote_identifier(form.name)} AS name"
+
+
 def _entities_for_groups(form: _Form, question: str, cypher: str) -> str | None:
-    """``cypher`` with its last RETURN asking for the entities' names (their count, for "how many") where it
-    returns their group property (:func:`_returns_groups`) of one variable; else None."""
-    returned = _return_clause(cypher)
-    if not form.node_class or not _returns_groups(form, question, returned):
+    """``cypher`` with its RETURN asking for the entities (:func:`_entities`) where it returns only their group
+    property (:func:`_returns_groups`): ``[DISTINCT] v.group [AS x]`` or ``count([DISTINCT] v.group) [AS x]``,
+    ``v`` a node the query does not match by name ("What type is virus?" asks for virus's group). Else None: any
+    other RETURN (an aggregate, a second column), or a UNION."""
+    group, name = form.node_class, form.name
+    masked = _QUOTED.sub(lambda m: "'" + "_" * (len(m.group()) - 2) + "'", cypher)  # its positions kept
+    if (
+        not group
+        or re.search(r"\bUNION\b", masked, re.I)
+        or not _returns_groups(form, question, _return_clause(cypher))
+    ):
         return None
-    variables = set(re.findall(rf"\b(\w+)\s*\.\s*{re.escape(form.node_class)}\b", returned))
-    if len(variables) != 1:
+    last = list(re.finditer(r"\bRETURN\b", masked, re.I))[-1]
+    returned = re.fullmatch(
+        rf"\s*(?:DISTINCT\s+)?(\w+)\.{re.escape(group)}(?:\s+AS\s+\w+)?\s*(?:(?:ORDER\s+BY|SKIP|LIMIT)\b.*)?"
+        rf"|\s*count\s*\(\s*(?:DISTINCT\s+)?(\w+)\.{re.escape(group)}\s*\)(?:\s+AS\s+\w+)?\s*(?:LIMIT\b.*)?",
+        masked[last.end() :],
+        re.I | re.S,
+    )
+    if returned is None:
         return None
-    (var,) = variables
-    counts = _COUNT_QUESTION.search(question) is not None
-    entities = f"count(DISTINCT {var}) AS n" if counts else f"DISTINCT {var}.{quote_identifier(form.name)} AS name"
-    last = list(re.finditer(r"\bRETURN\b", cypher, re.I))[-1]
-    return f"{cypher[: last.start()]}RETURN {entities}"
+    var = returned.group(1) or returned.group(2)
+    prop = re.escape(name)
+    if re.search(
+        rf"\(\s*{var}\s*(?::\s*\w+\s*)?\{{[^}}]*\b{prop}\s*:|\b{var}\s*\.\s*{prop}\s*(?:=|IN\b)", masked, re.I
+    ):
+        return None
+    return f"{cypher[: last.start()]}RETURN {_entities(form, question, var)}"
 
 
 def _matched_values(prop: str, cypher: str) -> list[str]:
@@ -604,16 +627,16 @@ def _chain_options(
         if form.kind:  # the kinds as parameters to run, as literals to show
             params |= {f"k{i + 1}": kind for i, kind in enumerate(steps)}
             run_kinds = [f"r{i + 1}.{quote_identifier(form.kind)} = $k{i + 1}" for i in range(len(steps))]
-        conditions = [f"a.{cid} = $cid", *run_kinds, f"{last}.{cid} <> $cid"]
-        match = f"MATCH (a:{node}){run_path} WHERE {' AND '.join(conditions)}"
+        back = f"{last}.{cid} <> a.{cid}"  # not back at the start
+        match = f"MATCH (a:{node}){run_path} WHERE {' AND '.join([f'a.{cid} = $cid', *run_kinds, back])}"
         try:
             rows = kg.dialect.run_read_only(kg.store, f"{match} RETURN count(DISTINCT {last}) AS n", timeout, params)
         except (GraphStoreError, QueryTimeoutError):  # this choice cannot be counted here: it is not offered
             continue
         if rows and rows[0]["n"]:
-            where = " AND ".join(filter(None, (form.where(f"r{i + 1}", kind) for i, kind in enumerate(steps))))
-            shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){shown_path}"
-            shown += f" WHERE {where}" if where else ""
+            kinds = [form.where(f"r{i + 1}", kind) for i, kind in enumerate(steps)]
+            where = " AND ".join([k for k in kinds if k] + [back])
+            shown = f"MATCH (a:{form.label} {{{name}: {start[1]!r}}}){shown_path} WHERE {where}"
             found.append(_Chain(shown, match, params, last, int(rows[0]["n"])))
     return found
 
@@ -648,11 +671,10 @@ def _only_chain(
     if len(options) != 1:
         return None
     chain = options[0]
-    name = quote_identifier(form.name)
-    counts = _COUNT_QUESTION.search(question) is not None
-    returned = f"count(DISTINCT {chain.last}) AS n" if counts else f"DISTINCT {chain.last}.{name} AS name"
     try:
-        query = guard(f"{chain.match} RETURN {returned}")  # the guard puts the row limit on
+        query = guard(
+            f"{chain.match} RETURN {_entities(form, question, chain.last)}"
+        )  # the guard puts the row limit on
         rows = kg.dialect.run_read_only(kg.store, query, timeout, chain.params)
     except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
         return None
@@ -840,21 +862,26 @@ class CypherQueryEngine(CustomQueryEngine):
         def guard(cypher: str) -> str:
             return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
+        def ran(query: str) -> tuple[str, Any] | None:
+            try:
+                guarded = guard(query)
+                return guarded, kg.dialect.run_read_only(kg.store, guarded, self.timeout)
+            except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
+                return None
+
         def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
             shown = loop.complaint or ""
-            rewritten = _entities_for_groups(form, question, cypher) if _groups_returned(form) in shown else None
-            if rewritten is not None:  # the LLM was told to return the entities and still returned their groups
-                try:
-                    query = guard(rewritten)
-                    return query, kg.dialect.run_read_only(kg.store, query, self.timeout), ENTITIES_RETURNED
-                except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
-                    pass
             # the LLM was shown the chains and still wrote too few relationships
             if shown and any(chain.shown in shown for chain in chains(tuple(steps))):
                 chained = _only_chain(kg, form, question, cypher, steps, either_order, guard, self.timeout)
                 if chained is not None:
                     return (*chained, CHAIN_WRITTEN)
-            reversed_ = _reversed_if_empty(kg, cypher, rows, guard, self.timeout)
+            # the LLM was told to return the entities and still returned their groups
+            rewritten = _entities_for_groups(form, question, cypher) if _groups_returned(form) in shown else None
+            entities = None if rewritten is None else ran(rewritten)
+            if entities is not None and not _found_nothing(entities[1]):
+                return (*entities, ENTITIES_RETURNED)
+            reversed_ = _reversed_if_empty(kg, *(entities or (cypher, rows)), guard, self.timeout)
             return None if reversed_ is None else (*reversed_, ARROWS_REVERSED)
 
         loop = QueryLoop(

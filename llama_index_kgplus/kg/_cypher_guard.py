@@ -41,7 +41,9 @@ def read_only_cypher(query: str, *, max_rows: int) -> str:
         return UnsafeQueryError(f"Refused the generated Cypher ({reason}); it was not run.", query)
 
     text = query.strip()
-    unterminated = _SET_ASIDE.sub(" ", text)
+    # each set aside as a placeholder word, not a blank: after "n.`name`" the next word must not read as a property
+    # name ("n.`flag` SET ..." would hide the SET)
+    unterminated = _SET_ASIDE.sub(" _ ", text)
     if re.search(r"['\"`]|/\*", unterminated):
         raise refuse("an unterminated string, name or comment")
     # words and punctuation outside strings, names and comments; a property or function namespace
