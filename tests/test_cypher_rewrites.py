@@ -60,7 +60,7 @@ def test_found_nothing_is_no_rows_or_zero_counts_never_a_boolean():
 def _kg(answers: dict[str, list[dict]]):
     ran: list[str] = []
 
-    def run_read_only(store, cypher, timeout):
+    def run_read_only(store, cypher, timeout, params=None):
         ran.append(cypher)
         if cypher not in answers:
             raise GraphStoreError("no such query")

@@ -438,6 +438,22 @@ def _found_nothing(rows: list[dict[str, Any]]) -> bool:
     return len(rows) == 1 and bool(values) and counts and not any(values)
 
 
+def _run_guarded(
+    kg: KnowledgeGraph,
+    guard: Callable[[str], str],
+    query: str,
+    timeout: float,
+    params: dict[str, Any] | None = None,
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """``query`` through ``guard``, run read-only with ``params`` within ``timeout`` seconds: (the query as run,
+    its rows), or None when the guard refuses it or the database fails or runs out of time."""
+    try:
+        guarded = guard(query)
+        return guarded, kg.dialect.run_read_only(kg.store, guarded, timeout, params)
+    except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
+        return None
+
+
 def _reversed_if_empty(
     kg: KnowledgeGraph, cypher: str, rows: list[dict[str, Any]], guard: Callable[[str], str], timeout: float
 ) -> tuple[str, list[dict[str, Any]]] | None:
@@ -451,13 +467,9 @@ def _reversed_if_empty(
     for flipped in dict.fromkeys(_reverse_arrows(cypher, which) for which in [*subsets, None]):
         if flipped == cypher:
             continue
-        try:
-            flipped = guard(flipped)
-            again = kg.dialect.run_read_only(kg.store, flipped, timeout)
-        except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
-            continue
-        if not _found_nothing(again):
-            return flipped, again
+        again = _run_guarded(kg, guard, flipped, timeout)
+        if again is not None and not _found_nothing(again[1]):
+            return again
     return None
 
 
@@ -671,13 +683,13 @@ def _only_chain(
     if len(options) != 1:
         return None
     chain = options[0]
-    try:
-        query = guard(
-            f"{chain.match} RETURN {_entities(form, question, chain.last)}"
-        )  # the guard puts the row limit on
-        rows = kg.dialect.run_read_only(kg.store, query, timeout, chain.params)
-    except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
+    # the guard puts the row limit on
+    ran = _run_guarded(
+        kg, guard, f"{chain.match} RETURN {_entities(form, question, chain.last)}", timeout, chain.params
+    )
+    if ran is None:
         return None
+    query, rows = ran
     shown = query.replace(chain.match, chain.shown)
     return (shown, rows) if rows else None
 
@@ -862,13 +874,6 @@ class CypherQueryEngine(CustomQueryEngine):
         def guard(cypher: str) -> str:
             return read_only_cypher(_kinds_as_properties(form, cypher), max_rows=self.max_rows)
 
-        def ran(query: str) -> tuple[str, Any] | None:
-            try:
-                guarded = guard(query)
-                return guarded, kg.dialect.run_read_only(kg.store, guarded, self.timeout)
-            except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
-                return None
-
         def second_try(cypher: str, rows: Any) -> tuple[str, Any, str] | None:
             shown = loop.complaint or ""
             # the LLM was shown the chains and still wrote too few relationships
@@ -878,10 +883,11 @@ class CypherQueryEngine(CustomQueryEngine):
                     return (*chained, CHAIN_WRITTEN)
             # the LLM was told to return the entities and still returned their groups
             rewritten = _entities_for_groups(form, question, cypher) if _groups_returned(form) in shown else None
-            entities = None if rewritten is None else ran(rewritten)
+            entities = None if rewritten is None else _run_guarded(kg, guard, rewritten, self.timeout)
             if entities is not None and not _found_nothing(entities[1]):
                 return (*entities, ENTITIES_RETURNED)
-            reversed_ = _reversed_if_empty(kg, *(entities or (cypher, rows)), guard, self.timeout)
+            base, base_rows = entities or (cypher, rows)  # the entities' query, if it ran, is what gets reversed
+            reversed_ = _reversed_if_empty(kg, base, base_rows, guard, self.timeout)
             return None if reversed_ is None else (*reversed_, ARROWS_REVERSED)
 
         loop = QueryLoop(
