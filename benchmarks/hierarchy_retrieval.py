@@ -10,7 +10,8 @@ a hit when every part has one of its gold answer strings (case-insensitive) in t
     .venv/bin/python benchmarks/hierarchy_build.py --articles heldout --llm qwen2.5-coder-1.5b   # once
     .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]
 
-``--variants`` adds evidence-mode settings (``summary_margin:coverage``, e.g. ``inf:0.5,0.05:0``).
+``--variants`` adds evidence-mode settings (``summary_margin:coverage[:whole]``, e.g. ``inf:0.5,0.05:0:whole``;
+``whole``: the query is not split into its sentences).
 ``--compress N``: for ``hit@B``, the first N nodes go through ``ContextCompressor(context_budget=B)`` (the
 sentences nearest the question, within B tokens) instead of being cut whole at B tokens.
 """
@@ -41,8 +42,10 @@ def make_index(nodes, embed_model):
 
 
 def parse_variant(text: str) -> dict:
-    margin, coverage = text.split(":")
-    return {"summary_margin": float(margin), "coverage": float(coverage)}
+    margin, coverage, *split = text.split(":")
+    if split not in ([], ["whole"]):
+        raise SystemExit(f"--variants: {text!r} is not summary_margin:coverage[:whole]")
+    return {"summary_margin": float(margin), "coverage": float(coverage), "split_questions": not split}
 
 
 def main() -> int:
@@ -51,7 +54,7 @@ def main() -> int:
     parser.add_argument("--budgets", default="256,512,1024", help="token budgets (comma-separated)")
     parser.add_argument("--beam", type=int, default=4, help="tree traversal: nodes kept per level (default 4)")
     parser.add_argument("--suffix", default="", help="read <system><suffix>.jsonl (e.g. -legacy, -extractive)")
-    parser.add_argument("--variants", default="", help="extra evidence settings, summary_margin:coverage,...")
+    parser.add_argument("--variants", default="", help="extra evidence settings, summary_margin:coverage[:whole],...")
     parser.add_argument("--sets", default="single,pairs,triples", help="question sets to score")
     parser.add_argument("--compress", type=int, default=0, help="hit@B: compress the first N nodes to B tokens")
     parser.add_argument(
@@ -87,7 +90,7 @@ def main() -> int:
     evidence = [("evidence", {}), ("evidence-tree", {"evidence_source": "tree"})]
     evidence += [(f"evidence {v}", parse_variant(v)) for v in args.variants.split(",") if v]
     modes = [("collapsed", {}), ("tree", {}), *evidence]
-    flat_modes = [("collapsed", {}), ("evidence", {})]  # evidence on chunks alone: the coverage order, no summaries
+    flat_modes = [("collapsed", {}), ("evidence", {}), *evidence[2:]]  # evidence on chunks alone: no summaries
     configs = [("flat chunks", [n for n in base if n.metadata.get("level", 0) == 0], flat_modes)]
     for name, nodes in systems.items():
         configs.append((name, nodes, [("collapsed", {})] if name.startswith("raptorpack") else modes))

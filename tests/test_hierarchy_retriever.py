@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from llama_index.core.schema import MetadataMode, NodeRelationship
+from llama_index.core.schema import MetadataMode, NodeRelationship, QueryBundle
 from llama_index.core.utils import get_tokenizer
 
 from llama_index_kgplus import build_index, load_corpus, sample
@@ -21,6 +21,7 @@ from llama_index_kgplus.hierarchy import (
     write_manifest,
 )
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
+from llama_index_kgplus.text import questions_in
 
 QUESTION = "Which animals and plants live in the Amazon rainforest?"
 
@@ -144,13 +145,50 @@ def test_evidence_covers_each_part_of_a_two_part_question(flat_index):
         for q in (first, second)
     }
     question = f"{first} {second}"
-    by_similarity = HierarchicalRetriever.from_index(flat_index, mode="evidence", similarity_top_k=2, coverage=0.0)
+    whole = {"mode": "evidence", "similarity_top_k": 2, "split_questions": False}
+    by_similarity = HierarchicalRetriever.from_index(flat_index, coverage=0.0, **whole)
     collapsed = HierarchicalRetriever.from_index(flat_index, mode="collapsed", similarity_top_k=2)
     plain = [h.node.node_id for h in by_similarity.retrieve(question)]
     assert plain == [h.node.node_id for h in collapsed.retrieve(question)]  # coverage 0: similarity order
     assert not best_per_part <= set(plain)  # the second best chunk serves the first part again
-    covering = HierarchicalRetriever.from_index(flat_index, mode="evidence", similarity_top_k=2)  # coverage 0.3
+    covering = HierarchicalRetriever.from_index(flat_index, coverage=0.3, **whole)
     assert best_per_part <= {h.node.node_id for h in covering.retrieve(question)}
+
+
+def test_questions_in_a_text():
+    assert questions_in("Who built it? When did it open?") == ["Who built it?", "When did it open?"]
+    assert questions_in("What is the Amazon?") == [] and questions_in("Summarise it. What is X?") == []
+    assert questions_in("I study Dr. Smith's work. What did he find? And when? Thanks.") == [
+        "I study Dr. Smith's work. What did he find?",
+        "And when? Thanks.",
+    ]
+
+
+async def test_evidence_searches_each_question_of_a_text(semantic_index):
+    index, _ = semantic_index
+    first, second = "Which animals live in the Amazon rainforest?", "What is the rainforest's climate like?"
+    question = f"{first} {second}"
+    settings = {"mode": "evidence", "similarity_top_k": 4}
+    per_part = [HierarchicalRetriever.from_index(index, **settings).retrieve(q) for q in (first, second)]
+    retriever = HierarchicalRetriever.from_index(index, **settings)  # split_questions=True
+    hits = [h.node.node_id for h in retriever.retrieve(question)]
+    interleaved = [part[rank].node.node_id for rank in range(4) for part in per_part]
+    assert hits == list(dict.fromkeys(interleaved))[:4]  # each part's best before either part's second
+    assert hits == [h.node.node_id for h in await retriever.aretrieve(question)]
+    best = {per_part[0][0].node.node_id, per_part[1][0].node.node_id}
+    assert len(best) == 2 and best == set(hits[:2])
+    whole = HierarchicalRetriever.from_index(index, split_questions=False, **settings)
+    assert not best <= {h.node.node_id for h in whole.retrieve(question)[:2]}  # the whole text's two best: one part
+    custom = {"query_str": question, "custom_embedding_strs": [second, first]}  # its own strings: searched whole
+    assert [h.node.node_id for h in retriever.retrieve(QueryBundle(**custom))] == [
+        h.node.node_id for h in whole.retrieve(QueryBundle(**custom))
+    ]
+    budget = 200  # the tree as the source of candidates, a token budget
+    tree = HierarchicalRetriever.from_index(index, evidence_source="tree", token_budget=budget, **settings)
+    found = tree.retrieve(question)
+    assert [h.node.node_id for h in await tree.aretrieve(question)] == [h.node.node_id for h in found]
+    tokenizer = get_tokenizer()
+    assert found and sum(len(tokenizer(h.node.get_content(MetadataMode.NONE))) for h in found) <= budget
 
 
 @pytest.mark.parametrize("mode", ["collapsed", "evidence"])
@@ -202,16 +240,23 @@ def test_persist_writes_a_folder_that_retrieves_the_same_with_the_same_settings(
     assert [(h.node.node_id, round(h.score, 6)) for h in loaded.retrieve(QUESTION)] == expected
     overridden = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model, mode="collapsed")
     assert overridden.mode == "collapsed" and len(overridden.retrieve(QUESTION)) == 4
-    evidence = HierarchicalRetriever.from_index(index, mode="evidence", coverage=0.7, summary_margin=0.2)
+    evidence = HierarchicalRetriever.from_index(
+        index, mode="evidence", coverage=0.7, summary_margin=0.2, split_questions=False
+    )
     evidence.persist(tmp_path / "evidence")
     loaded = HierarchicalRetriever.from_persist_dir(tmp_path / "evidence", embed_model=embed_model)
-    assert (loaded.mode, loaded.coverage, loaded.summary_margin) == ("evidence", 0.7, 0.2)
+    assert (loaded.mode, loaded.coverage, loaded.summary_margin, loaded.split_questions) == (
+        "evidence",
+        0.7,
+        0.2,
+        False,
+    )
     settings = json.loads((tmp_path / "saved" / "retriever.json").read_text())
-    for key in ("summary_margin", "coverage", "evidence_source"):  # a file written before these settings existed
+    for key in ("summary_margin", "coverage", "evidence_source", "split_questions"):  # written before they existed
         settings.pop(key)
     (tmp_path / "saved" / "retriever.json").write_text(json.dumps(settings), encoding="utf-8")
     old = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
-    assert old.mode == "tree" and old.coverage == 0.3
+    assert old.mode == "tree" and old.coverage == 0.0 and old.split_questions is True
     (tmp_path / "saved" / "retriever.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(Exception, match="retriever's settings"):
         HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)

@@ -53,8 +53,8 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
         "--retrieval",
         choices=("collapsed", "tree", "evidence", "graph"),
         default=None,
-        help="evidence (default on an index with summaries): summaries lead to their chunks, ordered to cover every "
-        "part of the question; collapsed (default otherwise): top-k over chunks and summaries at once; "
+        help="evidence (default on an index with summaries): summaries lead to their chunks, each question of a "
+        "text that asks several searched on its own; collapsed (default otherwise): top-k over chunks and summaries at once; "
         "tree: top-down from the summaries; "
         "graph: personalized PageRank over the entity graph (an index built with --entities)",
     )

@@ -2,8 +2,8 @@
 
 - :class:`SemanticChunkingSummaryNodeBuilder`: summaries of runs of consecutive, similar chunks of a document.
 - :class:`RaptorSummaryNodeBuilder`: RAPTOR's tree of cluster summaries (UMAP + Gaussian mixture, recursive).
-- :class:`HierarchicalRetriever`: *collapsed* (top-k over all levels) or *tree* (top-down) retrieval over
-  any vector store plus docstore, optionally expanding summary hits to their children.
+- :class:`HierarchicalRetriever`: *evidence* (summaries lead to the chunks under them; the default),
+  *collapsed* (top-k over all levels) or *tree* (top-down) retrieval over any vector store plus docstore.
 
 Chunks get ``metadata["level"] = 0``, summaries 1 and up; see ``_parents`` for the metadata of summaries.
 UMAP is imported only when the RAPTOR builder clusters with it.

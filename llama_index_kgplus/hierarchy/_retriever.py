@@ -22,6 +22,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
+from llama_index_kgplus.text import questions_in
 from llama_index_kgplus.vectors import unit
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,8 @@ logger = logging.getLogger(__name__)
 MANIFEST_FILE = "hierarchy.json"
 RETRIEVER_FILE = "retriever.json"
 _REQUIRED_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children", "token_budget")
-_OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage")  # absent from files written before them
+# absent from files written before them
+_OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage", "split_questions")
 _SETTINGS = _REQUIRED_SETTINGS + _OPTIONAL_SETTINGS
 RetrievalMode = Literal["collapsed", "tree", "evidence"]
 RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
@@ -45,14 +47,16 @@ class HierarchicalRetriever(BaseRetriever):
       nodes kept on the way are returned.
     - ``mode="evidence"``: summaries lead to the chunks under them. Candidates come from a collapsed search
       (``_POOL_FACTOR`` times ``similarity_top_k``; or from the tree, ``evidence_source="tree"``); a summary
-      among them is replaced by the chunks under it, and the chunks are ordered by what they add to the
-      query: after each pick, ``coverage`` of that chunk's direction is taken out of the query vector, so a
-      question with two parts gets a chunk for each before a second chunk for one. A summary stays only when
-      it matches the query better than every chunk under it by ``summary_margin`` (an overview question). Below a
-      summary, only the ``beam_width`` (default ``similarity_top_k``) best summaries of each level are followed,
-      so a root over a whole corpus costs a few clusters, not the corpus. The chunks' scores stay their
-      similarities: a postprocessor that sorts by score undoes the coverage order. On an index without summaries
-      this mode is the coverage order alone; ``mode="collapsed"`` is plain top-k.
+      among them is replaced by the chunks under it. A summary stays only when it matches the query better than
+      every chunk under it by ``summary_margin`` (an overview question). Below a summary, only the
+      ``beam_width`` (default ``similarity_top_k``) best summaries of each level are followed, so a root over a
+      whole corpus costs a few clusters, not the corpus. A query that asks several questions
+      (``split_questions``) is searched question by question and the results interleaved: each question's best
+      chunk before any question's second. ``coverage`` orders the chunks by what they add to the query: after
+      each pick, that share of the chunk's direction is taken out of the query vector (0: similarity order).
+      The chunks' scores stay their similarities: a postprocessor that sorts by score undoes both orders. On an
+      index without summaries this mode is the splitting and the coverage order alone; ``mode="collapsed"`` is
+      plain top-k.
     - ``expand_children``: a summary hit is followed by its children (scored against the query).
     - ``token_budget``: drop results, in rank order, once their text would exceed this many tokens.
 
@@ -77,9 +81,10 @@ class HierarchicalRetriever(BaseRetriever):
         beam_width: int | None = None,
         expand_children: bool = False,
         token_budget: int | None = None,
-        summary_margin: float = 0.05,
+        summary_margin: float = 0.1,
         evidence_source: Literal["collapsed", "tree"] = "collapsed",
-        coverage: float = 0.3,
+        coverage: float = 0.0,
+        split_questions: bool = True,
         root_ids: Sequence[str] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -110,6 +115,7 @@ class HierarchicalRetriever(BaseRetriever):
         self.summary_margin = summary_margin
         self.evidence_source = evidence_source
         self.coverage = coverage
+        self.split_questions = split_questions
         self._root_ids = list(root_ids) if root_ids is not None else None
         self._embeddings: dict[str, np.ndarray] = {}
 
@@ -323,8 +329,8 @@ class HierarchicalRetriever(BaseRetriever):
             residual -= self.coverage * scores[best] * vectors[best]
         return [ranked[i] for i in order]
 
-    def _finish(self, hits: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
-        if self.expand_children:
+    def _finish(self, hits: list[NodeWithScore], query: np.ndarray | None) -> list[NodeWithScore]:
+        if self.expand_children and query is not None:
             seen = {h.node.node_id for h in hits}
             expanded: list[NodeWithScore] = []
             for hit in hits:
@@ -354,24 +360,58 @@ class HierarchicalRetriever(BaseRetriever):
             candidates = self._evidence(candidates, query)
         return self._finish(candidates, query)
 
-    def _tree_select(self, query: np.ndarray) -> list[NodeWithScore]:
-        return self._select(self._tree_hits(query, self._pool()), query)
+    def _parts(self, query_bundle: QueryBundle) -> list[str]:
+        """The questions of a query that asks several, to search one by one (evidence mode, ``split_questions``;
+        at most ``similarity_top_k``), else ``[]``. A bundle with its own embedding strings is searched whole."""
+        if (
+            self.mode != "evidence"
+            or not self.split_questions
+            or query_bundle.embedding_strs != [query_bundle.query_str]
+        ):
+            return []
+        return questions_in(query_bundle.query_str)[: self.similarity_top_k]
+
+    def _candidates(self, embedding: list[float]) -> list[NodeWithScore]:
+        if self._from_tree():
+            return self._tree_hits(unit(embedding), self._pool())
+        return self._collapsed_hits(self.vector_store.query(self._store_query(embedding)))
+
+    async def _acandidates(self, embedding: list[float]) -> list[NodeWithScore]:
+        if self._from_tree():  # scoring reads the docstore and vector store synchronously: off the event loop
+            return await asyncio.to_thread(self._tree_hits, unit(embedding), self._pool())
+        return self._collapsed_hits(await self.vector_store.aquery(self._store_query(embedding)))
+
+    def _by_parts(self, candidates: list[list[NodeWithScore]], parts: list[list[float]]) -> list[NodeWithScore]:
+        """Each part's evidence, interleaved: every part's best chunk before any part's second. The scores are
+        similarities to their own part."""
+        ranked = [self._evidence(hits, unit(part)) for hits, part in zip(candidates, parts)]
+        merged: dict[str, NodeWithScore] = {}
+        for rank in range(self.similarity_top_k):
+            for hits in ranked:
+                if rank < len(hits):
+                    merged.setdefault(hits[rank].node.node_id, hits[rank])
+        return list(merged.values())[: self.similarity_top_k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        embedding = self._query_embedding(query_bundle)
-        query = unit(embedding)
-        if self._from_tree():
-            return self._tree_select(query)
-        result = self.vector_store.query(self._store_query(embedding))
-        return self._select(self._collapsed_hits(result), query)
+        questions = self._parts(query_bundle)
+        if not questions:
+            embedding = self._query_embedding(query_bundle)
+            return self._select(self._candidates(embedding), unit(embedding))
+        parts = [self.embed_model.get_query_embedding(q) for q in questions]
+        hits = self._by_parts([self._candidates(p) for p in parts], parts)
+        query = unit(self._query_embedding(query_bundle)) if self.expand_children else None  # children's scores
+        return self._finish(hits, query)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        embedding = await self._aquery_embedding(query_bundle)
-        query = unit(embedding)
-        if self._from_tree():  # scoring reads the docstore and vector store synchronously: off the event loop
-            return await asyncio.to_thread(self._tree_select, query)
-        result = await self.vector_store.aquery(self._store_query(embedding))
-        return await asyncio.to_thread(self._select, self._collapsed_hits(result), query)
+        questions = self._parts(query_bundle)
+        if not questions:
+            embedding = await self._aquery_embedding(query_bundle)
+            return await asyncio.to_thread(self._select, await self._acandidates(embedding), unit(embedding))
+        parts = await asyncio.gather(*(self.embed_model.aget_query_embedding(q) for q in questions))
+        candidates = [await self._acandidates(p) for p in parts]  # one at a time: tree scoring runs in threads
+        hits = await asyncio.to_thread(self._by_parts, candidates, list(parts))
+        query = unit(await self._aquery_embedding(query_bundle)) if self.expand_children else None
+        return await asyncio.to_thread(self._finish, hits, query)
 
 
 def default_mode(root_ids: Sequence[str] | None) -> RetrievalMode:

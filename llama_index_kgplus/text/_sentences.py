@@ -33,3 +33,28 @@ def split_sentences(text: str) -> list[str]:
         if paragraph:
             sentences.extend(s for s in (s.strip() for s in tokenize(paragraph)) if s)
     return sentences
+
+
+def questions_in(text: str) -> list[str]:
+    """The questions of ``text`` when it asks more than one, else ``[]``. A sentence that is not a question
+    stays with the question after it (at the end, with the one before). Each question is taken as it stands: in
+    "Who founded Acme? When did he die?" the second does not know who "he" is.
+
+    Example::
+
+        questions_in("Who built it? When did it open?")  # ['Who built it?', 'When did it open?']
+    """
+    if text.count("?") < 2:  # no sentence splitting for the common case
+        return []
+    parts: list[str] = []
+    pending: list[str] = []
+    for sentence in split_sentences(text):
+        pending.append(sentence)
+        if sentence.endswith("?"):
+            parts.append(" ".join(pending))
+            pending = []
+    if len(parts) < 2:
+        return []
+    if pending:
+        parts[-1] = " ".join([parts[-1], *pending])
+    return parts
