@@ -78,7 +78,14 @@ def _register_llama_pack() -> None:
     sys.modules["llama_index.core.llama_pack.base"] = base
 
 
-def run_system(name: str, smoke: bool = False, articles: str = "dev", llm_name: str = "", variant: str = "") -> dict:
+def file_tag(variant: str | None, cluster_size: int) -> str:
+    """The suffix of a build's files: ``-legacy``, ``-k8``, ``-legacy-k8`` or nothing."""
+    return "".join(f"-{part}" for part in (variant, f"k{cluster_size}" if cluster_size else "") if part)
+
+
+def run_system(
+    name: str, smoke: bool = False, articles: str = "dev", llm_name: str = "", variant: str = "", cluster_size: int = 0
+) -> dict:
     from llama_index.core.ingestion import IngestionPipeline
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.schema import NodeRelationship
@@ -132,6 +139,7 @@ def run_system(name: str, smoke: bool = False, articles: str = "dev", llm_name: 
 
             settings = {"summarizer": ExtractiveSummarizer(max_sentences=5)}
         if name == "kgplus-semantic":
+            settings.update({"cluster_size": cluster_size} if cluster_size else {})
             builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, **settings)
         else:
             reducer = "pca" if name.endswith("-pca") else "umap"
@@ -156,12 +164,12 @@ def run_system(name: str, smoke: bool = False, articles: str = "dev", llm_name: 
         extra["level_stats"] = builder.level_stats_
 
     ratios = [copy_ratio(s.get_content(), [c.get_content() for c in children[s.node_id]]) for s in summaries]
-    save_nodes(out_dir / f"{name}{'-' + variant if variant else ''}.jsonl", nodes)
+    save_nodes(out_dir / f"{name}{file_tag(variant, cluster_size)}.jsonl", nodes)
     stats = llm.stats if llm else {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     if stats["calls"] and not stats["seconds"]:  # bounded replies bypass CountingLLM.complete: time the levels
         stats["seconds"] = sum(level["seconds"] for level in extra.get("level_stats", []))
     return {
-        "system": name + (f" ({variant})" if variant else ""),
+        "system": name + (f" ({file_tag(variant, cluster_size)[1:]})" if variant or cluster_size else ""),
         "articles": [d.id_ for d in docs],
         "llm": llm.metadata.model_name if llm else None,
         "build_s": round(build_s, 1),
@@ -229,11 +237,15 @@ def main() -> int:
         choices=("legacy", "extractive"),
         help="legacy: our builders with the summary settings from before issue 18; extractive: no LLM",
     )
+    parser.add_argument(
+        "--cluster-size", type=int, default=0, help="semantic builder: chunks per cluster (saved as variant kN)"
+    )
     args = parser.parse_args()
     out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else results_dir(args.articles)
-    results_file = out_dir / (f"build-{args.variant}.json" if args.variant else "build.json")
+    tag = file_tag(args.variant, args.cluster_size)
+    results_file = out_dir / f"build{tag}.json"
     if args.system:
-        result = run_system(args.system, args.smoke, args.articles, args.llm, args.variant or "")
+        result = run_system(args.system, args.smoke, args.articles, args.llm, args.variant or "", args.cluster_size)
         print(json.dumps(result, ensure_ascii=False), flush=True)
         return 0
     if args.print_only:
@@ -247,9 +259,10 @@ def main() -> int:
         command = [python, __file__, "--system", name, "--articles", args.articles, "--llm", args.llm]
         command += ["--smoke"] if args.smoke else []
         command += ["--variant", args.variant] if args.variant else []
+        command += ["--cluster-size", str(args.cluster_size)] if args.cluster_size else []
         proc = subprocess.run(command, capture_output=True, text=True)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / f"{name}{'-' + args.variant if args.variant else ''}.log").write_text(proc.stdout + proc.stderr)
+        (out_dir / f"{name}{tag}.log").write_text(proc.stdout + proc.stderr)
         if proc.returncode != 0:
             print(f"{name} failed (exit {proc.returncode}); see its log in {out_dir}", file=sys.stderr)
             continue
