@@ -241,6 +241,9 @@ def main() -> int:
         "--cluster-size", type=int, default=0, help="semantic builder: chunks per cluster (saved as variant kN)"
     )
     args = parser.parse_args()
+    systems = [args.system] if args.system else args.systems.split(",")
+    if args.cluster_size and (args.cluster_size < 2 or systems != ["kgplus-semantic"]):
+        parser.error("--cluster-size N (N >= 2) is for the semantic builder: add --systems kgplus-semantic")
     out_dir = OUT_DIR.with_name("hierarchy-smoke") if args.smoke else results_dir(args.articles)
     tag = file_tag(args.variant, args.cluster_size)
     results_file = out_dir / f"build{tag}.json"

@@ -42,10 +42,10 @@ def make_index(nodes, embed_model):
 
 
 def parse_variant(text: str) -> dict:
-    margin, coverage, *split = text.split(":")
-    if split not in ([], ["whole"]):
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or parts[2:] not in ([], ["whole"]):
         raise SystemExit(f"--variants: {text!r} is not summary_margin:coverage[:whole]")
-    return {"summary_margin": float(margin), "coverage": float(coverage), "split_questions": not split}
+    return {"summary_margin": float(parts[0]), "coverage": float(parts[1]), "split_questions": len(parts) == 2}
 
 
 def main() -> int:

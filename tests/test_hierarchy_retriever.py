@@ -183,6 +183,9 @@ async def test_evidence_searches_each_question_of_a_text(semantic_index):
     assert [h.node.node_id for h in retriever.retrieve(QueryBundle(**custom))] == [
         h.node.node_id for h in whole.retrieve(QueryBundle(**custom))
     ]
+    two_places = HierarchicalRetriever.from_index(index, mode="evidence", similarity_top_k=2)
+    three = QueryBundle(f"{question} Who lives there?")  # more questions than places: the last takes the rest
+    assert two_places._parts(three) == [first, f"{second} Who lives there?"]
     budget = 200  # the tree as the source of candidates, a token budget
     tree = HierarchicalRetriever.from_index(index, evidence_source="tree", token_budget=budget, **settings)
     found = tree.retrieve(question)

@@ -295,7 +295,8 @@ class HierarchicalRetriever(BaseRetriever):
         return list(leaves.values())
 
     def _evidence(self, candidates: list[NodeWithScore], query: np.ndarray) -> list[NodeWithScore]:
-        """Summaries replaced by the chunks under them, chunks in coverage order (see the class doc)."""
+        """Summaries replaced by the chunks under them, chunks in similarity order (coverage order when
+        ``coverage`` > 0; see the class doc)."""
         leaves: dict[str, NodeWithScore] = {}
         summaries = []
         for hit in self._score([h.node for h in candidates], query):  # one scale for chunks and summaries
@@ -362,14 +363,18 @@ class HierarchicalRetriever(BaseRetriever):
 
     def _parts(self, query_bundle: QueryBundle) -> list[str]:
         """The questions of a query that asks several, to search one by one (evidence mode, ``split_questions``;
-        at most ``similarity_top_k``), else ``[]``. A bundle with its own embedding strings is searched whole."""
+        at most ``similarity_top_k``), else ``[]``. A bundle with its own embedding strings is searched whole; a
+        bundle's precomputed embedding is not used for the questions, which are embedded one by one."""
         if (
             self.mode != "evidence"
             or not self.split_questions
             or query_bundle.embedding_strs != [query_bundle.query_str]
         ):
             return []
-        return questions_in(query_bundle.query_str)[: self.similarity_top_k]
+        questions = questions_in(query_bundle.query_str)
+        if len(questions) > self.similarity_top_k:  # more questions than places: the last place takes the rest
+            questions[self.similarity_top_k - 1 :] = [" ".join(questions[self.similarity_top_k - 1 :])]
+        return questions
 
     def _candidates(self, embedding: list[float]) -> list[NodeWithScore]:
         if self._from_tree():
