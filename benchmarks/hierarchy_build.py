@@ -164,12 +164,13 @@ def run_system(
         extra["level_stats"] = builder.level_stats_
 
     ratios = [copy_ratio(s.get_content(), [c.get_content() for c in children[s.node_id]]) for s in summaries]
-    save_nodes(out_dir / f"{name}{file_tag(variant, cluster_size)}.jsonl", nodes)
+    tag = file_tag(variant, cluster_size)
+    save_nodes(out_dir / f"{name}{tag}.jsonl", nodes)
     stats = llm.stats if llm else {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
     if stats["calls"] and not stats["seconds"]:  # bounded replies bypass CountingLLM.complete: time the levels
         stats["seconds"] = sum(level["seconds"] for level in extra.get("level_stats", []))
     return {
-        "system": name + (f" ({file_tag(variant, cluster_size)[1:]})" if variant or cluster_size else ""),
+        "system": name + (f" ({tag[1:]})" if tag else ""),
         "articles": [d.id_ for d in docs],
         "llm": llm.metadata.model_name if llm else None,
         "build_s": round(build_s, 1),
