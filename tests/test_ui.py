@@ -340,6 +340,39 @@ def test_browse_lists_the_communities_with_their_reports_and_sources(graphrag_di
     assert "0 communities" in html.unescape(_all_markdown(at))
 
 
+def test_sessions_browsing_at_once_open_each_source_once(index_dir, graphrag_dir, monkeypatch):
+    """Browser sessions share one Workbench: two that open the docstore and the GraphRAG store at the same
+    moment get the same objects. The real openers run, slowed down (only a sleep is added) so that the two
+    threads overlap."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from llama_index_kgplus.graphrag import GraphRAGIndex
+
+    opened: list[str] = []
+
+    def slowed(name, real):
+        def open_slowly(*args, **kwargs):
+            opened.append(name)
+            time.sleep(0.3)
+            return real(*args, **kwargs)
+
+        return open_slowly
+
+    monkeypatch.setattr(
+        SimpleDocumentStore, "from_persist_dir", slowed("docstore", SimpleDocumentStore.from_persist_dir)
+    )
+    monkeypatch.setattr(GraphRAGIndex, "from_defaults", slowed("graphrag", GraphRAGIndex.from_defaults))
+    bench = Workbench(WorkbenchConfig(index=index_dir, graphrag=graphrag_dir).check())
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: bench.docstore, range(2)))
+        communities = list(pool.map(lambda _: bench.communities(), range(2)))
+    assert sorted(opened) == ["docstore", "graphrag"]
+    assert stores[0] is stores[1]
+    assert communities[0] and communities[0] == communities[1]
+
+
 def test_compare_shows_two_pipelines_side_by_side(eval_dir, index_dir):
     config = WorkbenchConfig(index=index_dir, eval_dir=eval_dir).check()
     at = _app(config)

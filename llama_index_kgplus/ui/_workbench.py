@@ -63,6 +63,7 @@ class Workbench:
         self._stack = contextlib.ExitStack()
         self._lock = threading.Lock()
         self._answer_lock = threading.Lock()
+        self._open_lock = threading.Lock()  # browser sessions share this object: each source is opened once
         self._sources: Any = None
         self._engine: Any = None
         self._docstore: Any = None
@@ -80,10 +81,11 @@ class Workbench:
     @property
     def sources(self) -> Any:
         """The checked, opened sources (those of ``kgplus ask``), opened on first use."""
-        if self._sources is None:
-            from llama_index_kgplus.cli._ask import _Sources
+        with self._open_lock:
+            if self._sources is None:
+                from llama_index_kgplus.cli._ask import _Sources
 
-            self._sources = _Sources(self._args(), self._stack)
+                self._sources = _Sources(self._args(), self._stack)
         return self._sources
 
     @property
@@ -165,15 +167,16 @@ class Workbench:
     @property
     def docstore(self) -> Any:
         """The index's docstore (read from disk, no model)."""
-        if self._docstore is None:
-            from llama_index.core.storage.docstore import SimpleDocumentStore
+        if self.config.index is None:
+            return None
+        with self._open_lock:
+            if self._docstore is None:
+                from llama_index.core.storage.docstore import SimpleDocumentStore
 
-            from llama_index_kgplus.indexing import check_index_files
+                from llama_index_kgplus.indexing import check_index_files
 
-            if self.config.index is None:
-                return None
-            check_index_files(self.config.index)
-            self._docstore = SimpleDocumentStore.from_persist_dir(str(self.config.index))
+                check_index_files(self.config.index)
+                self._docstore = SimpleDocumentStore.from_persist_dir(str(self.config.index))
         return self._docstore
 
     def _nodes(self) -> list[Any]:
@@ -244,13 +247,14 @@ class Workbench:
         documents, filtered by ``search`` in the title, summary or entity names."""
         if self.config.graphrag is None:
             return []
-        if self._graphrag is None:
-            from llama_index.core.llms import MockLLM
+        with self._open_lock:
+            if self._graphrag is None:
+                from llama_index.core.llms import MockLLM
 
-            from llama_index_kgplus.graphrag import GraphRAGIndex
+                from llama_index_kgplus.graphrag import GraphRAGIndex
 
-            self._graphrag = GraphRAGIndex.from_defaults(self.config.graphrag, llm=MockLLM(), show_progress=False)
-            self._stack.callback(self._graphrag.close)
+                self._graphrag = GraphRAGIndex.from_defaults(self.config.graphrag, llm=MockLLM(), show_progress=False)
+                self._stack.callback(self._graphrag.close)
         entities = self._graphrag.entities()
         needle = search.strip().lower()
         out = []
