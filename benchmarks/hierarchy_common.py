@@ -103,6 +103,51 @@ def question_sets(
     return sets
 
 
+OVERVIEW_TEMPLATES = (
+    "What topics does the article on {title} cover?",
+    "Give an overview of {title}.",
+    "Summarize the main points about {title}.",
+)
+MIN_ANSWER_CHARS = 4  # shorter gold strings ("1", "two") turn up in unrelated text
+
+
+def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
+    """Whole-article questions, scored by how much of the article the retrieved text reaches.
+
+    Per article, one question per :data:`OVERVIEW_TEMPLATES` phrasing. Its ``paragraphs`` holds, for every
+    paragraph of the article that has SQuAD questions, the gold answer strings of those questions that name
+    this paragraph alone (at least :data:`MIN_ANSWER_CHARS` characters, and found in no other paragraph of the
+    article); :func:`coverage` is the share of those paragraphs with one of its strings in the retrieved text.
+    The articles have no section titles, so the annotators' answers stand in for "what the article covers",
+    one paragraph at a time.
+    """
+    docs = {d["id"]: d for d in map(json.loads, (LONGDOCS / "docs.jsonl").read_text(encoding="utf-8").splitlines())}
+    every = load_questions(set(doc_ids))
+    made = []
+    for doc_id in doc_ids:
+        texts = [p.lower() for p in docs[doc_id]["text"].split("\n\n")]
+        by_paragraph: dict[int, set[str]] = {}
+        for q in every:
+            if q["doc_id"] != doc_id:
+                continue
+            own = by_paragraph.setdefault(q["paragraph_index"], set())
+            for answer in q["answers"]:
+                found_in = [i for i, text in enumerate(texts) if answer.lower() in text]
+                if len(answer) >= MIN_ANSWER_CHARS and found_in == [q["paragraph_index"]]:
+                    own.add(answer)
+        paragraphs = [sorted(answers) for _, answers in sorted(by_paragraph.items()) if answers]
+        for template in OVERVIEW_TEMPLATES:
+            question = template.format(title=docs[doc_id]["title"])
+            made.append({"question": question, "doc_id": doc_id, "paragraphs": paragraphs})
+    return made
+
+
+def coverage(text: str, paragraphs: list[list[str]]) -> float:
+    """Share of ``paragraphs`` (each a list of gold strings) with one of its strings in ``text`` (any case)."""
+    text = text.lower()
+    return sum(any(a.lower() in text for a in answers) for answers in paragraphs) / len(paragraphs)
+
+
 def is_hit(text: str, answers: list[list[str]]) -> bool:
     """Every part's question has one of its gold strings in ``text`` (case-insensitive)."""
     text = text.lower()

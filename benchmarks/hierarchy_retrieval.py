@@ -1,11 +1,15 @@
 """Retrieval hit rate of flat chunks vs summary hierarchies (semantic, RAPTOR) with collapsed, tree and evidence
-retrieval, on single-fact questions and on questions that span 2 or 3 paragraphs of one article.
+retrieval, on single-fact questions, on questions that span 2 or 3 paragraphs of one article and on
+whole-article questions.
 
 Question sets (``question_sets`` in hierarchy_common.py, fixed seed): per article 50 single-fact questions,
 20 pairs and 10 triples of questions about paragraphs at least two apart, joined into one text. A retrieval is
 a hit when every part has one of its gold answer strings (case-insensitive) in the retrieved text.
 ``hit@5``: the first 5 nodes, whatever their length; ``hit@B``: nodes in rank order up to B cl100k tokens
-(the same budget for every configuration). It reads the nodes that hierarchy_build.py saved (no LLM call)::
+(the same budget for every configuration). The whole-article questions (``overview_questions``: "Give an
+overview of IPCC." and two other phrasings per article) are not hit or miss: their figure is the mean share of
+the article's paragraphs that the retrieved text reaches (a paragraph is reached when a gold answer string of
+one of its SQuAD questions is in the text). It reads the nodes that hierarchy_build.py saved (no LLM call)::
 
     .venv/bin/python benchmarks/hierarchy_build.py --articles heldout --llm qwen2.5-coder-1.5b   # once
     .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]
@@ -28,7 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from hierarchy_common import is_hit, load_articles, question_sets, read_nodes, results_dir  # noqa: E402
+from hierarchy_common import (  # noqa: E402
+    coverage,
+    is_hit,
+    load_articles,
+    overview_questions,
+    question_sets,
+    read_nodes,
+    results_dir,
+)
 
 SYSTEMS = ("kgplus-semantic", "kgplus-raptor", "kgplus-raptor-pca", "raptorpack")
 
@@ -55,7 +67,7 @@ def main() -> int:
     parser.add_argument("--beam", type=int, default=4, help="tree traversal: nodes kept per level (default 4)")
     parser.add_argument("--suffix", default="", help="read <system><suffix>.jsonl (e.g. -legacy, -extractive)")
     parser.add_argument("--variants", default="", help="extra evidence settings, summary_margin:coverage[:whole],...")
-    parser.add_argument("--sets", default="single,pairs,triples", help="question sets to score")
+    parser.add_argument("--sets", default="single,pairs,triples,overview", help="question sets to score")
     parser.add_argument("--compress", type=int, default=0, help="hit@B: compress the first N nodes to B tokens")
     parser.add_argument(
         "--modes", default="", help="only these modes (comma-separated labels), e.g. collapsed,evidence"
@@ -73,7 +85,8 @@ def main() -> int:
     embed_model = defaults.default_embed_model()
     tokenizer = get_tokenizer()
     doc_ids = [d.id_ for d in load_articles(args.articles)]
-    sets = {k: v for k, v in question_sets(doc_ids).items() if k in args.sets.split(",")}
+    every_set = {**question_sets(doc_ids), "overview": overview_questions(doc_ids)}
+    sets = {k: v for k, v in every_set.items() if k in args.sets.split(",")}
     # all-MiniLM-L6-v2 embeds queries and texts the same way, so a batch of text embeddings is the query embedding
     vectors = {k: embed_model.get_text_embedding_batch([q["question"] for q in qs]) for k, qs in sets.items()}
 
@@ -123,9 +136,11 @@ def main() -> int:
                         if budget is not None and args.compress:
                             compressor.context_budget = budget
                             found = compressor.postprocess_nodes(found, bundle)
-                        hits += is_hit(
-                            "\n".join(h.node.get_content(MetadataMode.NONE) for h in found), question["answers"]
-                        )
+                        text = "\n".join(h.node.get_content(MetadataMode.NONE) for h in found)
+                        if "paragraphs" in question:  # a whole-article question scores the share it reaches
+                            hits += coverage(text, question["paragraphs"])
+                        else:
+                            hits += is_hit(text, question["answers"])
                         if budget == share_at:
                             for h in found:
                                 n = len(tokenizer(h.node.get_content(MetadataMode.NONE)))
@@ -139,7 +154,8 @@ def main() -> int:
                 results[set_name].append(rows[set_name] + rows.get(set_name + ":share", ""))
             print(f"  {name} {mode_label}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     for set_name, lines in results.items():
-        print(f"## {set_name} ({len(sets[set_name])} questions)\n")
+        scored = "; mean share of the article's paragraphs reached" if set_name == "overview" else ""
+        print(f"## {set_name} ({len(sets[set_name])} questions{scored})\n")
         print("\n".join(lines) + "\n")
     print("hit@5: a gold string of every part inside the first 5 retrieved nodes; hit@B: inside the nodes that fit")
     print(f"in B tokens, in rank order; sum%: share of the tokens retrieved at {share_at} that come from summaries.")

@@ -48,7 +48,8 @@ class HierarchicalRetriever(BaseRetriever):
     - ``mode="evidence"``: summaries lead to the chunks under them. Candidates come from a collapsed search
       (``_POOL_FACTOR`` times ``similarity_top_k``; or from the tree, ``evidence_source="tree"``); a summary
       among them is replaced by the chunks under it. A summary stays only when it matches the query better than
-      every chunk under it by ``summary_margin`` (an overview question). Below a summary, only the
+      every chunk under it by ``summary_margin`` (rare even for a whole-article question: use ``collapsed``
+      when summaries should be the context). Below a summary, only the
       ``beam_width`` (default ``similarity_top_k``) best summaries of each level are followed, so a root over a
       whole corpus costs a few clusters, not the corpus. A query that asks several questions
       (``split_questions``) is searched question by question and the results interleaved: each question's best
