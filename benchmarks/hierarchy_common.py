@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -116,36 +117,43 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
 
     Per article, one question per :data:`OVERVIEW_TEMPLATES` phrasing. Its ``paragraphs`` holds, for every
     paragraph of the article that has SQuAD questions, the gold answer strings of those questions that name
-    this paragraph alone (at least :data:`MIN_ANSWER_CHARS` characters, and found in no other paragraph of the
-    article); :func:`coverage` is the share of those paragraphs with one of its strings in the retrieved text.
-    The articles have no section titles, so the annotators' answers stand in for "what the article covers",
-    one paragraph at a time.
+    this paragraph alone: at least :data:`MIN_ANSWER_CHARS` characters, and found (as whole words) in no other
+    paragraph of any article of the set, since the index holds them all. A paragraph left without such a string
+    is not counted. :func:`coverage` is the share of the counted paragraphs with one of their strings in the
+    retrieved text. The articles have no section titles, so the annotators' answers stand in for "what the
+    article covers", one paragraph at a time.
     """
     docs = {d["id"]: d for d in map(json.loads, (LONGDOCS / "docs.jsonl").read_text(encoding="utf-8").splitlines())}
-    every = load_questions(set(doc_ids))
+    texts = {(d, i): p.lower() for d in doc_ids for i, p in enumerate(docs[d]["text"].split("\n\n"))}
     made = []
     for doc_id in doc_ids:
-        texts = [p.lower() for p in docs[doc_id]["text"].split("\n\n")]
         by_paragraph: dict[int, set[str]] = {}
-        for q in every:
-            if q["doc_id"] != doc_id:
-                continue
+        for q in load_questions({doc_id}):
             own = by_paragraph.setdefault(q["paragraph_index"], set())
             for answer in q["answers"]:
-                found_in = [i for i, text in enumerate(texts) if answer.lower() in text]
-                if len(answer) >= MIN_ANSWER_CHARS and found_in == [q["paragraph_index"]]:
+                found_in = [key for key, text in texts.items() if _has(text, answer)]
+                if len(answer) >= MIN_ANSWER_CHARS and found_in == [(doc_id, q["paragraph_index"])]:
                     own.add(answer)
         paragraphs = [sorted(answers) for _, answers in sorted(by_paragraph.items()) if answers]
+        if not paragraphs:
+            print(f"{doc_id}: no paragraph has a string of its own; no whole-article questions", file=sys.stderr)
+            continue
         for template in OVERVIEW_TEMPLATES:
             question = template.format(title=docs[doc_id]["title"])
             made.append({"question": question, "doc_id": doc_id, "paragraphs": paragraphs})
     return made
 
 
+def _has(text: str, answer: str) -> bool:
+    """``answer`` in the lower-cased ``text`` as whole words ("sand" is not in "thousand")."""
+    return re.search(rf"(?<!\w){re.escape(answer.lower())}(?!\w)", text) is not None
+
+
 def coverage(text: str, paragraphs: list[list[str]]) -> float:
-    """Share of ``paragraphs`` (each a list of gold strings) with one of its strings in ``text`` (any case)."""
+    """Share of ``paragraphs`` (each a list of gold strings) with one of its strings in ``text`` (any case,
+    whole words)."""
     text = text.lower()
-    return sum(any(a.lower() in text for a in answers) for answers in paragraphs) / len(paragraphs)
+    return sum(any(_has(text, a) for a in answers) for answers in paragraphs) / len(paragraphs)
 
 
 def is_hit(text: str, answers: list[list[str]]) -> bool:

@@ -9,7 +9,7 @@ a hit when every part has one of its gold answer strings (case-insensitive) in t
 (the same budget for every configuration). The whole-article questions (``overview_questions``: "Give an
 overview of IPCC." and two other phrasings per article) are not hit or miss: their figure is the mean share of
 the article's paragraphs that the retrieved text reaches (a paragraph is reached when a gold answer string of
-one of its SQuAD questions is in the text). It reads the nodes that hierarchy_build.py saved (no LLM call)::
+one of its SQuAD questions, found in no other paragraph of the set, is in the text as whole words). It reads the nodes that hierarchy_build.py saved (no LLM call)::
 
     .venv/bin/python benchmarks/hierarchy_build.py --articles heldout --llm qwen2.5-coder-1.5b   # once
     .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]
@@ -159,6 +159,8 @@ def main() -> int:
         print("\n".join(lines) + "\n")
     print("hit@5: a gold string of every part inside the first 5 retrieved nodes; hit@B: inside the nodes that fit")
     print(f"in B tokens, in rank order; sum%: share of the tokens retrieved at {share_at} that come from summaries.")
+    if "overview" in sets:
+        print("overview: the same cuts, scored by the mean share of the article's paragraphs reached (not a hit).")
     return 0
 
 
