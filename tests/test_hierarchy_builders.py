@@ -265,6 +265,19 @@ def test_raptor_summaries_across_documents_list_their_sources(embed_model, topic
     assert_linked_both_ways(out)
 
 
+def test_umap_compiled_code_is_cached_on_disk_for_the_next_process(embed_model, longdoc_nodes):
+    """numba compiles UMAP's functions in every new process (15-25 s on 2 cores) unless they are cached on disk;
+    umap-learn does not ask for it, the builder does."""
+    from pathlib import Path
+
+    import umap.umap_
+
+    raptor(embed_model)(longdoc_nodes())
+    cache = umap.umap_.smooth_knn_dist._cache
+    assert type(cache).__name__ == "FunctionCache"
+    assert list(Path(cache.cache_path).glob("umap_.smooth_knn_dist-*.nbi"))
+
+
 def test_raptor_pca_reducer_never_imports_umap(embed_model, topic_nodes):
     builder = raptor(embed_model, reducer="pca", criterion="aic")
     out = builder(topic_nodes())

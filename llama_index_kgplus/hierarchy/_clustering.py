@@ -1,11 +1,13 @@
 """RAPTOR's clustering: reduce the vectors (UMAP, or PCA where UMAP cannot run), soft-cluster them with a
 Gaussian mixture whose size is chosen by BIC (or AIC), and re-cluster clusters that are too large.
 
-UMAP is imported here, lazily, only when it is used: its first import compiles with numba for ~20 s.
+UMAP is imported here, lazily, only when it is used. numba compiles its functions on first use (15-25 s on 2
+cores); :func:`_umap` turns on numba's on-disk cache for them, so only the first process on a machine pays that.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import warnings
@@ -64,18 +66,36 @@ def _sklearn():
     return PCA, GaussianMixture
 
 
+@functools.cache
+def _umap():
+    """The ``umap`` module, with numba's on-disk cache on for its compiled functions (umap-learn does not ask
+    for it, so every new process compiled them again); KGPlusSetupError if umap-learn is missing."""
+    try:
+        import umap
+        import umap.layouts
+        import umap.umap_
+        from numba.core.dispatcher import Dispatcher
+    except ImportError as exc:
+        raise KGPlusSetupError(
+            "RaptorSummaryNodeBuilder needs umap-learn (pip install 'llama-index-kgplus[raptor]'), "
+            "or pass reducer='pca'."
+        ) from exc
+    for module in (umap.umap_, umap.layouts):
+        for function in vars(module).values():
+            if isinstance(function, Dispatcher):
+                try:
+                    function.enable_caching()
+                except RuntimeError as exc:  # no writable cache folder: compile in memory, as before
+                    logger.debug("numba cache off for %s: %s", function.__name__, exc)
+    return umap
+
+
 def reduce(matrix: np.ndarray, s: ClusterSettings) -> tuple[np.ndarray, str]:
     """UMAP to ``reduction_dim`` dimensions; PCA when asked, when there are too few rows for UMAP, or if it fails."""
     n = len(matrix)
     unit = unit_rows(matrix)
     if s.reducer == "umap" and n > s.reduction_dim + 2:
-        try:
-            import umap
-        except ImportError as exc:
-            raise KGPlusSetupError(
-                "RaptorSummaryNodeBuilder needs umap-learn (pip install 'llama-index-kgplus[raptor]'), "
-                "or pass reducer='pca'."
-            ) from exc
+        umap = _umap()
         neighbors = s.n_neighbors or int(math.sqrt(n - 1))
         try:
             with warnings.catch_warnings():
