@@ -17,6 +17,13 @@ that 14-line module when it is missing)::
     /tmp/raptorpack-venv/bin/pip install --no-deps llama-index-packs-raptor==0.4.2
     .venv/bin/python benchmarks/hierarchy_build.py --raptorpack-python /tmp/raptorpack-venv/bin/python
 
+``--variant before`` times the code from before issue 18 itself, with its own defaults, in the same way (the
+package comes from ``PYTHONPATH``; the script refuses to run this variant on the current package)::
+
+    git worktree add /tmp/before a759787
+    PYTHONPATH=/tmp/before .venv/bin/python benchmarks/hierarchy_build.py --variant before --articles heldout \
+        --llm qwen2.5-coder-1.5b --systems kgplus-semantic,kgplus-raptor
+
 ``--system NAME`` runs one system in this process and prints its figures as JSON. The built nodes go to
 ``benchmarks/results/hierarchy/<system>.jsonl`` for ``hierarchy_retrieval.py``.
 """
@@ -79,7 +86,7 @@ def _register_llama_pack() -> None:
 
 
 def file_tag(variant: str | None, cluster_size: int) -> str:
-    """The suffix of a build's files: ``-legacy``, ``-k8``, ``-legacy-k8`` or nothing."""
+    """The suffix of a build's files: ``-legacy``, ``-before``, ``-k8``, ``-legacy-k8`` or nothing."""
     return "".join(f"-{part}" for part in (variant, f"k{cluster_size}" if cluster_size else "") if part)
 
 
@@ -92,6 +99,10 @@ def run_system(
 
     from llama_index_kgplus import defaults
 
+    if (variant == "before") == (Path(defaults.__file__).resolve().parents[1] == Path(__file__).resolve().parents[1]):
+        raise SystemExit(
+            "--variant before runs the older package from PYTHONPATH; every other variant, this checkout's"
+        )
     embed_model = defaults.default_embed_model()
     legacy, extractive = variant == "legacy", variant == "extractive"
     llm = None if extractive else CountingLLM(defaults.default_llm(llm_name or defaults.FAST_LLM, max_new_tokens=256))
@@ -160,8 +171,9 @@ def run_system(
         extra = {"n_clusters": builder.n_clusters_, "failed_clusters": len(builder.failed_clusters_)}
         if hasattr(builder, "reducers_"):
             extra["reducers"] = builder.reducers_
-        extra["summarizer_usage"] = builder.usage_
-        extra["level_stats"] = builder.level_stats_
+        if variant != "before":  # the code before issue 18 has no usage_ or level_stats_
+            extra["summarizer_usage"] = builder.usage_
+            extra["level_stats"] = builder.level_stats_
 
     ratios = [copy_ratio(s.get_content(), [c.get_content() for c in children[s.node_id]]) for s in summaries]
     tag = file_tag(variant, cluster_size)
@@ -235,8 +247,9 @@ def main() -> int:
     parser.add_argument("--llm", default="", help="model spec for the summaries (default: qwen2.5-coder-0.5b)")
     parser.add_argument(
         "--variant",
-        choices=("legacy", "extractive"),
-        help="legacy: our builders with the summary settings from before issue 18; extractive: no LLM",
+        choices=("legacy", "extractive", "before"),
+        help="legacy: our builders with the summary settings from before issue 18; extractive: no LLM; before: the "
+        "package on PYTHONPATH (the code before issue 18) with its defaults",
     )
     parser.add_argument(
         "--cluster-size", type=int, default=0, help="semantic builder: chunks per cluster (saved as variant kN)"

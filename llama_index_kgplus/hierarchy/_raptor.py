@@ -43,7 +43,8 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
     )
     metric: str = Field(default="cosine", description="UMAP distance metric.")
     reducer: Literal["umap", "pca"] = Field(
-        default="umap", description="Dimension reduction; 'pca' avoids UMAP (and its ~20 s first-import JIT)."
+        default="umap",
+        description="Dimension reduction; 'pca' avoids UMAP (and its numba compile on a machine's first run).",
     )
     max_clusters: int = Field(default=50, ge=1, description="Most mixture components tried per level.")
     criterion: Literal["bic", "aic"] = Field(default="bic", description="Chooses the number of components.")
