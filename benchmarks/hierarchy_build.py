@@ -17,8 +17,9 @@ that 14-line module when it is missing)::
     /tmp/raptorpack-venv/bin/pip install --no-deps llama-index-packs-raptor==0.4.2
     .venv/bin/python benchmarks/hierarchy_build.py --raptorpack-python /tmp/raptorpack-venv/bin/python
 
-``--variant before`` times the code from before issue 18 itself, with its own defaults, in the same way (the
-package comes from ``PYTHONPATH``; the script refuses to run this variant on the current package)::
+``--variant before`` times the code from before issue 18 itself, with its own builder defaults, in the same way
+(the package comes from ``PYTHONPATH``; the script refuses to run this variant on the current package, and
+records which package ran)::
 
     git worktree add /tmp/before a759787
     PYTHONPATH=/tmp/before .venv/bin/python benchmarks/hierarchy_build.py --variant before --articles heldout \
@@ -99,9 +100,10 @@ def run_system(
 
     from llama_index_kgplus import defaults
 
-    if (variant == "before") == (Path(defaults.__file__).resolve().parents[1] == Path(__file__).resolve().parents[1]):
+    package = Path(defaults.__file__).resolve().parent
+    if (variant == "before") == (package.parent == Path(__file__).resolve().parents[1]):
         raise SystemExit(
-            "--variant before runs the older package from PYTHONPATH; every other variant, this checkout's"
+            f"--variant before needs an older checkout on PYTHONPATH, the other variants this one's; imported: {package}"
         )
     embed_model = defaults.default_embed_model()
     legacy, extractive = variant == "legacy", variant == "extractive"
@@ -184,6 +186,7 @@ def run_system(
     return {
         "system": name + (f" ({tag[1:]})" if tag else ""),
         "articles": [d.id_ for d in docs],
+        "package": str(Path(defaults.__file__).resolve().parent),  # which code ran
         "llm": llm.metadata.model_name if llm else None,
         "build_s": round(build_s, 1),
         "llm_s": round(stats["seconds"], 1),

@@ -132,7 +132,8 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
             own = by_paragraph.setdefault(q["paragraph_index"], set())
             for answer in q["answers"]:
                 found_in = [key for key, text in texts.items() if _has(text, answer)]
-                if len(answer) >= MIN_ANSWER_CHARS and found_in == [(doc_id, q["paragraph_index"])]:
+                long_enough = len(re.sub(r"^\W+|\W+$", "", answer)) >= MIN_ANSWER_CHARS
+                if long_enough and found_in == [(doc_id, q["paragraph_index"])]:
                     own.add(answer)
         paragraphs = [sorted(answers) for _, answers in sorted(by_paragraph.items()) if answers]
         if not paragraphs:
@@ -145,8 +146,10 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
 
 
 def _has(text: str, answer: str) -> bool:
-    """``answer`` in the lower-cased ``text`` as whole words ("sand" is not in "thousand")."""
-    return re.search(rf"(?<!\w){re.escape(answer.lower())}(?!\w)", text) is not None
+    """``answer`` in the lower-cased ``text`` as whole words ("sand" is not in "thousand"), without the
+    punctuation around it ("(UNFCCC)" is found as "UNFCCC")."""
+    words = re.sub(r"^\W+|\W+$", "", answer.lower())
+    return bool(words) and re.search(rf"(?<![\w.]){re.escape(words)}(?![\w])", text) is not None
 
 
 def coverage(text: str, paragraphs: list[list[str]]) -> float:
@@ -157,7 +160,8 @@ def coverage(text: str, paragraphs: list[list[str]]) -> float:
 
 
 def is_hit(text: str, answers: list[list[str]]) -> bool:
-    """Every part's question has one of its gold strings in ``text`` (case-insensitive)."""
+    """Every part's question has one of its gold strings in ``text`` (case-insensitive substring, as SQuAD's
+    answers are used everywhere else; the whole-article score matches whole words instead, see :func:`_has`)."""
     text = text.lower()
     return all(any(a.lower() in text for a in part) for part in answers)
 

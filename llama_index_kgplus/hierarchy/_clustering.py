@@ -74,7 +74,6 @@ def _umap():
         import umap
         import umap.layouts
         import umap.umap_
-        from numba.core.dispatcher import Dispatcher
     except ImportError as exc:
         raise KGPlusSetupError(
             "RaptorSummaryNodeBuilder needs umap-learn (pip install 'llama-index-kgplus[raptor]'), "
@@ -82,7 +81,7 @@ def _umap():
         ) from exc
     for module in (umap.umap_, umap.layouts):
         for function in vars(module).values():
-            if isinstance(function, Dispatcher):
+            if hasattr(function, "enable_caching") and hasattr(function, "py_func"):  # a numba dispatcher
                 try:
                     function.enable_caching()
                 except RuntimeError as exc:  # no writable cache folder: compile in memory, as before
