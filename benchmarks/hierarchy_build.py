@@ -186,7 +186,7 @@ def run_system(
     return {
         "system": name + (f" ({tag[1:]})" if tag else ""),
         "articles": [d.id_ for d in docs],
-        "package": str(Path(defaults.__file__).resolve().parent),  # which code ran
+        "package": str(package),  # which code ran
         "llm": llm.metadata.model_name if llm else None,
         "build_s": round(build_s, 1),
         "llm_s": round(stats["seconds"], 1),
@@ -252,7 +252,7 @@ def main() -> int:
         "--variant",
         choices=("legacy", "extractive", "before"),
         help="legacy: our builders with the summary settings from before issue 18; extractive: no LLM; before: the "
-        "package on PYTHONPATH (the code before issue 18) with its defaults",
+        "package on PYTHONPATH (the code before issue 18) with its builder defaults",
     )
     parser.add_argument(
         "--cluster-size", type=int, default=0, help="semantic builder: chunks per cluster (saved as variant kN)"

@@ -132,8 +132,7 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
             own = by_paragraph.setdefault(q["paragraph_index"], set())
             for answer in q["answers"]:
                 found_in = [key for key, text in texts.items() if _has(text, answer)]
-                long_enough = len(re.sub(r"^\W+|\W+$", "", answer)) >= MIN_ANSWER_CHARS
-                if long_enough and found_in == [(doc_id, q["paragraph_index"])]:
+                if len(_bare(answer)) >= MIN_ANSWER_CHARS and found_in == [(doc_id, q["paragraph_index"])]:
                     own.add(answer)
         paragraphs = [sorted(answers) for _, answers in sorted(by_paragraph.items()) if answers]
         if not paragraphs:
@@ -145,10 +144,14 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
     return made
 
 
+def _bare(answer: str) -> str:
+    """``answer`` without the punctuation around it ("(UNFCCC)" -> "UNFCCC")."""
+    return re.sub(r"^\W+|\W+$", "", answer)
+
+
 def _has(text: str, answer: str) -> bool:
-    """``answer`` in the lower-cased ``text`` as whole words ("sand" is not in "thousand"), without the
-    punctuation around it ("(UNFCCC)" is found as "UNFCCC")."""
-    words = re.sub(r"^\W+|\W+$", "", answer.lower())
+    """``answer`` (:func:`_bare`) in the lower-cased ``text`` as whole words ("sand" is not in "thousand")."""
+    words = _bare(answer.lower())
     return bool(words) and re.search(rf"(?<![\w.]){re.escape(words)}(?![\w])", text) is not None
 
 
