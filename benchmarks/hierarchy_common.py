@@ -125,14 +125,17 @@ def overview_questions(doc_ids: list[str]) -> list[dict[str, Any]]:
     """
     docs = {d["id"]: d for d in map(json.loads, (LONGDOCS / "docs.jsonl").read_text(encoding="utf-8").splitlines())}
     texts = {(d, i): p.lower() for d in doc_ids for i, p in enumerate(docs[d]["text"].split("\n\n"))}
+    every = load_questions(set(doc_ids))
     made = []
     for doc_id in doc_ids:
         by_paragraph: dict[int, set[str]] = {}
-        for q in load_questions({doc_id}):
+        for q in (q for q in every if q["doc_id"] == doc_id):
             own = by_paragraph.setdefault(q["paragraph_index"], set())
             for answer in q["answers"]:
+                if len(_bare(answer)) < MIN_ANSWER_CHARS:
+                    continue
                 found_in = [key for key, text in texts.items() if _has(text, answer)]
-                if len(_bare(answer)) >= MIN_ANSWER_CHARS and found_in == [(doc_id, q["paragraph_index"])]:
+                if found_in == [(doc_id, q["paragraph_index"])]:
                     own.add(answer)
         paragraphs = [sorted(answers) for _, answers in sorted(by_paragraph.items()) if answers]
         if not paragraphs:

@@ -9,7 +9,8 @@ a hit when every part has one of its gold answer strings (case-insensitive) in t
 (the same budget for every configuration). The whole-article questions (``overview_questions``: "Give an
 overview of IPCC." and two other phrasings per article) are not hit or miss: their figure is the mean share of
 the article's paragraphs that the retrieved text reaches (a paragraph is reached when a gold answer string of
-one of its SQuAD questions, found in no other paragraph of the set, is in the text as whole words). It reads the nodes that hierarchy_build.py saved (no LLM call)::
+one of its SQuAD questions, found in no other paragraph of the set, is in the text as whole words). It reads
+the nodes that hierarchy_build.py saved (no LLM call)::
 
     .venv/bin/python benchmarks/hierarchy_build.py --articles heldout --llm qwen2.5-coder-1.5b   # once
     .venv/bin/python benchmarks/hierarchy_retrieval.py --articles heldout [--budgets 256,512,1024]

@@ -265,14 +265,17 @@ def test_raptor_summaries_across_documents_list_their_sources(embed_model, topic
     assert_linked_both_ways(out)
 
 
-def test_umap_compiled_code_is_cached_on_disk_for_the_next_process(embed_model, longdoc_nodes):
+def test_umap_compiled_code_is_cached_on_disk_for_the_next_process():
     """numba compiles UMAP's functions in every new process (15-25 s on 2 cores) unless they are cached on disk;
-    umap-learn does not ask for it, the builder does."""
+    umap-learn does not ask for it, the RAPTOR builders' reduction step does."""
     from pathlib import Path
 
     import umap.umap_
 
-    raptor(embed_model)(longdoc_nodes())
+    from llama_index_kgplus.hierarchy._clustering import ClusterSettings, reduce
+
+    _, used = reduce(np.random.default_rng(0).normal(size=(30, 16)), ClusterSettings())
+    assert used == "umap"
     cache = umap.umap_.smooth_knn_dist._cache
     assert type(cache).__name__ == "FunctionCache"
     assert list(Path(cache.cache_path).glob("umap_.smooth_knn_dist-*.nbi"))
