@@ -160,6 +160,36 @@ def test_a_reply_cut_by_the_token_bound_ends_at_its_last_full_sentence():
     assert AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=5).reply_tokens == 8
 
 
+def test_a_reply_stops_at_a_sentence_end_after_its_share_of_the_bound():
+    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=50)
+    assert summarizer._bounds() == {"max_tokens": 65, "sentence_stop": 39}
+    summarizer.sentence_stop = None
+    assert summarizer._bounds() == {"max_tokens": 65, "sentence_stop": None}
+
+
+@pytest.mark.slow
+def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_point(small_llm):
+    from llama_index_kgplus.llm import complete_response, llama_model
+    from llama_index_kgplus.llm._llama import _SentenceStop
+    from llama_index_kgplus.text import ends_sentence
+
+    prompt = "Write eight sentences about the history of Paris."
+    full = complete_response(small_llm, prompt, max_tokens=80)
+    stopped = complete_response(small_llm, prompt, max_tokens=80, sentence_stop=20)
+    assert full.raw["choices"][0]["finish_reason"] == "length"
+    assert stopped.raw["choices"][0]["finish_reason"] == "stop"
+    assert 20 < stopped.raw["usage"]["completion_tokens"] < 80
+    assert ends_sentence(stopped.text) and len(stopped.text.split()) >= 12
+
+    model = llama_model(small_llm)  # the criterion step by step, with the model's own tokens
+    reply = model.tokenize(b"Prices rose by 2.5 percent. Then they fell.", add_bos=False)
+    stop = _SentenceStop(model, min_tokens=2)
+    stops = [stop([0] * 3 + reply[:n], None) for n in range(len(reply) + 1)]  # 3 prompt tokens, then the reply
+    first = stops.index(True)
+    assert model.detokenize(reply[first - 1 : first]).decode() == " Then"  # not after "2."
+    assert stop.text == "Prices rose by 2.5 percent."
+
+
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):
     llm = ScriptedLLM(default="A summary.", usage=True)
     summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=1)
@@ -170,6 +200,28 @@ def test_two_stage_condenses_each_text_before_the_llm(embed_model):
     assert len(kept) == 2 and any(s in CATS for s in kept) and any(s in MARKETS for s in kept)
     assert summarizer.usage_["calls"] == 1
     assert summarizer.to_dict()["abstractive"]["llm"]["model_name"] == "scripted"
+
+
+async def test_two_stage_cuts_the_longest_passages_to_one_sentence_to_fit_the_word_bound(embed_model):
+    texts = [  # 4 sentences each: the extractive stage keeps 2 (30%, rounded up)
+        " ".join(CATS + ["Cats that live on farms are often fed by the farmer's family every evening."]),
+        " ".join(MARKETS + ["Banks raised their lending rates the next morning."]),
+    ]
+    roomy = TwoStageSummarizer.from_defaults(llm=ScriptedLLM(default="unused"), embed_model=embed_model)
+    full = roomy.condense(texts)
+    assert all(len(split_sentences(c)) == 2 for c in full)  # 2 central sentences each, within 250 words
+    bound = sum(len(c.split()) for c in full) - 1  # one word too many: the longest passage is cut
+    tight = TwoStageSummarizer.from_defaults(llm=ScriptedLLM(default="unused"), embed_model=embed_model)
+    tight.max_passage_words = bound
+    cut = tight.condense(texts)
+    longest = max(range(2), key=lambda i: len(full[i].split()))
+    assert len(split_sentences(cut[longest])) == 1 and cut[longest] in texts[longest]
+    assert cut[1 - longest] == full[1 - longest]
+    assert await tight.acondense(texts) == cut
+    tight.max_passage_words = 1  # cannot fit: every passage keeps its one most central sentence
+    assert [len(split_sentences(c)) for c in tight.condense(texts)] == [1, 1]
+    tight.max_passage_words = None
+    assert tight.condense(texts) == full
 
 
 async def test_two_stage_falls_back_to_the_extractive_summary_when_the_llm_keeps_copying(embed_model):

@@ -13,7 +13,7 @@ from llama_index.core.llms import LLM
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
 from llama_index_kgplus.llm import acomplete_response, complete_response
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
-from llama_index_kgplus.text import split_sentences
+from llama_index_kgplus.text import ends_sentence, split_sentences
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarize the passages below in one paragraph of at most {max_words} words.\n"
@@ -33,17 +33,17 @@ _PREFIX = re.compile(
     r"^\s*(?:here is )?(?:a |the )?(?:short |concise )?summary\s*(?:of the passages)?\s*[:\-]\s*", re.I
 )
 _SPECIAL = re.compile(r"<\|[a-z_]+\|>")
-_FINISHED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
 class AbstractiveSummarizer(BaseSummarizer):
     """One LLM call per summary: the passages go into a prompt that says to use only the given text.
 
     Small models ignore the length they are asked for, so an in-process llama.cpp model's reply is bounded
-    by ``max_tokens`` and cut back to its last full sentence (such calls bypass LlamaIndex's callbacks; other
-    LLMs keep their own bound and are not cut). The LLM's own usage figures (llama.cpp reports
-    them) are added up in :attr:`usage_`. An empty answer
-    raises :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
+    by ``max_tokens`` and cut back to its last full sentence, and once it has ``sentence_stop`` of that bound it
+    stops at the next sentence end instead of writing a sentence that the cut would throw away (such calls
+    bypass LlamaIndex's callbacks; other LLMs keep their own bound and are not cut). The LLM's own usage
+    figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer raises
+    :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
     models do that) gets one more call with the passages reversed and an instruction not to copy; a second
     copy raises :class:`SummarizationError` too.
 
@@ -65,6 +65,14 @@ class AbstractiveSummarizer(BaseSummarizer):
         description="Bound on the reply in tokens for an in-process llama.cpp LLM (LlamaCPP, also wrapped); a reply "
         "cut by it ends at its last full sentence; other LLMs keep their own bound. None: 1.3 x max_words (small "
         "models write twice what they are asked).",
+    )
+    sentence_stop: float | None = Field(
+        default=0.6,
+        gt=0.0,
+        le=1.0,
+        description="For an in-process llama.cpp LLM: once a reply has this share of its bound (reply_tokens), it "
+        "stops at the next sentence end, because a further sentence would mostly be cut by the bound and thrown "
+        "away after it was paid for. None: write until the bound or the model's own end.",
     )
     copy_threshold: float | None = Field(
         default=0.8,
@@ -114,6 +122,10 @@ class AbstractiveSummarizer(BaseSummarizer):
         """The bound on a reply: ``max_tokens``, else 1.3 tokens per word asked for."""
         return self.max_tokens or max(8, round(1.3 * self.max_words))
 
+    def _bounds(self) -> dict[str, Any]:
+        stop = None if self.sentence_stop is None else max(1, round(self.sentence_stop * self.reply_tokens))
+        return {"max_tokens": self.reply_tokens, "sentence_stop": stop}
+
     def _clean(self, response: CompletionResponse) -> str:
         self._calls += 1
         raw = response.raw if isinstance(response.raw, dict) else {}
@@ -149,22 +161,22 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     def summarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        summary = self._clean(complete_response(llm, self.format_prompt(texts), max_tokens=self.reply_tokens))
+        summary = self._clean(complete_response(llm, self.format_prompt(texts), **self._bounds()))
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
         prompt, passages = self._retry_prompt(texts, copied)
-        return self._check_copy(self._clean(complete_response(llm, prompt, max_tokens=self.reply_tokens)), passages)
+        return self._check_copy(self._clean(complete_response(llm, prompt, **self._bounds())), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        reply = await acomplete_response(llm, self.format_prompt(texts), max_tokens=self.reply_tokens)
+        reply = await acomplete_response(llm, self.format_prompt(texts), **self._bounds())
         summary = self._clean(reply)
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
         prompt, passages = self._retry_prompt(texts, copied)
-        reply = await acomplete_response(llm, prompt, max_tokens=self.reply_tokens)
+        reply = await acomplete_response(llm, prompt, **self._bounds())
         return self._check_copy(self._clean(reply), passages)
 
     def _check_copy(self, summary: str, passages: list[str]) -> str:
@@ -178,7 +190,7 @@ def _last_full_sentence(text: str) -> str:
     """``text`` without its unfinished last sentence (the package's sentence splitter, which knows abbreviations);
     all of it when it is one unfinished sentence (better a cut sentence than none)."""
     sentences = split_sentences(text)
-    if len(sentences) < 2 or _FINISHED.search(sentences[-1]):
+    if len(sentences) < 2 or ends_sentence(sentences[-1]):
         return text
     return " ".join(sentences[:-1])
 

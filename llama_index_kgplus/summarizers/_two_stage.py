@@ -24,8 +24,9 @@ from llama_index_kgplus.summarizers._base import (
 class TwoStageSummarizer(BaseSummarizer):
     """Each text is cut to its central sentences (no LLM), then one LLM call summarises what is left.
 
-    The extractive stage makes the prompt several times shorter than the texts, which is where a local
-    model spends most of its time; the abstractive stage still writes a real summary rather than a copy.
+    The extractive stage makes the prompt several times shorter than the texts (reading the prompt is about half
+    of a local model's time), and ``max_passage_words`` bounds it in a large cluster; the abstractive stage still
+    writes a real summary rather than a copy.
     When the LLM cannot (it copies one passage even when told not to, or says nothing), the extractive
     summary of the texts is used instead of failing the cluster (``extractive_fallback``); the count is in
     ``usage_["extractive_fallbacks"]``.
@@ -38,6 +39,14 @@ class TwoStageSummarizer(BaseSummarizer):
 
     extractive: Any = Field(description="Condenses each text (an ExtractiveSummarizer or any Summarizer).")
     abstractive: Any = Field(description="Writes one summary of the condensed texts (e.g. AbstractiveSummarizer).")
+    max_passage_words: int | None = Field(
+        default=250,
+        ge=1,
+        description="Bound on the condensed passages the LLM reads, in words (reading the prompt is about half of a "
+        "local model's time): when the texts' central sentences add up to more, the longest condensed texts are "
+        "cut to their one most central sentence, one by one, until the passages fit or every text has one "
+        "sentence. Needs an extractive stage with max_sentences (ExtractiveSummarizer). None: no bound.",
+    )
     extractive_fallback: bool = Field(
         default=True,
         description="When the abstractive stage raises SummarizationError (a copy, twice; an empty reply), "
@@ -45,6 +54,7 @@ class TwoStageSummarizer(BaseSummarizer):
     )
 
     _fallbacks: int = PrivateAttr(default=0)
+    _single: Any = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -69,6 +79,7 @@ class TwoStageSummarizer(BaseSummarizer):
         *,
         max_sentences: int = 2,
         max_words: int = 50,
+        max_passage_words: int | None = 250,
         random_state: int = 0,
     ) -> TwoStageSummarizer:
         """An :class:`ExtractiveSummarizer` keeping ``max_sentences`` per text, then an AbstractiveSummarizer.
@@ -82,6 +93,7 @@ class TwoStageSummarizer(BaseSummarizer):
                 embed_model=embed_model, max_sentences=max_sentences, random_state=random_state
             ),
             abstractive=AbstractiveSummarizer(llm=llm or _settings_llm(), max_words=max_words),
+            max_passage_words=max_passage_words,
         )
 
     def set_default_embed_model(self, embed_model: BaseEmbedding | None) -> None:
@@ -97,12 +109,40 @@ class TwoStageSummarizer(BaseSummarizer):
         return {**getattr(self.abstractive, "usage_", {}), "extractive_fallbacks": self._fallbacks}
 
     def condense(self, texts: Sequence[str]) -> list[str]:
-        """The first stage alone: each text cut to its central sentences."""
-        return [self.extractive.summarize([t]) for t in texts if t.strip()]
+        """The first stage alone: each text cut to its central sentences, within ``max_passage_words``."""
+        texts = [t for t in texts if t.strip()]
+        condensed = [self.extractive.summarize([t]) for t in texts]
+        order = self._to_shorten(condensed)
+        return self._fit(condensed, order, [self._one_sentence().summarize([texts[i]]) for i in order])
 
     async def acondense(self, texts: Sequence[str]) -> list[str]:
         """Async twin of :meth:`condense`."""
-        return [await self.extractive.asummarize([t]) for t in texts if t.strip()]
+        texts = [t for t in texts if t.strip()]
+        condensed = [await self.extractive.asummarize([t]) for t in texts]
+        order = self._to_shorten(condensed)
+        return self._fit(condensed, order, [await self._one_sentence().asummarize([texts[i]]) for i in order])
+
+    def _to_shorten(self, condensed: list[str]) -> list[int]:
+        """The condensed texts that may be cut to one sentence, longest first; none when they fit the bound."""
+        words = [len(c.split()) for c in condensed]
+        if self.max_passage_words is None or sum(words) <= self.max_passage_words:
+            return []
+        if getattr(self.extractive, "max_sentences", None) is None:
+            return []
+        return sorted(range(len(condensed)), key=lambda i: -words[i])
+
+    def _fit(self, condensed: list[str], order: list[int], shorter: list[str]) -> list[str]:
+        for i, one in zip(order, shorter):
+            if sum(len(c.split()) for c in condensed) <= (self.max_passage_words or 0):
+                break
+            condensed[i] = one
+        return condensed
+
+    def _one_sentence(self) -> BaseSummarizer:
+        """The extractive stage keeping one sentence per text (it shares the stage's sentence embeddings)."""
+        if self._single is None:
+            self._single = self.extractive.model_copy(update={"max_sentences": 1})
+        return self._single
 
     def summarize(self, texts: Sequence[str]) -> str:
         try:

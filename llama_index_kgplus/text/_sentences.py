@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Callable
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_FINISHED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
 
 
 @lru_cache(maxsize=1)
@@ -33,6 +34,16 @@ def split_sentences(text: str) -> list[str]:
         if paragraph:
             sentences.extend(s for s in (s.strip() for s in tokenize(paragraph)) if s)
     return sentences
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends with a sentence's closing punctuation (quotes and brackets after it allowed).
+
+    Example::
+
+        ends_sentence('He said "no."')  # True
+    """
+    return bool(_FINISHED.search(text.rstrip()))
 
 
 def questions_in(text: str) -> list[str]:
