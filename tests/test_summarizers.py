@@ -160,11 +160,26 @@ def test_a_reply_cut_by_the_token_bound_ends_at_its_last_full_sentence():
     assert AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=5).reply_tokens == 8
 
 
-def test_a_reply_stops_at_a_sentence_end_after_its_share_of_the_bound():
-    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=50)
-    assert summarizer._bounds() == {"max_tokens": 65, "sentence_stop": 39}
+async def test_a_reply_stops_at_a_sentence_end_after_its_share_of_the_bound(monkeypatch):
+    from llama_index_kgplus.summarizers import _abstractive
+
+    asked: list[dict] = []
+
+    def complete(llm, prompt, **bounds):
+        asked.append(bounds)
+        return llm.complete(prompt)
+
+    async def acomplete(llm, prompt, **bounds):
+        return complete(llm, prompt, **bounds)
+
+    monkeypatch.setattr(_abstractive, "complete_response", complete)
+    monkeypatch.setattr(_abstractive, "acomplete_response", acomplete)
+    summarizer = AbstractiveSummarizer(llm=ScriptedLLM(default="Cats and markets."), max_words=50)
+    summarizer.summarize(CATS)
+    await summarizer.asummarize(CATS)
     summarizer.sentence_stop = None
-    assert summarizer._bounds() == {"max_tokens": 65, "sentence_stop": None}
+    summarizer.summarize(CATS)
+    assert asked == [{"max_tokens": 65, "sentence_stop": 39}] * 2 + [{"max_tokens": 65, "sentence_stop": None}]
 
 
 @pytest.mark.slow
@@ -182,12 +197,12 @@ def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_poin
     assert ends_sentence(stopped.text) and len(stopped.text.split()) >= 12
 
     model = llama_model(small_llm)  # the criterion step by step, with the model's own tokens
-    reply = model.tokenize(b"Prices rose by 2.5 percent. Then they fell.", add_bos=False)
+    reply = model.tokenize(b"Prices rose by 2.5 percent, said Dr. Lee. Then they fell.", add_bos=False)
     stop = _SentenceStop(model, min_tokens=2)
     stops = [stop([0] * 3 + reply[:n], None) for n in range(len(reply) + 1)]  # 3 prompt tokens, then the reply
     first = stops.index(True)
-    assert model.detokenize(reply[first - 1 : first]).decode() == " Then"  # not after "2."
-    assert stop.text == "Prices rose by 2.5 percent."
+    assert model.detokenize(reply[first - 1 : first]).decode() == " Then"  # not after "2." nor "Dr."
+    assert stop.text == "Prices rose by 2.5 percent, said Dr. Lee."
 
 
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):
@@ -218,6 +233,7 @@ async def test_two_stage_cuts_the_longest_passages_to_one_sentence_to_fit_the_wo
     assert len(split_sentences(cut[longest])) == 1 and cut[longest] in texts[longest]
     assert cut[1 - longest] == full[1 - longest]
     assert await tight.acondense(texts) == cut
+    assert tight._one_sentence()._cache is tight.extractive._cache  # the cut embeds no sentence again
     tight.max_passage_words = 1  # cannot fit: every passage keeps its one most central sentence
     assert [len(split_sentences(c)) for c in tight.condense(texts)] == [1, 1]
     tight.max_passage_words = None

@@ -11,7 +11,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse
 
-from llama_index_kgplus.text import ends_sentence
+from llama_index_kgplus.text import ends_sentence, split_sentences
 
 _LOCKS: dict[int, threading.Lock] = {}
 
@@ -33,9 +33,10 @@ class _SentenceStop:
     """A llama.cpp stopping criterion: the reply stops at the end of a sentence once it has ``min_tokens`` tokens.
 
     llama.cpp calls it after sampling each token with the tokens evaluated so far (the first call: the prompt
-    alone). A sentence has ended when the reply before its last token ends with closing punctuation and that
-    last token starts with a space or a line break (not "2." followed by "5"); :attr:`text` is then the reply up
-    to that end (llama.cpp's own text keeps the next sentence's first token).
+    alone). A sentence has ended when the reply before its last token ends with closing punctuation, that last
+    token starts with a space or a line break (not "2." followed by "5"), and the sentence splitter starts a new
+    sentence there (not after "Dr."); :attr:`text` is then the reply up to that end (llama.cpp's own text keeps
+    the next sentence's first token).
     """
 
     def __init__(self, model: Any, min_tokens: int) -> None:
@@ -50,10 +51,11 @@ class _SentenceStop:
         if self._start is None:
             self._start = len(input_ids)
         reply = input_ids[self._start :]
-        if len(reply) <= self._min_tokens or not self._decode(reply[-1:])[:1].isspace():
+        following = self._decode(reply[-1:])
+        if len(reply) <= self._min_tokens or not following[:1].isspace():
             return False
         before = self._decode(reply[:-1])
-        if ends_sentence(before):
+        if ends_sentence(before) and split_sentences(before + following)[-1] == following.strip():
             self.text = before
         return self.text is not None
 

@@ -54,7 +54,6 @@ class TwoStageSummarizer(BaseSummarizer):
     )
 
     _fallbacks: int = PrivateAttr(default=0)
-    _single: Any = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
@@ -112,37 +111,36 @@ class TwoStageSummarizer(BaseSummarizer):
         """The first stage alone: each text cut to its central sentences, within ``max_passage_words``."""
         texts = [t for t in texts if t.strip()]
         condensed = [self.extractive.summarize([t]) for t in texts]
-        order = self._to_shorten(condensed)
-        return self._fit(condensed, order, [self._one_sentence().summarize([texts[i]]) for i in order])
+        for i in self._to_shorten(condensed):
+            if self._fits(condensed):
+                break
+            condensed[i] = _shorter(condensed[i], self._one_sentence().summarize([texts[i]]))
+        return condensed
 
     async def acondense(self, texts: Sequence[str]) -> list[str]:
         """Async twin of :meth:`condense`."""
         texts = [t for t in texts if t.strip()]
         condensed = [await self.extractive.asummarize([t]) for t in texts]
-        order = self._to_shorten(condensed)
-        return self._fit(condensed, order, [await self._one_sentence().asummarize([texts[i]]) for i in order])
-
-    def _to_shorten(self, condensed: list[str]) -> list[int]:
-        """The condensed texts that may be cut to one sentence, longest first; none when they fit the bound."""
-        words = [len(c.split()) for c in condensed]
-        if self.max_passage_words is None or sum(words) <= self.max_passage_words:
-            return []
-        if getattr(self.extractive, "max_sentences", None) is None:
-            return []
-        return sorted(range(len(condensed)), key=lambda i: -words[i])
-
-    def _fit(self, condensed: list[str], order: list[int], shorter: list[str]) -> list[str]:
-        for i, one in zip(order, shorter):
-            if sum(len(c.split()) for c in condensed) <= (self.max_passage_words or 0):
+        for i in self._to_shorten(condensed):
+            if self._fits(condensed):
                 break
-            condensed[i] = one
+            condensed[i] = _shorter(condensed[i], await self._one_sentence().asummarize([texts[i]]))
         return condensed
 
+    def _fits(self, condensed: list[str]) -> bool:
+        bound = self.max_passage_words
+        return bound is None or sum(len(c.split()) for c in condensed) <= bound
+
+    def _to_shorten(self, condensed: list[str]) -> list[int]:
+        """The condensed texts to cut to one sentence while they do not fit, longest first (none without a
+        bound or with an extractive stage that has no ``max_sentences``)."""
+        if self._fits(condensed) or getattr(self.extractive, "max_sentences", None) is None:
+            return []
+        return sorted(range(len(condensed)), key=lambda i: -len(condensed[i].split()))
+
     def _one_sentence(self) -> BaseSummarizer:
-        """The extractive stage keeping one sentence per text (it shares the stage's sentence embeddings)."""
-        if self._single is None:
-            self._single = self.extractive.model_copy(update={"max_sentences": 1})
-        return self._single
+        """The extractive stage keeping one sentence per text (a shallow copy: same sentence embeddings)."""
+        return self.extractive.model_copy(update={"max_sentences": 1})
 
     def summarize(self, texts: Sequence[str]) -> str:
         try:
@@ -161,3 +159,8 @@ class TwoStageSummarizer(BaseSummarizer):
                 raise
         self._fallbacks += 1
         return await self.extractive.asummarize(texts)
+
+
+def _shorter(condensed: str, one_sentence: str) -> str:
+    """The one-sentence cut, unless it is not shorter (the sentence nearest the text's centre can be long)."""
+    return one_sentence if len(one_sentence.split()) < len(condensed.split()) else condensed
