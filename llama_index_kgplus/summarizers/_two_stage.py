@@ -44,8 +44,8 @@ class TwoStageSummarizer(BaseSummarizer):
         ge=1,
         description="Bound on the condensed passages the LLM reads, in words (reading the prompt is about half of a "
         "local model's time): when the texts' central sentences add up to more, the longest condensed texts are "
-        "cut to their one most central sentence, one by one, until the passages fit or every text has one "
-        "sentence. Needs an extractive stage with max_sentences (ExtractiveSummarizer). None: no bound.",
+        "cut to their one most central sentence (when that is shorter), one by one, until the passages fit. "
+        "Needs an extractive stage with max_sentences (ExtractiveSummarizer). None: no bound.",
     )
     extractive_fallback: bool = Field(
         default=True,
