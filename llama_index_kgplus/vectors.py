@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "cosine",
+    "mean_pairwise_cosine",
     "unit",
     "unit_rows",
 ]
@@ -40,3 +41,14 @@ def cosine(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> 
     va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
     return float(va @ vb / norm) if norm else 0.0
+
+
+def mean_pairwise_cosine(matrix: Sequence[Sequence[float]] | np.ndarray) -> float:
+    """Mean cosine similarity over all pairs of different rows (1.0 for fewer than two rows)."""
+    rows = np.asarray(matrix, dtype=np.float64)
+    n = len(rows)
+    if n < 2:
+        return 1.0
+    unit = unit_rows(rows)
+    total = unit.sum(axis=0)
+    return float((total @ total - np.einsum("ij,ij->", unit, unit)) / (n * (n - 1)))

@@ -27,6 +27,7 @@ from llama_index_kgplus.hierarchy import (
 from llama_index_kgplus.hierarchy._semantic import segment, similarity_threshold
 from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus.vectors import mean_pairwise_cosine
 
 VOLCANO = [
     "Volcanoes form where magma from the mantle rises through cracks in the crust and erupts as lava.",
@@ -257,12 +258,35 @@ def test_raptor_soft_membership_primary_parent_first(embed_model, longdoc_nodes)
 
 
 def test_raptor_summaries_across_documents_list_their_sources(embed_model, topic_nodes):
-    builder = raptor(embed_model, max_levels=3)
+    builder = raptor(embed_model, max_levels=3, min_cluster_similarity=None)
     out = builder(topic_nodes())
     top = max(summaries(out), key=lambda n: n.metadata["level"])
     assert set(top.metadata["doc_ids"]) == set(DOCS)
     assert "doc_id" not in top.metadata and top.ref_doc_id is None
+    assert builder.unrelated_clusters_ == [[], [], []]
     assert_linked_both_ways(out)
+
+
+def test_raptor_gives_nodes_that_share_no_topic_no_common_summary(embed_model, topic_nodes):
+    """At the third level two nodes are left, the summaries of the volcano-and-bread document and of the football
+    one; the mixture pairs them anyway, but a summary of both would mix unrelated texts, so they stay roots."""
+    builder = raptor(embed_model, max_levels=3)
+    out = builder(topic_nodes())
+    by_id = {n.node_id: n for n in out}
+    assert builder.n_levels_ == 2 and builder.unrelated_clusters_[:2] == [[], []]
+    (pair,) = builder.unrelated_clusters_[2]
+    assert mean_pairwise_cosine([by_id[i].embedding for i in pair]) < builder.min_cluster_similarity
+    assert {by_id[i].metadata["doc_ids"][0] for i in pair} == set(DOCS)
+    assert all(len(s.metadata["doc_ids"]) == 1 for s in summaries(out))
+    assert all(NodeRelationship.PARENT not in by_id[i].relationships for i in pair)
+    assert_linked_both_ways(out)
+
+
+def test_mean_pairwise_cosine_leaves_out_each_row_with_itself():
+    assert mean_pairwise_cosine([[1.0, 0.0], [0.0, 2.0]]) == 0.0
+    assert mean_pairwise_cosine([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]) == pytest.approx(1.0)
+    assert mean_pairwise_cosine([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]) == pytest.approx((2 * 0.5**0.5) / 3)
+    assert mean_pairwise_cosine([[1.0, 0.0]]) == mean_pairwise_cosine([]) == 1.0
 
 
 def test_umap_compiled_code_is_cached_on_disk_for_the_next_process():

@@ -1,10 +1,11 @@
 """RAPTOR-style summaries: cluster the chunks by meaning (across documents), summarise each cluster, and
-repeat on the summaries until one root remains or ``max_levels`` is reached.
+repeat on the summaries until one root remains, no cluster is left to summarise or ``max_levels`` is reached.
 
 Differences from LlamaIndex's RaptorPack, on purpose: parents are real CHILD/PARENT relationships; a
-single-node cluster or level costs no LLM call (the node goes up unchanged); summaries are written
-concurrently with a bounded worker count; everything is seeded; small inputs (N = 0, 1, 2, identical
-vectors, fewer rows than UMAP needs) are handled; a failing summary is retried and then reported.
+single-node cluster or level costs no LLM call (the node goes up unchanged), and so does a cluster of nodes
+that share no topic (``min_cluster_similarity``); summaries are written concurrently with a bounded worker
+count; everything is seeded; small inputs (N = 0, 1, 2, identical vectors, fewer rows than UMAP needs) are
+handled; a failing summary is retried and then reported.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from llama_index.core.schema import BaseNode, NodeRelationship, TextNode
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._clustering import ClusterSettings, soft_cluster
 from llama_index_kgplus.hierarchy._parents import PARENT_IDS_KEY, related_info
+from llama_index_kgplus.vectors import mean_pairwise_cosine
 
 
 class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
@@ -27,7 +29,10 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
     Each level: UMAP to ``reduction_dim`` dimensions (PCA when there are too few nodes for UMAP), a Gaussian
     mixture with the number of components chosen by BIC (``criterion="aic"`` selectable), soft membership
     above ``membership_threshold`` (a node may have several parents; its PARENT is the most probable),
-    clusters above ``max_cluster_size`` re-clustered. Summaries span documents (``doc_ids`` lists them).
+    clusters above ``max_cluster_size`` re-clustered. Summaries span documents (``doc_ids`` lists them). The
+    mixture puts every node in some cluster, so near the top of a tree over unrelated documents it pairs nodes
+    that share no topic; such a cluster (mean similarity below ``min_cluster_similarity``) gets no summary and
+    its nodes go up unchanged (:attr:`unrelated_clusters_`): at the top they stay roots.
 
     Example::
 
@@ -52,6 +57,17 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
         default=0.2, gt=0.0, lt=1.0, description="A node joins every cluster it belongs to with a higher probability."
     )
     max_cluster_size: int = Field(default=10, ge=2, description="Larger clusters are clustered again (then split).")
+    min_cluster_similarity: float | None = Field(
+        default=0.25,
+        ge=-1.0,
+        le=1.0,
+        description="A cluster is summarised only when the mean cosine similarity of its members' embeddings "
+        "reaches this; below it they share no topic and a summary would mix unrelated texts, so they go up "
+        "unchanged (a node may still get a parent through another cluster or at a higher level). The default "
+        "fits all-MiniLM-L6-v2: 0.06-0.21 for the pairs of unrelated articles at the top of a tree, 0.34 or "
+        "more within one article; models whose unrelated texts score higher never reach it. None: summarise "
+        "every cluster, as RAPTOR does.",
+    )
     search_patience: int | None = Field(
         default=5,
         ge=1,
@@ -95,6 +111,13 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
         return self._get("reducers")
 
     @property
+    def unrelated_clusters_(self) -> list[list[tuple[str, ...]]]:
+        """Per clustering (as :attr:`level_node_ids_`), the clusters left without a summary because their members
+        share no topic (the node ids; see ``min_cluster_similarity``). A member may still get a parent through
+        another cluster (soft membership) or at a higher level."""
+        return self._get("unrelated_clusters")
+
+    @property
     def n_levels_(self) -> int:
         """Levels of summaries built."""
         return self._get("n_levels")
@@ -116,7 +139,7 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
         )
 
     def _fresh_learned(self) -> dict[str, Any]:
-        keys = ("bic", "aic", "n_components", "labels", "level_node_ids", "reducers")
+        keys = ("bic", "aic", "n_components", "labels", "level_node_ids", "reducers", "unrelated_clusters")
         return {**{key: [] for key in keys}, "n_levels": 0}
 
     async def _abuild(
@@ -128,7 +151,8 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
         for level in range(1, self.max_levels + 1):
             if len(current) < 2:
                 break
-            result = soft_cluster(np.asarray([n.embedding for n in current], dtype=np.float64), settings)
+            vectors = np.asarray([n.embedding for n in current], dtype=np.float64)
+            result = soft_cluster(vectors, settings)
             self._learned["bic"].append(result.bic)
             self._learned["aic"].append(result.aic)
             self._learned["n_components"].append(result.n_components)
@@ -136,7 +160,11 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
             self._learned["level_node_ids"].append([n.node_id for n in current])
             self._learned["reducers"].append(result.reducer)
             self._learned["n_clusters"].append(len(result.clusters))
-            jobs = [members for members in result.clusters if len(members) >= 2]
+            jobs: list[list[int]] = []
+            unrelated: list[list[int]] = []
+            for members in (m for m in result.clusters if len(m) >= 2):
+                (jobs if self._related(vectors[members]) else unrelated).append(members)
+            self._learned["unrelated_clusters"].append([tuple(current[i].node_id for i in m) for m in unrelated])
             if not jobs:
                 break
             parents = await self._asummarize_clusters(
@@ -152,6 +180,10 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
             if not new:
                 break
         return made
+
+    def _related(self, vectors: np.ndarray) -> bool:
+        floor = self.min_cluster_similarity
+        return floor is None or mean_pairwise_cosine(vectors) >= floor
 
     @staticmethod
     def _prefer_primary(current: list[BaseNode], result: Any, parent_of_cluster: dict[tuple, TextNode]) -> None:
