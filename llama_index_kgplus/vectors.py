@@ -50,5 +50,5 @@ def mean_pairwise_cosine(matrix: Sequence[Sequence[float]] | np.ndarray) -> floa
     if n < 2:
         return 1.0
     unit = unit_rows(rows)
-    total = unit.sum(axis=0)
+    total = unit.sum(axis=0)  # the sum over pairs i != j of u_i . u_j is |sum u|^2 minus each |u_i|^2
     return float((total @ total - np.einsum("ij,ij->", unit, unit)) / (n * (n - 1)))
