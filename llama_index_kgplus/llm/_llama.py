@@ -30,7 +30,9 @@ def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = Non
 
 
 class _SentenceStop:
-    """A llama.cpp stopping criterion: the reply stops at the end of a sentence once it has ``min_tokens`` tokens.
+    """A llama.cpp stopping criterion: the reply stops at the end of a sentence once it has ``min_tokens`` tokens,
+    and at its last sentence end once it has ``max_tokens``; a reply still in its first sentence then goes on to
+    that sentence's end (llama.cpp's own bound is set higher, see :func:`_create_completion`).
 
     llama.cpp calls it after sampling each token with the tokens evaluated so far (the first call: the prompt
     alone). A sentence has ended when the reply before its last token ends with closing punctuation, that last
@@ -39,9 +41,10 @@ class _SentenceStop:
     the next sentence's first token).
     """
 
-    def __init__(self, model: Any, min_tokens: int) -> None:
-        self._model, self._min_tokens = model, min_tokens
+    def __init__(self, model: Any, min_tokens: int, max_tokens: int | None = None) -> None:
+        self._model, self._min_tokens, self._max_tokens = model, min_tokens, max_tokens
         self._start: int | None = None
+        self._last_end: str | None = None
         self.text: str | None = None
 
     def _decode(self, tokens: Any) -> str:
@@ -52,11 +55,15 @@ class _SentenceStop:
             self._start = len(input_ids)
         reply = input_ids[self._start :]
         following = self._decode(reply[-1:])
-        if len(reply) <= self._min_tokens or not following[:1].isspace():
-            return False
-        before = self._decode(reply[:-1])
-        if ends_sentence(before) and split_sentences(before + following)[-1] == following.strip():
-            self.text = before
+        if len(reply) > 1 and following[:1].isspace():
+            before = self._decode(reply[:-1])
+            if ends_sentence(before) and split_sentences(before + following)[-1] == following.strip():
+                self._last_end = before
+                if len(reply) > self._min_tokens:
+                    self.text = before
+        # past the bound, not at it: a sentence that ends on the bound's token is seen only at the next one
+        if self.text is None and self._max_tokens is not None and len(reply) > self._max_tokens:
+            self.text = self._last_end
         return self.text is not None
 
 
@@ -70,14 +77,16 @@ def _create_completion(
     to_prompt = getattr(inner, "completion_to_prompt", None)
     full_prompt = to_prompt(prompt) if callable(to_prompt) else prompt
     extra: dict[str, Any] = {"grammar": grammar} if grammar is not None else {}
-    stop = None if sentence_stop is None else _SentenceStop(model, sentence_stop)
+    cap = max_tokens
+    stop = None if sentence_stop is None else _SentenceStop(model, sentence_stop, max_tokens)
     if stop is not None:
         from llama_cpp import StoppingCriteriaList
 
         extra["stopping_criteria"] = StoppingCriteriaList([stop])
+        cap += max_tokens // 2  # room for a first sentence to end past the bound; the criterion stops the others
     with _LOCKS.setdefault(id(model), threading.Lock()):  # one Llama object must not run two generations at once
         out = model.create_completion(
-            prompt=full_prompt, max_tokens=max_tokens, temperature=getattr(inner, "temperature", 0.0), **extra
+            prompt=full_prompt, max_tokens=cap, temperature=getattr(inner, "temperature", 0.0), **extra
         )
     if stop is not None and stop.text is not None:
         out["choices"][0]["text"] = stop.text
@@ -91,9 +100,10 @@ def _create_completion(
 def complete_response(
     llm: Any, prompt: str, *, max_tokens: int = 512, sentence_stop: int | None = None
 ) -> CompletionResponse:
-    """Completion of ``prompt`` by any LlamaIndex LLM; with a llama.cpp model ``max_tokens`` bounds it, the reply
-    stops at the first sentence end after ``sentence_stop`` tokens if that is given, and ``raw`` is llama.cpp's
-    reply (``usage``, ``choices[0]["finish_reason"]``)."""
+    """Completion of ``prompt`` by any LlamaIndex LLM; with a llama.cpp model ``max_tokens`` bounds it, and
+    ``raw`` is llama.cpp's reply (``usage``, ``choices[0]["finish_reason"]``). With ``sentence_stop`` the reply
+    stops at the first sentence end after that many tokens, or at the bound at its last sentence end; one that is
+    still in its first sentence at the bound may finish that sentence (at most half the bound more)."""
     out = _create_completion(llm, prompt, max_tokens=max_tokens, sentence_stop=sentence_stop)
     return llm.complete(prompt) if out is None else CompletionResponse(text=out["choices"][0]["text"], raw=out)
 

@@ -40,12 +40,13 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     Small models ignore the length they are asked for, so an in-process llama.cpp model's reply is bounded
     by ``max_tokens`` and cut back to its last full sentence, and once it has ``sentence_stop`` of that bound it
-    stops at the next sentence end instead of writing a sentence that the cut would throw away (such calls
-    bypass LlamaIndex's callbacks; other LLMs keep their own bound and are not cut). The LLM's own usage
+    stops at the next sentence end instead of writing a sentence that the cut would throw away; a reply still
+    in its first sentence at the bound may finish it, at most half the bound later (such calls bypass
+    LlamaIndex's callbacks; other LLMs keep their own bound and are not cut). The LLM's own usage
     figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer raises
     :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
-    models do that) gets one more call with the passages reversed and an instruction not to copy; a second
-    copy raises :class:`SummarizationError` too.
+    models do that) gets one more call with the passages reversed and an instruction not to copy
+    (``copy_retry``); a copy that is not retried, or a second copy, raises :class:`SummarizationError` too.
 
     Example::
 
@@ -63,8 +64,9 @@ class AbstractiveSummarizer(BaseSummarizer):
         default=None,
         ge=8,
         description="Bound on the reply in tokens for an in-process llama.cpp LLM (LlamaCPP, also wrapped); a reply "
-        "cut by it ends at its last full sentence; other LLMs keep their own bound. None: 1.3 x max_words (small "
-        "models write twice what they are asked).",
+        "cut by it ends at its last full sentence (with sentence_stop, a first sentence may end up to half the "
+        "bound later); other LLMs keep their own bound. None: 1.3 x max_words (small models write twice what "
+        "they are asked).",
     )
     sentence_stop: float | None = Field(
         default=0.6,
@@ -79,8 +81,13 @@ class AbstractiveSummarizer(BaseSummarizer):
         gt=0.0,
         le=1.0,
         description="A reply with at least this share of its 8-word sequences from one passage is a copy: the "
-        "summarizer asks once more (passages reversed, told not to copy), then raises SummarizationError. "
-        "None: accept copies.",
+        "summarizer raises SummarizationError, after asking once more if copy_retry. None: accept copies.",
+    )
+    copy_retry: bool = Field(
+        default=True,
+        description="After a copy, ask once more with the passages reversed and told not to copy. False: raise "
+        "SummarizationError at the first copy (a TwoStageSummarizer then uses its extractive summary; a builder "
+        "without that fallback retries the same prompt, see max_retries).",
     )
 
     _calls: int = PrivateAttr(default=0)
@@ -156,6 +163,9 @@ class AbstractiveSummarizer(BaseSummarizer):
         return copied.index(True) + 1
 
     def _retry_prompt(self, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
+        """The prompt asking once more after a copy of passage ``copied`` (raises without ``copy_retry``)."""
+        if not self.copy_retry:
+            raise SummarizationError(f"The LLM copied passage [{copied}] instead of summarizing.")
         passages = [t for t in texts if t.strip()][::-1]
         return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
 

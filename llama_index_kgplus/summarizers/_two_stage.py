@@ -27,9 +27,9 @@ class TwoStageSummarizer(BaseSummarizer):
     The extractive stage makes the prompt several times shorter than the texts (reading the prompt is about half
     of a local model's time), and ``max_passage_words`` bounds it in a large cluster; the abstractive stage still
     writes a real summary rather than a copy.
-    When the LLM cannot (it copies one passage even when told not to, or says nothing), the extractive
-    summary of the texts is used instead of failing the cluster (``extractive_fallback``); the count is in
-    ``usage_["extractive_fallbacks"]``.
+    When the LLM cannot (it copies one passage, or says nothing), the extractive summary of the texts is used
+    instead of failing the cluster (``extractive_fallback``); the count is in ``usage_["extractive_fallbacks"]``.
+    :meth:`from_defaults` does not ask again after a copy: told not to copy, the local models mostly copied again.
 
     Example::
 
@@ -49,7 +49,7 @@ class TwoStageSummarizer(BaseSummarizer):
     )
     extractive_fallback: bool = Field(
         default=True,
-        description="When the abstractive stage raises SummarizationError (a copy, twice; an empty reply), "
+        description="When the abstractive stage raises SummarizationError (a copy; an empty reply), "
         "return the extractive stage's summary of the texts instead.",
     )
 
@@ -81,7 +81,8 @@ class TwoStageSummarizer(BaseSummarizer):
         max_passage_words: int | None = 250,
         random_state: int = 0,
     ) -> TwoStageSummarizer:
-        """An :class:`ExtractiveSummarizer` keeping ``max_sentences`` per text, then an AbstractiveSummarizer.
+        """An :class:`ExtractiveSummarizer` keeping ``max_sentences`` per text, then an AbstractiveSummarizer
+        that does not retry a copy (``copy_retry=False``: the extractive summary is used instead).
 
         ``embed_model`` None: the builder's (the pipeline's own) model, else ``Settings.embed_model``.
         """
@@ -91,7 +92,7 @@ class TwoStageSummarizer(BaseSummarizer):
             extractive=ExtractiveSummarizer(
                 embed_model=embed_model, max_sentences=max_sentences, random_state=random_state
             ),
-            abstractive=AbstractiveSummarizer(llm=llm or _settings_llm(), max_words=max_words),
+            abstractive=AbstractiveSummarizer(llm=llm or _settings_llm(), max_words=max_words, copy_retry=False),
             max_passage_words=max_passage_words,
         )
 
