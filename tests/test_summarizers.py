@@ -201,15 +201,15 @@ def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_poin
     assert ends_sentence(stopped.text) and len(stopped.text.split()) >= 12
     # its first sentence is still running at a bound of 22 tokens: llama.cpp gets room for it to end (up to 33)
     running_on = complete_response(small_llm, prompt, max_tokens=22, sentence_stop=11)
-    assert running_on.text == stopped.text and running_on.raw["usage"]["completion_tokens"] > 22
+    assert running_on.text == stopped.text and 22 < running_on.raw["usage"]["completion_tokens"] <= 33
 
     model = llama_model(small_llm)  # the criterion step by step, with the model's own tokens
     text = "Prices rose by 2.5 percent, said Dr. Lee. Then they fell."
     reply = model.tokenize(f"{text} Again".encode(), add_bos=False)
     first_end, both = "Prices rose by 2.5 percent, said Dr. Lee.", text
 
-    def first_stop(stop: _SentenceStop) -> int:  # 3 prompt tokens, then the reply token by token, as llama.cpp does
-        return next(n for n in range(len(reply) + 1) if stop([0] * 3 + reply[:n], None))
+    def first_stop(stop: _SentenceStop, reply: list[int] = reply) -> int:  # 3 prompt tokens, then the reply
+        return next(n for n in range(len(reply) + 1) if stop([0] * 3 + reply[:n], None))  # token by token
 
     stop = _SentenceStop(model, min_tokens=2)
     first = first_stop(stop)
@@ -225,6 +225,11 @@ def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_poin
     # a first sentence still running at the bound goes on to its end
     running = _SentenceStop(model, min_tokens=100, max_tokens=3)
     assert first_stop(running) == first and running.text == first_end
+    # "." and a paragraph break are one token (".\n\n"), and the next sentence's first token has no space
+    paragraphs = model.tokenize(b"It rose.\n\nThen it fell. Again", add_bos=False)
+    assert model.detokenize(paragraphs[2:3]) == b".\n\n"
+    broken = _SentenceStop(model, min_tokens=1)
+    assert first_stop(broken, paragraphs) == 4 and broken.text == "It rose."
 
 
 def test_two_stage_condenses_each_text_before_the_llm(embed_model):

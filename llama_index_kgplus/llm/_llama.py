@@ -35,10 +35,10 @@ class _SentenceStop:
     that sentence's end (llama.cpp's own bound is set higher, see :func:`_create_completion`).
 
     llama.cpp calls it after sampling each token with the tokens evaluated so far (the first call: the prompt
-    alone). A sentence has ended when the reply before its last token ends with closing punctuation, that last
-    token starts with a space or a line break (not "2." followed by "5"), and the sentence splitter starts a new
-    sentence there (not after "Dr."); :attr:`text` is then the reply up to that end (llama.cpp's own text keeps
-    the next sentence's first token).
+    alone). A sentence has ended when the reply before its last token ends with closing punctuation, a space or a
+    line break comes between them (not "2." followed by "5"; the models have tokens like ".\n\n"), and the sentence
+    splitter starts a new sentence there (not after "Dr."); :attr:`text` is then the reply up to that end
+    (llama.cpp's own text keeps the next sentence's first token).
     """
 
     def __init__(self, model: Any, min_tokens: int, max_tokens: int | None = None) -> None:
@@ -55,12 +55,12 @@ class _SentenceStop:
             self._start = len(input_ids)
         reply = input_ids[self._start :]
         following = self._decode(reply[-1:])
-        if len(reply) > 1 and following[:1].isspace():
+        if len(reply) > 1 and (following[:1].isspace() or self._decode(reply[-2:-1])[-1:].isspace()):
             before = self._decode(reply[:-1])
             if ends_sentence(before) and split_sentences(before + following)[-1] == following.strip():
-                self._last_end = before
+                self._last_end = before.rstrip()
                 if len(reply) > self._min_tokens:
-                    self.text = before
+                    self.text = self._last_end
         # past the bound, not at it: a sentence that ends on the bound's token is seen only at the next one
         if self.text is None and self._max_tokens is not None and len(reply) > self._max_tokens:
             self.text = self._last_end
