@@ -7,8 +7,9 @@ from functools import lru_cache
 from typing import Callable
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
-_FINISHED = re.compile(r"[.!?][\"'\u201d\u2019)\]]*$")
-_ASKED = re.compile(r"\?[\"'\u201d\u2019)\]]*$")  # 'What is a "tipping point?"' asks too
+_CLOSERS = r"[\"'\u201d\u2019)\]]*$"  # quotes and brackets that may follow a sentence's last punctuation
+_FINISHED = re.compile(r"[.!?]" + _CLOSERS)
+_ASKED = re.compile(r"\?" + _CLOSERS)  # 'What is a "tipping point?"' asks too
 _QUESTION_WORD = r"(?:What|Who|Whom|Whose|When|Where|Which|Why|How)\s+[a-z]"
 # a capitalised question word inside a sentence starts another, unpunctuated question ("Purpose of Telnet What was
 # CSNET"): people type questions without "?" (a third of the held-out SQuAD questions have none); none of the
