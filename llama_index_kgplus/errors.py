@@ -41,7 +41,12 @@ class ModelServerError(KGPlusError, RuntimeError):
 
 
 class SummarizationError(KGPlusError, RuntimeError):
-    """A summarizer produced no usable summary (e.g. the LLM returned an empty text)."""
+    """A summarizer produced no usable summary (e.g. the LLM returned an empty text). ``retryable`` is False when
+    asking again would give the same result (a greedy local model's copy), so a builder does not ask again."""
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class StructuredOutputError(KGPlusError, ValueError):

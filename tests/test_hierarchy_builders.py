@@ -18,7 +18,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
 from llama_index_kgplus import sample
-from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, SummarizationError
 from llama_index_kgplus.hierarchy import (
     RaptorSummaryNodeBuilder,
     SemanticChunkingSummaryNodeBuilder,
@@ -447,12 +447,33 @@ def test_a_failing_cluster_is_retried_reported_and_its_children_kept(embed_model
     (failed,) = builder.failed_clusters_
     assert "geo-bread-1" in failed.child_ids and "scripted failure" in failed.error and failed.level == 1
     assert sum("shield volcanoes" in p for p in llm.prompts) == 3  # 1 try + 2 retries
-    assert "failed after 3 tries" in caplog.text
+    assert "tries: 3" in caplog.text
     by_id = {n.node_id: n for n in out}
     only_there = [i for i in failed.child_ids if not by_id[i].metadata.get("parent_ids")]
     assert "geo-bread-1" in only_there
     assert summaries(out) and builder.n_summaries_ == len(summaries(out))
     assert_linked_both_ways(out)
+
+
+class SameEveryTimeSummarizer(ExtractiveSummarizer):
+    """Fails the way a greedy LLM's copy does: asking again would give the same."""
+
+    _calls: int = PrivateAttr(default=0)
+
+    async def asummarize(self, texts, **kwargs):
+        self._calls += 1
+        raise SummarizationError("the same copy again", retryable=False)
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_a_failure_that_would_repeat_is_not_retried(embed_model, topic_nodes, kind, caplog):
+    summarizer = SameEveryTimeSummarizer(embed_model=embed_model)
+    builder = BUILDERS[kind](embed_model, summarizer=summarizer, max_retries=2, max_levels=1)
+    nodes = topic_nodes()
+    with caplog.at_level(logging.WARNING):
+        assert builder(nodes) == nodes
+    assert builder.failed_clusters_ and summarizer._calls == len(builder.failed_clusters_)  # one try each
+    assert "tries: 1" in caplog.text and "the same copy again" in caplog.text
 
 
 class NoModelSummarizer(ExtractiveSummarizer):

@@ -154,13 +154,19 @@ def test_a_reply_cut_by_the_token_bound_ends_at_its_last_full_sentence():
     assert summarizer.reply_tokens == 26
     cut = {"choices": [{"finish_reason": "length"}]}
     text = "Cats are pets (see U.K. law). Markets fell. Bond yields rose to"
-    assert summarizer._clean(CompletionResponse(text=text, raw=cut)) == "Cats are pets (see U.K. law). Markets fell."
-    assert summarizer._clean(CompletionResponse(text="Markets fell because", raw=cut)) == "Markets fell because"
-    assert summarizer._clean(CompletionResponse(text=text)) == text  # not cut: kept whole
+    assert (
+        summarizer._clean(summarizer.llm, CompletionResponse(text=text, raw=cut))
+        == "Cats are pets (see U.K. law). Markets fell."
+    )
+    assert (
+        summarizer._clean(summarizer.llm, CompletionResponse(text="Markets fell because", raw=cut))
+        == "Markets fell because"
+    )
+    assert summarizer._clean(summarizer.llm, CompletionResponse(text=text)) == text  # not cut: kept whole
     curly = "He said \u201cstop.\u201d Then he"
-    assert summarizer._clean(CompletionResponse(text=curly, raw=cut)) == "He said \u201cstop.\u201d"
+    assert summarizer._clean(summarizer.llm, CompletionResponse(text=curly, raw=cut)) == "He said \u201cstop.\u201d"
     odd = {"choices": ["not a dict"]}  # a provider's own raw format: left alone
-    assert summarizer._clean(CompletionResponse(text=text, raw=odd)) == text
+    assert summarizer._clean(summarizer.llm, CompletionResponse(text=text, raw=odd)) == text
     assert AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=5).reply_tokens == 8
 
 
@@ -304,6 +310,20 @@ def test_two_stage_with_the_real_local_llm_writes_a_grounded_summary(small_llm, 
     # 30 words asked for: the reply is bounded at 39 tokens whatever the model would write (58 for a first
     # sentence that is still running at 39)
     assert summarizer.usage_["completion_tokens"] <= summarizer.usage_["calls"] * 58
+
+
+@pytest.mark.slow
+def test_a_copy_by_a_greedy_local_llm_is_not_for_a_builder_to_retry(small_llm):
+    template = "Repeat passage [1] word for word.\n\n{context_str}\n\nPassage [1]:"
+    copier = AbstractiveSummarizer(llm=small_llm, prompt_template=template, copy_retry=False, max_tokens=48)
+    with pytest.raises(SummarizationError, match="copied passage") as caught:
+        copier.summarize([MARKETS[0], CATS[0]])
+    assert caught.value.retryable is False  # llama.cpp at temperature 0 would write the same copy again
+    assert copier.usage_["calls"] == 1
+    scripted = AbstractiveSummarizer(llm=ScriptedLLM(default=MARKETS[0]), copy_retry=False)
+    with pytest.raises(SummarizationError, match="copied passage") as caught:
+        scripted.summarize([MARKETS[0], CATS[0]])
+    assert caught.value.retryable  # not a llama.cpp model: asking again may give another reply
 
 
 @pytest.mark.slow

@@ -61,7 +61,12 @@ class BaseSummaryNodeBuilder(TransformComponent):
         default="reembed", description="Summary embedding: embed the summary text, or the mean of its children's."
     )
     max_levels: int = Field(default=1, ge=1, description="How many levels of summaries to build at most.")
-    max_retries: int = Field(default=2, ge=0, description="Retries of a failing summary before it is reported.")
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        description="Retries of a failing summary before it is reported (none when the summarizer says asking again "
+        "gives the same: SummarizationError.retryable False, e.g. a copy by a llama.cpp model at temperature 0).",
+    )
     random_state: int = Field(default=0, description="Seed of every random step (same seed, same output).")
     num_workers: int = Field(
         default=4, ge=1, exclude=True, description="Summaries written at once (does not change the output)."
@@ -274,25 +279,26 @@ class BaseSummaryNodeBuilder(TransformComponent):
             workers=self.num_workers,
             desc=f"{self.class_name()} level {level}",
         )
-        errors = {}
-        for key, (text, error) in zip(todo, written):
+        errors: dict[str, tuple[str, int]] = {}
+        for key, (text, error, tries) in zip(todo, written):
             if text is None:
-                errors[key] = error
+                errors[key] = (error, tries)
             else:
                 self._summary_memo[key] = text
-        results = [(self._summary_memo.get(key), errors.get(key, "")) for key in keys]
         parents: list[TextNode | None] = []
-        for cluster, (text, error) in zip(clusters, results):
+        for key, cluster in zip(keys, clusters):
+            text = self._summary_memo.get(key)
             if text is None:
+                error, tries = errors[key]
                 failure = FailedCluster(level, tuple(c.node_id for c in cluster), error)
                 self._learned["failed_clusters"].append(failure)
                 logger.warning(
-                    "%s: the summary of a level-%d cluster of %d nodes failed after %d tries (%s); its children "
-                    "are kept without this parent.",
+                    "%s: the summary of a level-%d cluster of %d nodes failed (tries: %d; %s); its children are "
+                    "kept without this parent.",
                     self.class_name(),
                     level,
                     len(cluster),
-                    self.max_retries + 1,
+                    tries,
                     error,
                 )
                 parents.append(None)
@@ -321,21 +327,24 @@ class BaseSummaryNodeBuilder(TransformComponent):
         )
         return parents
 
-    async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str]:
+    async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str, int]:
+        """The summary of ``cluster`` (or None), the last error and the number of tries."""
         texts = [c.get_content(metadata_mode=MetadataMode.NONE) for c in cluster]
         error = ""
-        for attempt in range(self.max_retries + 1):
+        for tries in range(1, self.max_retries + 2):
             try:
                 text = (await summarizer.asummarize(texts) or "").strip()
                 if not text:
                     raise SummarizationError("the summarizer returned an empty summary")
-                return text, ""
+                return text, "", tries
             except KGPlusSetupError:  # a missing model or package fails every cluster alike: say it once
                 raise
             except Exception as exc:  # any failure of a user's summarizer or LLM: retry, then report
                 error = f"{type(exc).__name__}: {exc}"
-                logger.info("%s: summary attempt %d failed: %s", self.class_name(), attempt + 1, error)
-        return None, error
+                logger.info("%s: summary attempt %d failed: %s", self.class_name(), tries, error)
+                if isinstance(exc, SummarizationError) and not exc.retryable:  # asking again gives the same
+                    break
+        return None, error, tries
 
 
 def _memo_key(summarizer_settings: str, cluster: list[BaseNode]) -> str:

@@ -18,6 +18,7 @@ from llama_index_kgplus.llm._llama import (
     complete_text,
     llama_complete,
     llama_model,
+    repeats_itself,
 )
 from llama_index_kgplus.llm._specs import (
     ModelSpec,
@@ -60,5 +61,6 @@ __all__ = [
     "llm_from_spec",
     "metered",
     "parse_model_spec",
+    "repeats_itself",
     "usage_meter",
 ]

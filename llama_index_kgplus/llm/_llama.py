@@ -22,6 +22,11 @@ def llama_model(llm: Any) -> Any | None:
     return model if type(model).__name__ == "Llama" else None
 
 
+def repeats_itself(llm: Any) -> bool:
+    """Whether ``llm`` gives the same reply to the same prompt: an in-process llama.cpp model at temperature 0."""
+    return llama_model(llm) is not None and getattr(getattr(llm, "inner", llm), "temperature", 0.0) == 0
+
+
 def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = None) -> str | None:
     """``prompt`` completed by the llama.cpp model behind ``llm`` (at most ``max_tokens``, under ``grammar`` if
     given), or None when ``llm`` is not a llama.cpp LLM."""

@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.llms import LLM
 
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
-from llama_index_kgplus.llm import acomplete_response, complete_response
+from llama_index_kgplus.llm import acomplete_response, complete_response, repeats_itself
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
 from llama_index_kgplus.text import ends_sentence, split_sentences
 
@@ -46,7 +46,8 @@ class AbstractiveSummarizer(BaseSummarizer):
     figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer raises
     :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
     models do that) gets one more call with the passages reversed and an instruction not to copy
-    (``copy_retry``); a copy that is not retried, or a second copy, raises :class:`SummarizationError` too.
+    (``copy_retry``); a copy that is not retried, or a second copy, raises :class:`SummarizationError` too,
+    which a builder does not retry when the LLM would only repeat itself (a llama.cpp model at temperature 0).
 
     Example::
 
@@ -86,8 +87,7 @@ class AbstractiveSummarizer(BaseSummarizer):
     copy_retry: bool = Field(
         default=True,
         description="After a copy, ask once more with the passages reversed and told not to copy. False: raise "
-        "SummarizationError at the first copy (a TwoStageSummarizer then uses its extractive summary; a builder "
-        "without that fallback retries the same prompt, see max_retries).",
+        "SummarizationError at the first copy (a TwoStageSummarizer then uses its extractive summary).",
     )
 
     _calls: int = PrivateAttr(default=0)
@@ -133,7 +133,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         stop = None if self.sentence_stop is None else max(1, round(self.sentence_stop * self.reply_tokens))
         return {"max_tokens": self.reply_tokens, "sentence_stop": stop}
 
-    def _clean(self, response: CompletionResponse) -> str:
+    def _clean(self, llm: LLM, response: CompletionResponse) -> str:
         self._calls += 1
         raw = response.raw if isinstance(response.raw, dict) else {}
         usage = raw.get("usage")
@@ -145,7 +145,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         if isinstance(choice, dict) and choice.get("finish_reason") == "length":
             text = _last_full_sentence(text)
         if not text:
-            raise SummarizationError(f"The LLM returned an empty summary ({response.text!r}).")
+            raise _repeatable_error(llm, f"The LLM returned an empty summary ({response.text!r}).")
         return text
 
     def copied_passage(self, summary: str, texts: Sequence[str]) -> int | None:
@@ -162,38 +162,43 @@ class AbstractiveSummarizer(BaseSummarizer):
             return None
         return copied.index(True) + 1
 
-    def _retry_prompt(self, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
+    def _retry_prompt(self, llm: LLM, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
         """The prompt asking once more after a copy of passage ``copied`` (raises without ``copy_retry``)."""
         if not self.copy_retry:
-            raise SummarizationError(f"The LLM copied passage [{copied}] instead of summarizing.")
+            raise _repeatable_error(llm, f"The LLM copied passage [{copied}] instead of summarizing.")
         passages = [t for t in texts if t.strip()][::-1]
         return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
 
     def summarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        summary = self._clean(complete_response(llm, self.format_prompt(texts), **self._bounds()))
+        summary = self._clean(llm, complete_response(llm, self.format_prompt(texts), **self._bounds()))
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
-        prompt, passages = self._retry_prompt(texts, copied)
-        return self._check_copy(self._clean(complete_response(llm, prompt, **self._bounds())), passages)
+        prompt, passages = self._retry_prompt(llm, texts, copied)
+        return self._check_copy(llm, self._clean(llm, complete_response(llm, prompt, **self._bounds())), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
         reply = await acomplete_response(llm, self.format_prompt(texts), **self._bounds())
-        summary = self._clean(reply)
+        summary = self._clean(llm, reply)
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
-        prompt, passages = self._retry_prompt(texts, copied)
+        prompt, passages = self._retry_prompt(llm, texts, copied)
         reply = await acomplete_response(llm, prompt, **self._bounds())
-        return self._check_copy(self._clean(reply), passages)
+        return self._check_copy(llm, self._clean(llm, reply), passages)
 
-    def _check_copy(self, summary: str, passages: list[str]) -> str:
+    def _check_copy(self, llm: LLM, summary: str, passages: list[str]) -> str:
         copied = self.copied_passage(summary, passages)
         if copied is not None:
-            raise SummarizationError(f"The LLM copied passage [{copied}] instead of summarizing, twice.")
+            raise _repeatable_error(llm, f"The LLM copied passage [{copied}] instead of summarizing, twice.")
         return summary
+
+
+def _repeatable_error(llm: LLM, message: str) -> SummarizationError:
+    """A bad reply, which asking again repeats when the LLM repeats itself: then not for a builder to retry."""
+    return SummarizationError(message, retryable=not repeats_itself(llm))
 
 
 def _last_full_sentence(text: str) -> str:
