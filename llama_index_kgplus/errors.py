@@ -44,8 +44,10 @@ class SummarizationError(KGPlusError, RuntimeError):
     """A summarizer produced no usable summary (e.g. the LLM returned an empty text). ``retryable`` is False when
     asking again would give the same result (a greedy local model's copy), so a builder does not ask again."""
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
-        super().__init__(message)
+    retryable: bool = True
+
+    def __init__(self, *args: object, retryable: bool = True) -> None:
+        super().__init__(*args)
         self.retryable = retryable
 
 

@@ -38,7 +38,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FailedCluster:
-    """A cluster whose summary failed after every retry; its children were kept, without this parent."""
+    """A cluster whose summary failed after its tries (see ``max_retries``); its children were kept, without this
+    parent."""
 
     level: int
     child_ids: tuple[str, ...]
@@ -133,7 +134,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     @property
     def failed_clusters_(self) -> list[FailedCluster]:
-        """Clusters whose summary failed after all retries in the last run (their children were kept)."""
+        """Clusters whose summary failed after its tries in the last run (their children were kept)."""
         return self._get("failed_clusters")
 
     @property
@@ -260,7 +261,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
         embed_model: BaseEmbedding | None,
         show_progress: bool,
     ) -> list[TextNode | None]:
-        """One summary node per cluster (None where it failed after all retries), linked and embedded.
+        """One summary node per cluster (None where it failed after its tries), linked and embedded.
 
         Children this builder has summarised before (the same texts in the same order, the same summarizer
         settings) get the same summary again without a call, for the life of the builder object: re-running a
@@ -330,7 +331,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
     async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str, int]:
         """The summary of ``cluster`` (or None), the last error and the number of tries."""
         texts = [c.get_content(metadata_mode=MetadataMode.NONE) for c in cluster]
-        error = ""
+        error, tries = "", 0
         for tries in range(1, self.max_retries + 2):
             try:
                 text = (await summarizer.asummarize(texts) or "").strip()

@@ -46,8 +46,9 @@ class AbstractiveSummarizer(BaseSummarizer):
     figures (llama.cpp reports them) are added up in :attr:`usage_`. An empty answer raises
     :class:`SummarizationError`, so a builder can retry it. A reply that copies one passage (small
     models do that) gets one more call with the passages reversed and an instruction not to copy
-    (``copy_retry``); a copy that is not retried, or a second copy, raises :class:`SummarizationError` too,
-    which a builder does not retry when the LLM would only repeat itself (a llama.cpp model at temperature 0).
+    (``copy_retry``); a copy that is not retried, or a second copy, raises :class:`SummarizationError` too.
+    A builder does not retry either when the LLM would only repeat itself (a llama.cpp model at temperature 0:
+    ``retryable`` is False).
 
     Example::
 
@@ -121,7 +122,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         passages = [" ".join(t.split()) for t in texts if t.strip()]
         context = "\n\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1))
         if not context:
-            raise SummarizationError("Nothing to summarize: every text is empty.")
+            raise SummarizationError("Nothing to summarize: every text is empty.", retryable=False)
         return self.prompt_template.format(context_str=context, max_words=self.max_words)
 
     @property
