@@ -155,19 +155,13 @@ def test_a_reply_cut_by_the_token_bound_ends_at_its_last_full_sentence():
     assert summarizer.reply_tokens == 26
     cut = {"choices": [{"finish_reason": "length"}]}
     text = "Cats are pets (see U.K. law). Markets fell. Bond yields rose to"
-    assert (
-        summarizer._clean(summarizer.llm, CompletionResponse(text=text, raw=cut))
-        == "Cats are pets (see U.K. law). Markets fell."
-    )
-    assert (
-        summarizer._clean(summarizer.llm, CompletionResponse(text="Markets fell because", raw=cut))
-        == "Markets fell because"
-    )
-    assert summarizer._clean(summarizer.llm, CompletionResponse(text=text)) == text  # not cut: kept whole
+    assert summarizer._clean(CompletionResponse(text=text, raw=cut)) == "Cats are pets (see U.K. law). Markets fell."
+    assert summarizer._clean(CompletionResponse(text="Markets fell because", raw=cut)) == "Markets fell because"
+    assert summarizer._clean(CompletionResponse(text=text)) == text  # not cut: kept whole
     curly = "He said \u201cstop.\u201d Then he"
-    assert summarizer._clean(summarizer.llm, CompletionResponse(text=curly, raw=cut)) == "He said \u201cstop.\u201d"
+    assert summarizer._clean(CompletionResponse(text=curly, raw=cut)) == "He said \u201cstop.\u201d"
     odd = {"choices": ["not a dict"]}  # a provider's own raw format: left alone
-    assert summarizer._clean(summarizer.llm, CompletionResponse(text=text, raw=odd)) == text
+    assert summarizer._clean(CompletionResponse(text=text, raw=odd)) == text
     assert AbstractiveSummarizer(llm=ScriptedLLM(default="unused"), max_words=5).reply_tokens == 8
 
 

@@ -22,9 +22,14 @@ def llama_model(llm: Any) -> Any | None:
     return model if type(model).__name__ == "Llama" else None
 
 
+def _temperature(llm: Any) -> float:
+    """The temperature a llama.cpp model behind ``llm`` is called with (0, greedy, when the LLM names none)."""
+    return getattr(getattr(llm, "inner", llm), "temperature", 0.0)
+
+
 def repeats_itself(llm: Any) -> bool:
     """Whether ``llm`` gives the same reply to the same prompt: an in-process llama.cpp model at temperature 0."""
-    return llama_model(llm) is not None and getattr(getattr(llm, "inner", llm), "temperature", 0.0) == 0
+    return llama_model(llm) is not None and _temperature(llm) == 0
 
 
 def llama_complete(llm: Any, prompt: str, *, max_tokens: int, grammar: Any = None) -> str | None:
@@ -90,9 +95,7 @@ def _create_completion(
         extra["stopping_criteria"] = StoppingCriteriaList([stop])
         cap += max_tokens // 2  # room for a first sentence to end past the bound; the criterion stops the others
     with _LOCKS.setdefault(id(model), threading.Lock()):  # one Llama object must not run two generations at once
-        out = model.create_completion(
-            prompt=full_prompt, max_tokens=cap, temperature=getattr(inner, "temperature", 0.0), **extra
-        )
+        out = model.create_completion(prompt=full_prompt, max_tokens=cap, temperature=_temperature(llm), **extra)
     if stop is not None and stop.text is not None:
         out["choices"][0]["text"] = stop.text
     record = getattr(llm, "record_usage", None)  # a MeteredLLM counts the calls that bypass its complete()

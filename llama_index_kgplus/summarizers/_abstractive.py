@@ -134,7 +134,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         stop = None if self.sentence_stop is None else max(1, round(self.sentence_stop * self.reply_tokens))
         return {"max_tokens": self.reply_tokens, "sentence_stop": stop}
 
-    def _clean(self, llm: LLM, response: CompletionResponse) -> str:
+    def _clean(self, response: CompletionResponse) -> str:
         self._calls += 1
         raw = response.raw if isinstance(response.raw, dict) else {}
         usage = raw.get("usage")
@@ -146,8 +146,12 @@ class AbstractiveSummarizer(BaseSummarizer):
         if isinstance(choice, dict) and choice.get("finish_reason") == "length":
             text = _last_full_sentence(text)
         if not text:
-            raise _repeatable_error(llm, f"The LLM returned an empty summary ({response.text!r}).")
+            raise self._bad_reply(f"The LLM returned an empty summary ({response.text!r}).")
         return text
+
+    def _bad_reply(self, message: str) -> SummarizationError:
+        """A bad reply, which asking again repeats when the LLM repeats itself: then not for a builder to retry."""
+        return SummarizationError(message, retryable=not repeats_itself(self.llm or _settings_llm()))
 
     def copied_passage(self, summary: str, texts: Sequence[str]) -> int | None:
         """The 1-based number of the passage that ``summary`` copies (see ``copy_threshold``), else None.
@@ -163,43 +167,38 @@ class AbstractiveSummarizer(BaseSummarizer):
             return None
         return copied.index(True) + 1
 
-    def _retry_prompt(self, llm: LLM, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
+    def _retry_prompt(self, texts: Sequence[str], copied: int) -> tuple[str, list[str]]:
         """The prompt asking once more after a copy of passage ``copied`` (raises without ``copy_retry``)."""
         if not self.copy_retry:
-            raise _repeatable_error(llm, f"The LLM copied passage [{copied}] instead of summarizing.")
+            raise self._bad_reply(f"The LLM copied passage [{copied}] instead of summarizing.")
         passages = [t for t in texts if t.strip()][::-1]
         return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
 
     def summarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
-        summary = self._clean(llm, complete_response(llm, self.format_prompt(texts), **self._bounds()))
+        summary = self._clean(complete_response(llm, self.format_prompt(texts), **self._bounds()))
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
-        prompt, passages = self._retry_prompt(llm, texts, copied)
-        return self._check_copy(llm, self._clean(llm, complete_response(llm, prompt, **self._bounds())), passages)
+        prompt, passages = self._retry_prompt(texts, copied)
+        return self._check_copy(self._clean(complete_response(llm, prompt, **self._bounds())), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
         llm = self.llm or _settings_llm()
         reply = await acomplete_response(llm, self.format_prompt(texts), **self._bounds())
-        summary = self._clean(llm, reply)
+        summary = self._clean(reply)
         copied = self.copied_passage(summary, texts)
         if copied is None:
             return summary
-        prompt, passages = self._retry_prompt(llm, texts, copied)
+        prompt, passages = self._retry_prompt(texts, copied)
         reply = await acomplete_response(llm, prompt, **self._bounds())
-        return self._check_copy(llm, self._clean(llm, reply), passages)
+        return self._check_copy(self._clean(reply), passages)
 
-    def _check_copy(self, llm: LLM, summary: str, passages: list[str]) -> str:
+    def _check_copy(self, summary: str, passages: list[str]) -> str:
         copied = self.copied_passage(summary, passages)
         if copied is not None:
-            raise _repeatable_error(llm, f"The LLM copied passage [{copied}] instead of summarizing, twice.")
+            raise self._bad_reply(f"The LLM copied passage [{copied}] instead of summarizing, twice.")
         return summary
-
-
-def _repeatable_error(llm: LLM, message: str) -> SummarizationError:
-    """A bad reply, which asking again repeats when the LLM repeats itself: then not for a builder to retry."""
-    return SummarizationError(message, retryable=not repeats_itself(llm))
 
 
 def _last_full_sentence(text: str) -> str:
