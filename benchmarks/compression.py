@@ -106,12 +106,11 @@ def demo_questions(model, budget):
     first run; the usage figures start at each question, so they do not include the indexing)."""
     import io
 
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.demo import run_demo
-    from llama_index_kgplus.llm import metered
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
 
-    llm = metered(defaults.default_llm(model))
-    embed_model = defaults.default_embed_model()
+    llm = metered(llm_from_spec(model))
+    embed_model = embed_model_from_spec()
     print(f"\n### The demo's questions ({model})\n")
     print("| question | context | prompt tokens | first token s | answer s |")
     print("|---|---|---|---|---|")
@@ -135,7 +134,7 @@ def main() -> None:
     from llama_index_kgplus import defaults
     from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
     from llama_index_kgplus.indexing import build_index
-    from llama_index_kgplus.llm import metered
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
 
     os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
     os.environ[defaults.HOME_ENV] = tempfile.mkdtemp(prefix="kgplus-compression-")
@@ -145,13 +144,13 @@ def main() -> None:
         demo_questions(defaults.DEFAULT_LLM, demo_budget)
         return
     docs, questions = load(args.per_article)
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     index = build_index(docs, Path(os.environ[defaults.HOME_ENV]) / "index", embed_model=embed_model, chunk_size=384,
                         chunk_overlap=32, show_progress=False)  # fmt: skip
     print(f"## Context compression: {len(questions)} SQuAD questions over {', '.join(ARTICLES)} "
           f"({len(index.docstore.docs)} chunks of 384 tokens), top {TOP_K}")  # fmt: skip
     for model in [m for m in args.models.split(",") if m]:
-        llm = metered(defaults.default_llm(model, max_new_tokens=128))
+        llm = metered(llm_from_spec(model, max_new_tokens=128))
         results, base = [], None
         for budget in [None, *budgets]:
             started = time.perf_counter()

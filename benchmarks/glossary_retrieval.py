@@ -47,6 +47,8 @@ from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine, GlossaryTermSelector
 from llama_index_kgplus.glossary._rewrite import NO_TERMS
 from llama_index_kgplus.indexing import build_index, load_index
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
+from llama_index_kgplus.llm._local import local_model_path
 
 HERE = Path(__file__).resolve().parent
 DATA = Path("/work/shared/bench-data/glossary-pydocs")
@@ -86,7 +88,7 @@ class CachingLLM(CustomLLM):
 
     def inner(self) -> LLM:
         if self._inner is None:
-            self._inner = defaults.default_llm(self.model, max_new_tokens=256)
+            self._inner = llm_from_spec(self.model, max_new_tokens=256)
         return self._inner
 
     @llm_completion_callback()
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     index_dir = args.index_dir or defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
     index = load_or_build_index(index_dir, args.data, embed_model)
     glossary = Glossary.load(args.data / "glossary.json")
@@ -267,7 +269,7 @@ def _llm_tokenizer(model: str) -> Any:
     try:
         from llama_cpp import Llama
 
-        vocab = Llama(model_path=str(defaults.resolve_llm_path(model)), vocab_only=True, verbose=False)
+        vocab = Llama(model_path=str(local_model_path(model)), vocab_only=True, verbose=False)
         return lambda text: len(vocab.tokenize(text.encode("utf-8"), add_bos=False))
     except Exception as exc:  # noqa: BLE001 - only the unit of the token counts changes
         print(f"(using tiktoken cl100k for token counts: {exc})", file=sys.stderr)

@@ -28,6 +28,7 @@ from llama_index.core import Document  # noqa: E402
 
 from llama_index_kgplus import defaults  # noqa: E402
 from llama_index_kgplus.graphrag import CommunityReportGenerator, GraphExtractor, GraphRAGIndex  # noqa: E402
+from llama_index_kgplus.llm import llm_from_spec
 
 
 def main() -> int:
@@ -59,7 +60,7 @@ def main() -> int:
     base, added = docs[: args.docs], docs[args.docs]
     store = args.store or Path(tempfile.mkdtemp(prefix="graphrag-real-"))
     load_before = os.getloadavg()
-    llm = defaults.default_llm(args.llm, context_window=4096, n_threads=args.threads)
+    llm = llm_from_spec(args.llm, context_window=4096, n_threads=args.threads)
     index = GraphRAGIndex.from_defaults(
         store,
         llm=llm,

@@ -2,7 +2,7 @@
 (RaptorPack) against this pack's RAPTOR and semantic builders, on the same corpus and models.
 
 Corpus: the first 3 articles of longdocs-squad, SentenceSplitter(256, 20). Models: all-MiniLM-L6-v2 and
-Qwen2.5-Coder-0.5B (llama.cpp, greedy, the defaults of ``defaults.default_llm``). Calls and tokens come from
+Qwen2.5-Coder-0.5B (llama.cpp, greedy, the defaults of ``llm_from_spec``). Calls and tokens come from
 llama.cpp's own usage figures through a wrapping LLM (``CountingLLM``). Each system runs in a fresh process
 (so each pays its own model loading and, where it uses UMAP, numba's first-call compilation); the build time
 is measured from the documents to the finished nodes (chunking, embedding, clustering, summaries).
@@ -99,15 +99,16 @@ def run_system(
     from llama_index.core.schema import NodeRelationship
 
     from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
     package = Path(defaults.__file__).resolve().parent
     if (variant == "before") == (package.parent == Path(__file__).resolve().parents[1]):
         raise SystemExit(
             f"--variant before needs an older checkout on PYTHONPATH, the other variants this one's; imported: {package}"
         )
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     legacy, extractive = variant == "legacy", variant == "extractive"
-    llm = None if extractive else CountingLLM(defaults.default_llm(llm_name or defaults.FAST_LLM, max_new_tokens=256))
+    llm = None if extractive else CountingLLM(llm_from_spec(llm_name or defaults.FAST_LLM, max_new_tokens=256))
     embed_model.get_text_embedding("warm up")  # model loading is not part of the build
     docs = load_articles(articles)
     if smoke:  # a quick check of the script itself: one short document

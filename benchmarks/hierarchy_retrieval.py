@@ -80,10 +80,11 @@ def main() -> int:
     from llama_index.core.schema import MetadataMode, QueryBundle
     from llama_index.core.utils import get_tokenizer
 
-    from llama_index_kgplus import HierarchicalRetriever, defaults
+    from llama_index_kgplus import HierarchicalRetriever
     from llama_index_kgplus.compression import ContextCompressor
+    from llama_index_kgplus.llm import embed_model_from_spec
 
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     tokenizer = get_tokenizer()
     doc_ids = [d.id_ for d in load_articles(args.articles)]
     every_set = {**question_sets(doc_ids), "overview": overview_questions(doc_ids)}

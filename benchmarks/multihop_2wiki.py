@@ -319,10 +319,10 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
-    embed_model = defaults.default_embed_model()
-    llm = defaults.default_llm(args.llm) if args.llm else None
+    embed_model = embed_model_from_spec()
+    llm = llm_from_spec(args.llm) if args.llm else None
     sets = [s.split("+") for s in args.sources.split(",") if s]
     if llm is not None:
         sets.append(["llm"])

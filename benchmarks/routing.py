@@ -23,8 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from llama_index_kgplus import defaults
 from llama_index_kgplus.kg import EntityMatcher
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 from llama_index_kgplus.router import (
     ROUTE_DESCRIPTIONS,
     ROUTES,
@@ -100,7 +100,7 @@ def run_llm_only(llm: object, questions: list[dict]) -> dict:
 
 
 def run_sql(model: str, tables: SQLTables, questions: list[dict]) -> None:
-    llm = defaults.default_llm(model, max_new_tokens=256, context_window=4096)
+    llm = llm_from_spec(model, max_new_tokens=256, context_window=4096)
     retriever = TableRetriever(tables, llm=llm)
     right = refused = repaired = 0
     times = []
@@ -136,7 +136,7 @@ def main() -> None:
     tables = SQLTables()
     tables.add("weather", SAMPLE_WEATHER_TABLE)
     tables.add("stocks", SAMPLE_STOCKS_TABLE)
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     features = [kg_entity_feature(EntityMatcher.from_csv(SAMPLE_KG_NODES)), table_feature(tables)]
     start = time.perf_counter()
     router = QuestionRouter.from_defaults(embed_model, features=features).fit()
@@ -144,7 +144,7 @@ def main() -> None:
     run_router("examples (zero LLM)", router, questions)
 
     if not args.skip_llm_router:
-        llm = defaults.default_llm(args.models.split(",")[-1], max_new_tokens=64, context_window=4096)
+        llm = llm_from_spec(args.models.split(",")[-1], max_new_tokens=64, context_window=4096)
         hybrid = QuestionRouter.from_defaults(embed_model, features=features, selector=JSONSingleSelector(llm=llm))
         hybrid.example_vectors_ = router.example_vectors_
         run_router("examples + LLM selector on close calls", hybrid, questions)

@@ -1,7 +1,7 @@
 """GraphRAG indexing through a served model with 1, 2 and 4 workers, against the same model in process.
 
 The server is llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) on 127.0.0.1, reached with the
-spec ``openai-like:qwen@URL``; the in-process runs use ``defaults.default_llm``. Both run the same GGUF model with
+spec ``openai-like:qwen@URL``; the in-process runs use ``llm_from_spec``. Both run the same GGUF model with
 the same llama.cpp thread count. Corpus: ``--docs`` paragraphs of ``longdocs-squad`` cut to ``--chars``
 characters (as ``graphrag_real_llm.py``). Each run indexes into a fresh store; calls and tokens are the server's
 ``usage`` counts (llama.cpp's own in process).
@@ -35,6 +35,7 @@ from llama_index_kgplus.graphrag import (  # noqa: E402
     GraphRAGIndex,
 )
 from llama_index_kgplus.llm import llm_from_spec  # noqa: E402
+from llama_index_kgplus.llm._local import local_model_path  # noqa: E402
 from llama_index_kgplus.testing import llama_cpp_server  # noqa: E402
 
 
@@ -71,7 +72,7 @@ def main() -> int:
         Document(id_=d.id_, text=d.text[: args.chars].rsplit(" ", 1)[0], metadata=d.metadata)
         for d in paragraphs(args.data)[: args.docs]
     ]
-    model = defaults.resolve_llm_path(args.llm)
+    model = local_model_path(args.llm)
     load_before = os.getloadavg()
     print(
         f"model {model.name}; {len(docs)} documents of <= {args.chars} characters; llama.cpp threads "
@@ -93,7 +94,7 @@ def main() -> int:
             flush=True,
         )
 
-    local = defaults.default_llm(args.llm, context_window=4096, n_threads=args.threads)
+    local = llm_from_spec(args.llm, context_window=4096, n_threads=args.threads)
     for workers in (1, max(worker_counts)):
         row(f"in process, {workers} worker(s)", run(local, docs, workers))
     del local

@@ -186,11 +186,10 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, import_kg
-    from llama_index_kgplus.llm import complete_text
+    from llama_index_kgplus.llm import complete_text, llm_from_spec
 
-    llm = defaults.default_llm(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
+    llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
     results = []
     with tempfile.TemporaryDirectory(prefix="text-to-cypher-") as tmp:
         engines, graphs = {}, {}

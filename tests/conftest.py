@@ -13,6 +13,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from llama_index_kgplus import defaults  # noqa: E402
+from llama_index_kgplus.llm import (
+    _local,  # noqa: E402
+    embed_model_from_spec,
+    llm_from_spec,
+)
 from llama_index_kgplus.testing import falkordb_server  # noqa: E402
 
 # Keep the assembled GGUF files where `make setup` put them; everything else goes to a temporary home.
@@ -52,20 +57,20 @@ def _fast_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytes
     def refuse(*args, **kwargs):
         raise AssertionError("a fast-tier test loaded a model: use a fixture of MODEL_FIXTURES or mark it `model`")
 
-    monkeypatch.setattr(defaults, "default_embed_model", refuse)
-    monkeypatch.setattr(defaults, "default_llm", refuse)
+    monkeypatch.setattr(_local, "local_embed_model", refuse)
+    monkeypatch.setattr(_local, "local_llm", refuse)
 
 
 @pytest.fixture(scope="session")
 def embed_model():
     """The real default embedding model (all-MiniLM-L6-v2), loaded once."""
-    return defaults.default_embed_model()
+    return embed_model_from_spec()
 
 
 @pytest.fixture(scope="session")
 def small_llm():
     """The real local LLM, the fast 0.5B model, loaded once; greedy decoding."""
-    return defaults.default_llm(defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
+    return llm_from_spec(defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
 
 
 def _is_local(address: object) -> bool:

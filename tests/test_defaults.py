@@ -11,6 +11,9 @@ import pytest
 
 from llama_index_kgplus import defaults
 from llama_index_kgplus.errors import KGPlusSetupError
+from llama_index_kgplus.graph_stores import default_graph_store_uri
+from llama_index_kgplus.llm import llm_from_spec
+from llama_index_kgplus.llm._local import chatml_messages_to_prompt, local_model_path
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ def test_home_and_models_dir_follow_environment(tmp_path, monkeypatch):
     monkeypatch.delenv(defaults.MODELS_DIR_ENV, raising=False)
     assert defaults.kgplus_home() == tmp_path / "h"
     assert defaults.models_dir() == tmp_path / "h" / "models"
-    assert defaults.default_graph_store_uri() == f"ladybug://{tmp_path / 'h' / 'graph.lbug'}"
+    assert default_graph_store_uri() == f"ladybug://{tmp_path / 'h' / 'graph.lbug'}"
     monkeypatch.setenv(defaults.MODELS_DIR_ENV, str(tmp_path / "m"))
     assert defaults.models_dir() == tmp_path / "m"
 
@@ -77,11 +80,11 @@ def test_user_gguf_path_is_checked(tmp_path):
     bogus = tmp_path / "model.gguf"
     bogus.write_bytes(b"PK\x03\x04 not a model")
     with pytest.raises(KGPlusSetupError, match="not a GGUF file"):
-        defaults.resolve_llm_path(bogus)
+        local_model_path(bogus)
     with pytest.raises(KGPlusSetupError, match="does not exist"):
-        defaults.resolve_llm_path(tmp_path / "missing.gguf")
+        local_model_path(tmp_path / "missing.gguf")
     with pytest.raises(KGPlusSetupError, match="neither a known model"):
-        defaults.resolve_llm_path("gpt-17")
+        local_model_path("gpt-17")
 
 
 def test_missing_chunk_package_names_the_fix(monkeypatch):
@@ -110,12 +113,12 @@ def test_corrupt_gguf_that_llama_cpp_rejects_gets_a_clear_error(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x00" * 64)
     with pytest.raises(KGPlusSetupError, match="could not load"):
-        defaults.default_llm(broken)
+        llm_from_spec(broken)
 
 
 def test_chatml_prompt():
     from llama_index.core.llms import ChatMessage
 
-    prompt = defaults.chatml_messages_to_prompt([ChatMessage(role="user", content="hi")])
+    prompt = chatml_messages_to_prompt([ChatMessage(role="user", content="hi")])
     assert prompt.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert "<|im_start|>system" in prompt

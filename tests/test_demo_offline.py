@@ -8,6 +8,7 @@ import pytest
 
 from llama_index_kgplus import defaults
 from llama_index_kgplus.demo import run_demo
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
 
 @pytest.mark.slow
@@ -48,9 +49,9 @@ def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_mo
 def test_defaults_load_and_run_without_network(no_network, tmp_path):
     from llama_index_kgplus.graph_stores import open_graph_store
 
-    vec = defaults.default_embed_model().get_text_embedding("offline")
+    vec = embed_model_from_spec().get_text_embedding("offline")
     assert len(vec) == 384
-    llm = defaults.default_llm(defaults.FAST_LLM, max_new_tokens=4)
+    llm = llm_from_spec(defaults.FAST_LLM, max_new_tokens=4)
     assert llm.complete("Say yes.").text.strip()
     open_graph_store(f"ladybug://{tmp_path / 'g.lbug'}").structured_query("RETURN 1 AS x")
     assert no_network == []

@@ -10,7 +10,7 @@ from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_kgplus import InputDataError, sample
 from llama_index_kgplus.glossary import Glossary, GlossaryEntry, load_glossary
-from llama_index_kgplus.glossary._model import plural_forms
+from llama_index_kgplus.glossary._entry import plural_forms
 
 GOOD = {
     "terms": [

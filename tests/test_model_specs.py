@@ -246,9 +246,44 @@ def test_ollama_specs_speak_ollamas_wire_format_to_a_stub():
     assert embed_path == "/api/embed" and embed_request["input"] == ["a", "b"]
 
 
-def test_unknown_prefixes_stay_local_names():
-    # `module:factory` strings of `kgplus graphrag --llm` and Windows-style paths are not specs of a server
-    assert parse_model_spec("mypkg.llms:bedrock") == ModelSpec("local", "mypkg.llms:bedrock")
+def test_module_factory_specs_and_local_names_are_told_apart(tmp_path):
+    assert parse_model_spec("mypkg.llms:bedrock") == ModelSpec("factory", "mypkg.llms:bedrock")
+    assert not parse_model_spec("mypkg.llms:bedrock").remote
+    for local in ("C:\\models\\m.gguf", "qwen2.5-coder-0.5b", "weights/a:b.gguf"):
+        assert parse_model_spec(local).kind == "local"
+    existing = tmp_path / "pkg:name"  # an existing path is a path, whatever it looks like
+    existing.write_text("")
+    assert parse_model_spec(str(existing)).kind == "local"
+
+
+def test_module_factory_specs_build_the_users_models(tmp_path, monkeypatch):
+    from llama_index.core.embeddings import MockEmbedding
+    from llama_index.core.llms import MockLLM
+
+    (tmp_path / "my_models.py").write_text(
+        "from llama_index.core.embeddings import MockEmbedding\n"
+        "from llama_index.core.llms import MockLLM\n"
+        "def llm():\n    return MockLLM(max_tokens=3)\n"
+        "def embed():\n    return MockEmbedding(embed_dim=8)\n"
+        "def nothing():\n    return 42\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert isinstance(llm_from_spec("my_models:llm"), MockLLM)
+    assert isinstance(embed_model_from_spec("my_models:embed"), MockEmbedding)
+    monkeypatch.setenv("KGPLUS_LLM", "my_models:llm")  # no spec: the environment's
+    assert isinstance(llm_from_spec(), MockLLM)
+    with pytest.raises(KGPlusSetupError, match="returned a int, not a LlamaIndex LLM"):
+        llm_from_spec("my_models:nothing")
+    with pytest.raises(KGPlusSetupError, match="cannot import 'absent' from 'my_models'"):
+        embed_model_from_spec("my_models:absent")
+
+
+def test_an_empty_spec_is_refused_not_replaced_by_the_default(monkeypatch):
+    monkeypatch.setenv("KGPLUS_LLM", "")
+    with pytest.raises(KGPlusSetupError, match="spec is empty"):
+        llm_from_spec()
+    with pytest.raises(KGPlusSetupError, match="spec is empty"):
+        llm_from_spec("  ")
 
 
 def test_embed_model_option_is_accepted_by_every_command_and_set_for_it(monkeypatch):

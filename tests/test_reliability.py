@@ -83,13 +83,13 @@ def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
 
 
 def test_bad_input_gets_one_line_and_exit_2_before_any_model_loads(tmp_path, corpus, capsys, monkeypatch):
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import _local
 
     def no_model(*args, **kwargs):
         raise AssertionError("a model was loaded before the input was checked")
 
-    monkeypatch.setattr(defaults, "default_embed_model", no_model)
-    monkeypatch.setattr(defaults, "default_llm", no_model)
+    monkeypatch.setattr(_local, "local_embed_model", no_model)
+    monkeypatch.setattr(_local, "local_llm", no_model)
     for argv, expected in _catalogue(tmp_path, corpus):
         try:
             code = main(argv)
@@ -186,7 +186,7 @@ _CRASH_AFTER_REPLACES = textwrap.dedent(
         real_replace(src, dst)
 
     os.replace = replace_then_die
-    build_index(load_corpus(sys.argv[1]), sys.argv[2], embed_model=defaults.default_embed_model(),
+    build_index(load_corpus(sys.argv[1]), sys.argv[2], embed_model=embed_model_from_spec(),
                 chunk_size=int(sys.argv[4]), show_progress=False)
     """
 )

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.cli import _args
-from llama_index_kgplus.cli._graphrag import build_llm
 from llama_index_kgplus.cli._index import _questions, source_record
 from llama_index_kgplus.errors import InputDataError
 
@@ -206,12 +205,12 @@ def _print_route(args: argparse.Namespace, record: dict[str, Any]) -> None:
 
 
 def _route(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus.llm import embed_model_from_spec
 
     questions = _questions(args)
     with contextlib.ExitStack() as stack:
         sources = _Sources(args, stack)
-        router = sources.router(defaults.default_embed_model())
+        router = sources.router(embed_model_from_spec())
         for decision in router.route_many(questions):
             _print_route(args, _route_record(decision, sources.routes))
     sys.stdout.flush()
@@ -219,15 +218,21 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import defaults
-    from llama_index_kgplus.llm import AnswerUsage, attach_usage, format_usage, metered
+    from llama_index_kgplus.llm import (
+        AnswerUsage,
+        attach_usage,
+        embed_model_from_spec,
+        format_usage,
+        llm_from_spec,
+        metered,
+    )
     from llama_index_kgplus.router import RoutedQueryEngine
 
     questions = _questions(args)
     with contextlib.ExitStack() as stack:
         sources = _Sources(args, stack)
-        embed_model = defaults.default_embed_model()
-        llm = metered(build_llm(args.llm))
+        embed_model = embed_model_from_spec()
+        llm = metered(llm_from_spec(args.llm))
         engine = RoutedQueryEngine.from_defaults(sources.engines(llm, embed_model), router=sources.router(embed_model))
         for question in questions:
             usage = AnswerUsage(llm)

@@ -49,8 +49,8 @@ def postprocessors(args: argparse.Namespace, llm: Any | None, embed_model: Any |
     ``embed_model``, by default the pack's local model (loaded only when needed)."""
     if args.compress == "none":
         return []
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.compression import postprocessors_for
+    from llama_index_kgplus.llm import embed_model_from_spec
 
-    embed_model = embed_model or defaults.default_embed_model()
+    embed_model = embed_model or embed_model_from_spec()
     return postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)

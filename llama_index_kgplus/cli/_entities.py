@@ -68,16 +68,16 @@ def make_linker(args: argparse.Namespace) -> Any | None:
     model loads."""
     if not args.entities:
         return None
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.entity_graph import EntityLinker
     from llama_index_kgplus.errors import InputDataError
+    from llama_index_kgplus.llm import llm_from_spec
 
     sources = args.entities
     if "kg" in sources and not args.kg_store:
         raise InputDataError("--entities kg needs the knowledge graph: add --kg-store URI (see `kgplus kg import`).")
     if "glossary" in sources and not args.glossary:
         raise InputDataError("--entities glossary needs --glossary FILE.")
-    llm = defaults.default_llm(args.llm) if "llm" in sources else None
+    llm = llm_from_spec(args.llm) if "llm" in sources else None
     return EntityLinker.from_defaults(
         sources, llm=llm, kg_store=args.kg_store, glossary=args.glossary, show_progress=True
     )

@@ -11,7 +11,7 @@ from llama_index_kgplus.cli import _args, _compression
 def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
 
-    from llama_index_kgplus import build_index, defaults, load_corpus, load_index
+    from llama_index_kgplus import build_index, load_corpus, load_index
     from llama_index_kgplus.errors import InputDataError
     from llama_index_kgplus.evaluation import (
         EvalRunner,
@@ -23,6 +23,7 @@ def _eval(args: argparse.Namespace) -> int:
         write_report,
     )
     from llama_index_kgplus.indexing import require_index
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
     names = [n.strip() for n in args.pipelines.split(",") if n.strip()]
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
@@ -34,9 +35,9 @@ def _eval(args: argparse.Namespace) -> int:
     elif not Path(args.corpus).exists():
         raise InputDataError(f"Corpus {args.corpus} does not exist.")
     _args.check_output_dir(args.out, "--out", "cache")
-    embed_model = defaults.default_embed_model()
-    llm = defaults.default_llm(args.llm)
-    judge = defaults.default_llm(args.judge_llm) if args.judge_llm and args.judge_llm != args.llm else llm
+    embed_model = embed_model_from_spec()
+    llm = llm_from_spec(args.llm)
+    judge = llm_from_spec(args.judge_llm) if args.judge_llm and args.judge_llm != args.llm else llm
     Settings.embed_model, Settings.llm = embed_model, llm
 
     index_dir = args.index or args.out / "index"

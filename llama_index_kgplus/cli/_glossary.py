@@ -55,12 +55,12 @@ def make_engine(
     """The glossary engine over ``retriever`` (streaming), or None without ``--glossary``."""
     if getattr(args, "glossary", None) is None:
         return None
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.glossary import GlossaryQueryEngine
     from llama_index_kgplus.indexing import index_embed_model
+    from llama_index_kgplus.llm import llm_from_spec
 
     if llm is None:
-        llm = defaults.default_llm(args.llm) if args.mode != "original" else _no_llm()
+        llm = llm_from_spec(args.llm) if args.mode != "original" else _no_llm()
     return GlossaryQueryEngine.from_defaults(
         args.glossary, retriever=retriever, llm=llm, embed_model=index_embed_model(index), mode=args.mode,
         node_postprocessors=postprocessors, streaming=True,

@@ -15,7 +15,6 @@ chunks or reports failed (they are retried by the next ``update``), 2 on an erro
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import shutil
 import sys
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.cli import _args, _compression
-from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.llm import llm_from_spec
 
 LLM_HELP = (
     "model spec (qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, openai-like:MODEL@URL, ollama:MODEL[@URL], "
@@ -39,28 +39,11 @@ def _err(*parts: Any) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def build_llm(spec: str | None, context_window: int | None = None, threads: int | None = None) -> Any:
-    """The LLM named by ``--llm``: a model spec (see :mod:`llama_index_kgplus.llm`) or ``module:factory`` (any
-    LlamaIndex LLM, e.g. ``mypkg.llms:my_llm``)."""
-    from llama_index_kgplus import defaults
-    from llama_index_kgplus.llm import parse_model_spec
-
-    is_factory = spec is not None and ":" in spec and not spec.endswith(".gguf") and not Path(spec).exists()
-    if spec is not None and is_factory and not (parse_model_spec(spec).remote or spec.startswith("local:")):
-        module, _, attr = spec.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise KGPlusSetupError(f"--llm {spec}: cannot import {attr!r} from {module!r} ({exc}).") from exc
-        return factory()
-    return defaults.default_llm(spec, context_window=context_window, n_threads=threads)
-
-
 def _executor(args: argparse.Namespace) -> Any:
     from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
 
     if args.executor == "ray":
-        factory = partial(build_llm, args.llm, args.context_window, args.threads)
+        factory = partial(llm_from_spec, args.llm, context_window=args.context_window, n_threads=args.threads)
         return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
     return AsyncioExecutor(num_workers=args.workers)
 
@@ -70,7 +53,8 @@ def _opened_index(args: argparse.Namespace, **settings: Any) -> Iterator[Any]:
     """The store's index with the LLM and executor of ``args``; closed (and Ray stopped) afterwards."""
     from llama_index_kgplus.graphrag import GraphRAGIndex
 
-    llm, executor = build_llm(args.llm, args.context_window, args.threads), _executor(args)
+    llm = llm_from_spec(args.llm, context_window=args.context_window, n_threads=args.threads)
+    executor = _executor(args)
     index = GraphRAGIndex.from_defaults(
         args.store, llm=llm, executor=executor, show_progress=not args.quiet, **settings
     )

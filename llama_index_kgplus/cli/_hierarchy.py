@@ -65,14 +65,14 @@ def make_builders(args: argparse.Namespace, embed_model: Any) -> list[Any]:
     """The summary node builder that ``--hierarchy`` asks for (an empty list for ``none``)."""
     if args.hierarchy == "none":
         return []
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.llm import llm_from_spec
     from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 
     if args.summarizer == "extractive":
         summarizer: Any = ExtractiveSummarizer(max_sentences=5, random_state=args.seed)
     else:
-        llm = defaults.default_llm(args.llm, max_new_tokens=256)
+        llm = llm_from_spec(args.llm, max_new_tokens=256)
         summarizer = (
             AbstractiveSummarizer(llm=llm)
             if args.summarizer == "abstractive"

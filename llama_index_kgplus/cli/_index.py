@@ -121,15 +121,15 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.corpus import load_corpus
     from llama_index_kgplus.indexing import build_index
+    from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     _args.check_output_dir(args.index, "--index", "docstore.json")
     docs = load_corpus(args.docs_path)
     linker = _entities.make_linker(args)
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     builders = _hierarchy.make_builders(args, embed_model)
     index = build_index(
         docs,
@@ -148,21 +148,20 @@ def _ingest(args: argparse.Namespace) -> int:
 def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     from llama_index.core.query_engine import RetrieverQueryEngine
 
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.compression import query_with_hints, run_postprocessors
     from llama_index_kgplus.indexing import load_index, require_index
-    from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
+    from llama_index_kgplus.llm import AnswerUsage, attach_usage, embed_model_from_spec, llm_from_spec, metered
 
     _compression.check(args)
     questions = _questions(args)
     require_index(args.index)  # before the embedding model loads
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec()
     index = load_index(args.index, embed_model=embed_model, check=False)
     if args.retrieval == "graph":
         retriever = _entities.make_retriever(index, args)
     else:
         retriever = _hierarchy.make_retriever(index, args)
-    llm = metered(defaults.default_llm(args.llm)) if synthesize else None
+    llm = metered(llm_from_spec(args.llm)) if synthesize else None
     postprocessors = _compression.postprocessors(args, llm, embed_model)
     glossary_engine = _glossary.make_engine(args, retriever, index, llm, postprocessors)
     engine = None

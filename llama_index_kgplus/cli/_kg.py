@@ -87,8 +87,8 @@ def _paths(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.cli._graphrag import build_llm
     from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph
+    from llama_index_kgplus.llm import llm_from_spec
 
     if bool(args.question) == bool(args.questions):
         raise InputDataError(
@@ -97,7 +97,7 @@ def _ask(args: argparse.Namespace) -> int:
     questions = [args.question] if args.question else list(_read_questions(Path(args.questions)))
     with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
         kg.manifest  # noqa: B018 - a store without a knowledge graph fails here, before the LLM loads
-        llm = build_llm(args.llm)
+        llm = llm_from_spec(args.llm)
         engine = CypherQueryEngine.from_defaults(kg, llm=llm, max_rows=args.max_rows, timeout=args.timeout)
         for question in questions:
             response = engine.query(question)

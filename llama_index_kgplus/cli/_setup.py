@@ -14,10 +14,10 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.demo import run_demo
+    from llama_index_kgplus.llm import llm_from_spec
 
-    run_demo(llm=defaults.default_llm(args.llm))
+    run_demo(llm=llm_from_spec(args.llm))
     return 0
 
 

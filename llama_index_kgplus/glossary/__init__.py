@@ -17,10 +17,10 @@ from llama_index_kgplus.glossary._engine import (
     GlossaryRetrieval,
     RetrievalMode,
 )
+from llama_index_kgplus.glossary._entry import GlossaryEntry
 from llama_index_kgplus.glossary._fusion import reciprocal_rank_fusion
 from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
-from llama_index_kgplus.glossary._load import load_glossary
-from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
+from llama_index_kgplus.glossary._model import Glossary, load_glossary
 from llama_index_kgplus.glossary._prompts import (
     DEFAULT_GLOSSARY_CONTEXT_PROMPT,
     DEFAULT_REWRITE_PROMPT,

@@ -30,21 +30,21 @@ from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.files import read_utf8
-from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry, check_entries
+from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries
 
 ENTRY_KEYS = ("term", "explanation", "aliases", "see_also", "metadata")
 REQUIRED_KEYS = ("term", "explanation")
 LIST_SEPARATOR = "|"
 
 
-def load_glossary(path: str | Path) -> Glossary:
-    """Load a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
+def load_entries(path: str | Path) -> list[GlossaryEntry]:
+    """The entries of a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        return read_json_glossary(path)
+        return read_json_entries(path)
     if suffix == ".csv":
-        return read_csv_glossary(path)
+        return read_csv_entries(path)
     raise InputDataError(f"{path}: unknown glossary format {suffix or '(no suffix)'!r}; use .json or .csv.")
 
 
@@ -82,7 +82,7 @@ def _loads_with_offsets(text: str) -> tuple[Any, dict[int, int]]:
     return decoder.decode(text), offsets
 
 
-def read_json_glossary(path: str | Path) -> Glossary:
+def read_json_entries(path: str | Path) -> list[GlossaryEntry]:
     """Load ``{"terms": [...]}`` from a UTF-8 JSON file."""
     path = Path(path)
     text = _read_text(path)
@@ -104,12 +104,12 @@ def read_json_glossary(path: str | Path) -> Glossary:
     return _build(data, str(path), where)
 
 
-def glossary_from_data(data: Any, source: str = "<dict>") -> Glossary:
-    """Validate and build a glossary from already-parsed data."""
+def entries_from_data(data: Any, source: str = "<dict>") -> list[GlossaryEntry]:
+    """The validated entries of already-parsed glossary data."""
     return _build(data, source, lambda obj, label: f"{source}: {label}")
 
 
-def _build(data: Any, source: str, where: Any) -> Glossary:
+def _build(data: Any, source: str, where: Any) -> list[GlossaryEntry]:
     if not isinstance(data, dict) or "terms" not in data:
         raise InputDataError(
             f'{where(data, "top level")}: expected an object with a "terms" list, '
@@ -131,7 +131,7 @@ def _build(data: Any, source: str, where: Any) -> Glossary:
         labels.append(where(record, label))
         entries.append(_entry(record, labels[-1]))
     check_entries(entries, lambda i: labels[i])
-    return Glossary(entries=entries, source=source)
+    return entries
 
 
 def _entry(record: Any, label: str) -> GlossaryEntry:
@@ -162,7 +162,7 @@ def _entry(record: Any, label: str) -> GlossaryEntry:
         raise InputDataError(f"{label}: {exc.errors()[0]['msg']}.") from exc
 
 
-def read_csv_glossary(path: str | Path) -> Glossary:
+def read_csv_entries(path: str | Path) -> list[GlossaryEntry]:
     """Load a CSV glossary with a header row (term, explanation, optional aliases/see_also/metadata.KEY)."""
     path = Path(path)
     text = _read_text(path)
@@ -214,4 +214,4 @@ def read_csv_glossary(path: str | Path) -> Glossary:
     if not entries:
         raise InputDataError(f"{path}: the glossary has no terms (only a header).")
     check_entries(entries, lambda i: labels[i])
-    return Glossary(entries=entries, source=str(path))
+    return entries

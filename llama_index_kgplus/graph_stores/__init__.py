@@ -13,7 +13,7 @@ from llama_index_kgplus.graph_stores._dialects import (
     quote_identifier,
 )
 from llama_index_kgplus.graph_stores._open import open_graph_store
-from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri, ladybug_uri
 
 __all__ = [
     "IDENTIFIER_RE",
@@ -25,6 +25,7 @@ __all__ = [
     "NodeRecord",
     "RawPath",
     "RelRecord",
+    "default_graph_store_uri",
     "dialect_for_engine",
     "dialect_for_store",
     "ladybug_uri",

@@ -9,11 +9,11 @@ from typing import Any
 from llama_index.core.graph_stores.types import PropertyGraphStore
 
 from llama_index_kgplus.errors import GraphStoreError
-from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri
 
 
 def open_graph_store(uri: str | None = None, *, create: bool = True, **kwargs: Any) -> PropertyGraphStore:
-    """Open the graph store named by ``uri`` (default: :func:`defaults.default_graph_store_uri`); with
+    """Open the graph store named by ``uri`` (default: :func:`default_graph_store_uri`); with
     ``create=False`` an embedded store that does not exist is an error (nothing is created).
 
     Example::
@@ -21,11 +21,7 @@ def open_graph_store(uri: str | None = None, *, create: bool = True, **kwargs: A
         store = open_graph_store("ladybug:///tmp/kg.lbug")
         store.structured_query("MATCH (n) RETURN count(n) AS n")
     """
-    if uri is None:
-        from llama_index_kgplus.defaults import default_graph_store_uri
-
-        uri = default_graph_store_uri()
-    parsed = GraphStoreURI.parse(uri)
+    parsed = GraphStoreURI.parse(default_graph_store_uri() if uri is None else uri)
     if parsed.engine != "ladybug":
         _check_reachable(parsed)
     if parsed.engine == "ladybug" and not create and not parsed.path.exists():  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from llama_index_kgplus.defaults import GRAPH_STORE_ENV, default_graph_store_path
 from llama_index_kgplus.errors import GraphStoreError
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -76,6 +77,11 @@ class GraphStoreURI:
 def ladybug_uri(path: str | Path) -> str:
     """The URI of an embedded store file (percent-escaped, so any path survives :meth:`GraphStoreURI.parse`)."""
     return "ladybug://" + quote(os.path.abspath(path))
+
+
+def default_graph_store_uri() -> str:
+    """``$KGPLUS_GRAPH_STORE``, else the embedded Ladybug database under the data folder."""
+    return os.environ.get(GRAPH_STORE_ENV) or ladybug_uri(default_graph_store_path())
 
 
 def _default_port(scheme: str) -> int:

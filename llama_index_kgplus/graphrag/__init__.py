@@ -7,7 +7,7 @@ Example::
     from llama_index_kgplus import defaults, load_corpus
     from llama_index_kgplus.graphrag import GraphRAGIndex
 
-    index = GraphRAGIndex.from_defaults("./grag", llm=defaults.default_llm("qwen2.5-coder-0.5b"))
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
     index.build(load_corpus("docs.jsonl"))
     print(index.as_query_engine(response_type="bulleted report").query("What are the main themes?"))
 """

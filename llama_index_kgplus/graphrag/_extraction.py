@@ -91,7 +91,7 @@ class GraphExtractor(TransformComponent):
 
     Example::
 
-        extractor = GraphExtractor.from_defaults(llm=defaults.default_llm("qwen2.5-coder-0.5b"))
+        extractor = GraphExtractor.from_defaults(llm=llm_from_spec("qwen2.5-coder-0.5b"))
         nodes = extractor(nodes)            # fills KG_NODES_KEY / KG_RELATIONS_KEY like SimpleLLMPathExtractor
         result = extractor.extract_text("Ada Lovelace wrote about the Analytical Engine.")
     """

@@ -17,7 +17,7 @@ Indexing and updating are one procedure, each step resumable:
 
 Example::
 
-    index = GraphRAGIndex.from_defaults("./grag", llm=defaults.default_llm("qwen2.5-coder-0.5b"))
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
     stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
     print(stats.reports_regenerated, "of", stats.reports_total)
     response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")

@@ -8,7 +8,7 @@ figures of a Ray run are complete.
 
 Example::
 
-    executor = RayExecutor.from_defaults(llm_factory=partial(default_llm, "qwen2.5-coder-0.5b"), num_cpus=2)
+    executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
     index = GraphRAGIndex.from_defaults("./store", executor=executor)
 """
 

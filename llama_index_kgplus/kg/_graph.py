@@ -359,7 +359,7 @@ _SECRET_KWARGS = frozenset({"username", "password", "auth", "token"})
 def open_kg_store(uri: str | None = None, *, create: bool = True, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
     """Open a store for knowledge-graph use (the dialect's open options, e.g. no APOC schema refresh on Neo4j)."""
     if uri is None:
-        from llama_index_kgplus.defaults import default_graph_store_uri
+        from llama_index_kgplus.graph_stores import default_graph_store_uri
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)

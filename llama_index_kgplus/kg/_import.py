@@ -109,7 +109,7 @@ def import_kg(
         on_unknown_id=on_unknown_id,
     )
     if not isinstance(graph, KnowledgeGraph):
-        from llama_index_kgplus.defaults import default_graph_store_uri
+        from llama_index_kgplus.graph_stores import default_graph_store_uri
 
         parsed = GraphStoreURI.parse(graph or default_graph_store_uri())
         if parsed.engine == "ladybug":

@@ -1,11 +1,16 @@
-"""Model specs: one string names the LLM or the embedding model of every command and of :mod:`defaults`.
+"""Model specs: one string names the LLM or the embedding model of every command and of the library, and
+:func:`llm_from_spec` / :func:`embed_model_from_spec` are the one way from such a string to a model.
 
 =============================  ==============================================================================
-``local:NAME`` or ``NAME``     a packaged local model (``qwen2.5-coder-1.5b``, ...) or a ``.gguf`` path
+``local:NAME`` or ``NAME``     a packaged local model (``qwen2.5-coder-1.5b``, ...) or a ``.gguf`` path; for
+                               embeddings ``local`` (all-MiniLM-L6-v2)
 ``openai-like:MODEL@URL``      any OpenAI-compatible server (vLLM, TGI, llama.cpp's server, LM Studio)
 ``ollama:MODEL[@URL]``         an Ollama server (default ``http://localhost:11434``)
 ``bedrock:MODEL_ID``           Amazon Bedrock (Converse for LLMs), region and credentials from the AWS chain
+``module:factory``             a function of yours, called with no argument, that returns the model
 =============================  ==============================================================================
+
+No spec (None) means ``$KGPLUS_LLM`` / ``$KGPLUS_EMBED_MODEL``, else the packaged default.
 
 Credentials come from the environment only (``OPENAI_API_KEY``; the AWS variables, profile and config files): a
 spec that carries a key or a password is refused. Each remote backend is an optional extra.
@@ -16,6 +21,7 @@ Example::
 
     llm = llm_from_spec("openai-like:qwen2.5-coder-1.5b@http://127.0.0.1:8080/v1")
     embed_model = embed_model_from_spec("ollama:nomic-embed-text@http://gpu-box:11434")
+    local = llm_from_spec()              # the packaged Qwen2.5-Coder-1.5B through llama.cpp
 """
 
 from __future__ import annotations
@@ -26,14 +32,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
+from llama_index_kgplus.defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.llms import LLM
 
-SpecKind = Literal["local", "openai-like", "ollama", "bedrock"]
+SpecKind = Literal["local", "openai-like", "ollama", "bedrock", "factory"]
 KINDS: tuple[str, ...] = ("local", "openai-like", "ollama", "bedrock")
+# ``package.module:function``: a factory of the user's (a Windows drive ``C:`` or a ``.gguf`` path is not one)
+_FACTORY_RE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
 OLLAMA_URL = "http://localhost:11434"
 LOCAL_EMBED_NAMES = frozenset({"local", "default", "all-MiniLM-L6-v2"})
 DEFAULT_TIMEOUT = 120.0
@@ -57,8 +66,8 @@ class ModelSpec:
 
     @property
     def remote(self) -> bool:
-        """True for a model behind a server (anything but ``local``)."""
-        return self.kind != "local"
+        """True for a model behind a server (``openai-like``, ``ollama``, ``bedrock``)."""
+        return self.kind not in ("local", "factory")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.model}" + (f"@{self.base_url}" if self.base_url else "")
@@ -81,6 +90,8 @@ def parse_model_spec(spec: str) -> ModelSpec:
             "command line; set OPENAI_API_KEY (or the AWS variables / profile) in the environment instead."
         )
     kind, sep, rest = spec.partition(":")
+    if sep and kind not in KINDS and _FACTORY_RE.fullmatch(spec) and not os.path.exists(spec):
+        return ModelSpec("factory", spec)
     if not sep or kind not in KINDS:
         return ModelSpec("local", spec)
     if kind == "local":
@@ -140,8 +151,35 @@ def _aws_region() -> str | None:
     return str(region)
 
 
+def chosen_spec(spec: str | os.PathLike | ModelSpec | None, env: str, default: str) -> ModelSpec:
+    """``spec`` parsed (and checked, before any model loads); None means ``$env``, else ``default``. An empty
+    spec is an error, never the default."""
+    if isinstance(spec, ModelSpec):
+        return spec
+    if spec is None:
+        spec = os.environ.get(env)
+    return parse_model_spec(default if spec is None else str(spec))
+
+
+def _from_factory(spec: ModelSpec, expected: type, what: str) -> Any:
+    """The model a ``module:factory`` spec returns, checked to be a LlamaIndex ``expected``."""
+    import importlib
+
+    module, _, attr = spec.model.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise KGPlusSetupError(f"Model spec {spec.model}: cannot import {attr!r} from {module!r} ({exc}).") from exc
+    model = factory()
+    if not isinstance(model, expected):
+        raise KGPlusSetupError(
+            f"Model spec {spec.model}: the factory returned a {type(model).__name__}, not a LlamaIndex {what}."
+        )
+    return model
+
+
 def llm_from_spec(
-    spec: str | ModelSpec,
+    spec: str | os.PathLike | ModelSpec | None = None,
     *,
     temperature: float = 0.0,
     max_new_tokens: int = 512,
@@ -150,15 +188,25 @@ def llm_from_spec(
     max_retries: int = DEFAULT_MAX_RETRIES,
     **local_kwargs: Any,
 ) -> LLM:
-    """The LlamaIndex LLM that ``spec`` names. ``context_window`` defaults to 4096 for servers that do not
-    report theirs; ``timeout`` (seconds per request) and ``max_retries`` (with backoff, on 429 and 5xx) apply to
-    servers; ``local_kwargs`` go to :func:`llama_index_kgplus.defaults.default_llm`."""
-    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
-    window = context_window or 4096
-    if parsed.kind == "local":
-        from llama_index_kgplus import defaults
+    """The LlamaIndex LLM that ``spec`` names (None: ``$KGPLUS_LLM``, else the packaged
+    ``qwen2.5-coder-1.5b``). ``context_window`` defaults to the packaged model's, or to 4096 for servers that do
+    not report theirs; ``timeout`` (seconds per request) and ``max_retries`` (with backoff, on 429 and 5xx) apply
+    to servers; ``local_kwargs`` (``n_threads``, ``seed``, ``model_kwargs``, ...) to a local model.
 
-        return defaults.default_llm(
+    Example::
+
+        llm = llm_from_spec("qwen2.5-coder-0.5b", max_new_tokens=256)
+    """
+    from llama_index.core.llms import LLM
+
+    parsed = chosen_spec(spec, LLM_ENV, DEFAULT_LLM)
+    window = context_window or 4096
+    if parsed.kind == "factory":
+        return _from_factory(parsed, LLM, "LLM")  # type: ignore[no-any-return]
+    if parsed.kind == "local":
+        from llama_index_kgplus.llm._local import local_llm
+
+        return local_llm(
             parsed.model,
             temperature=temperature,
             max_new_tokens=max_new_tokens,
@@ -205,20 +253,33 @@ def llm_from_spec(
 
 
 def embed_model_from_spec(
-    spec: str | ModelSpec, *, timeout: float = DEFAULT_TIMEOUT, max_retries: int = DEFAULT_MAX_RETRIES, **kwargs: Any
+    spec: str | ModelSpec | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    **kwargs: Any,
 ) -> BaseEmbedding:
-    """The LlamaIndex embedding model that ``spec`` names; ``local`` (any name) is the packaged
-    all-MiniLM-L6-v2 of :func:`llama_index_kgplus.defaults.default_embed_model`."""
-    parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)
+    """The LlamaIndex embedding model that ``spec`` names (None: ``$KGPLUS_EMBED_MODEL``, else ``local``, the
+    packaged all-MiniLM-L6-v2).
+
+    Example::
+
+        embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package
+    """
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+    parsed = chosen_spec(spec, EMBED_MODEL_ENV, "local")
+    if parsed.kind == "factory":
+        return _from_factory(parsed, BaseEmbedding, "embedding model")  # type: ignore[no-any-return]
     if parsed.kind == "local":
         if parsed.model not in LOCAL_EMBED_NAMES:
             raise KGPlusSetupError(
                 f"Unknown embedding model spec {parsed.model!r}: the local one is 'local' (all-MiniLM-L6-v2); served "
                 "ones are openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
             )
-        from llama_index_kgplus import defaults
+        from llama_index_kgplus.llm._local import local_embed_model
 
-        return defaults.default_embed_model(spec="local", **kwargs)
+        return local_embed_model(**kwargs)
     if parsed.kind == "openai-like":
         module = _import("llama_index.embeddings.openai", "openai", "openai-like:")
         return module.OpenAIEmbedding(  # type: ignore[no-any-return]

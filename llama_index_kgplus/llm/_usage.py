@@ -10,7 +10,7 @@ wrapper they were given.
 
 Example::
 
-    llm = metered(defaults.default_llm("qwen2.5-coder-0.5b"))
+    llm = metered(llm_from_spec("qwen2.5-coder-0.5b"))
     llm.complete("Hi")
     usage_meter(llm).snapshot()   # LLMUsage(llm_calls=1, prompt_tokens=..., completion_tokens=...)
 """

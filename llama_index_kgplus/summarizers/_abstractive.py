@@ -52,7 +52,7 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     Example::
 
-        summarizer = AbstractiveSummarizer(llm=defaults.default_llm("qwen2.5-coder-0.5b"), max_words=80)
+        summarizer = AbstractiveSummarizer(llm=llm_from_spec("qwen2.5-coder-0.5b"), max_words=80)
         summarizer.summarize(["Passage one ...", "Passage two ..."])
     """
 
@@ -225,5 +225,5 @@ def _settings_llm() -> LLM:
     except Exception as exc:  # Settings falls back to OpenAI, which is usually not installed here
         raise KGPlusSetupError(
             "AbstractiveSummarizer needs an LLM and none was given: pass llm=..., or set Settings.llm "
-            "(e.g. llama_index_kgplus.defaults.default_llm())."
+            "(e.g. llama_index_kgplus.llm.llm_from_spec())."
         ) from exc

@@ -84,7 +84,7 @@ def resolve_embed_model(embed_model: BaseEmbedding | None, what: str) -> BaseEmb
     except Exception as exc:  # Settings falls back to OpenAI, which is usually not installed here
         raise KGPlusSetupError(
             f"{what} needs an embedding model and none was given: pass embed_model=..., or set "
-            "Settings.embed_model (e.g. llama_index_kgplus.defaults.default_embed_model())."
+            "Settings.embed_model (e.g. llama_index_kgplus.llm.embed_model_from_spec())."
         ) from exc
 
 

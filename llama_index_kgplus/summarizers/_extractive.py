@@ -32,7 +32,7 @@ class ExtractiveSummarizer(BaseSummarizer):
 
     Example::
 
-        summarizer = ExtractiveSummarizer(embed_model=defaults.default_embed_model(), max_sentences=3)
+        summarizer = ExtractiveSummarizer(embed_model=embed_model_from_spec(), max_sentences=3)
         summarizer.summarize(["First passage ...", "Second passage ..."])
     """
 

@@ -108,14 +108,12 @@ class Workbench:
         """Load the models and build the routed engine (the first question does it otherwise)."""
         if self._engine is not None:
             return
-        from llama_index_kgplus import defaults
-        from llama_index_kgplus.cli._graphrag import build_llm
         from llama_index_kgplus.glossary import Glossary
-        from llama_index_kgplus.llm import metered
+        from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
         from llama_index_kgplus.router import RoutedQueryEngine
 
-        self._embed_model = self._embed_model or defaults.default_embed_model()
-        self._llm = metered(self._llm or build_llm(self.config.llm))
+        self._embed_model = self._embed_model or embed_model_from_spec()
+        self._llm = metered(self._llm or llm_from_spec(self.config.llm))
         glossary = Glossary.load(self.config.glossary) if self.config.glossary else None
         engines = self.sources.engines(self._llm, self._embed_model, streaming=True, glossary=glossary)
         self._engine = RoutedQueryEngine.from_defaults(engines, router=self.sources.router(self._embed_model))

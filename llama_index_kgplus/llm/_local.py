@@ -1,0 +1,103 @@
+"""The embedded defaults as models: the packaged GGUF LLMs through ``llama-index-llms-llama-cpp`` (no download,
+ever) and all-MiniLM-L6-v2 through ``HuggingFaceEmbedding``, both loaded from files inside installed packages.
+Reached through :func:`~llama_index_kgplus.llm.llm_from_spec` and
+:func:`~llama_index_kgplus.llm.embed_model_from_spec`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llama_index_kgplus.defaults import DEFAULT_LLM, INSTALL_HINT, LLM_MODELS, embed_model_path, gguf_path, verify_gguf
+from llama_index_kgplus.errors import KGPlusSetupError
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.llms import LLM
+
+
+def local_model_path(model: str | os.PathLike | None = None) -> Path:
+    """The GGUF file of a packaged model name (:data:`~llama_index_kgplus.defaults.LLM_MODELS`, default
+    :data:`~llama_index_kgplus.defaults.DEFAULT_LLM`) or of a path to any ``.gguf`` file, verified."""
+    choice = str(model or DEFAULT_LLM)
+    if choice in LLM_MODELS:
+        return gguf_path(choice)
+    path = Path(choice).expanduser()
+    if not path.suffix == ".gguf" and not path.exists():
+        raise KGPlusSetupError(
+            f"The model {choice!r} is neither a known model ({', '.join(LLM_MODELS)}) nor a .gguf file."
+        )
+    verify_gguf(path)
+    return path
+
+
+def chatml_messages_to_prompt(messages: Any, system_prompt: str | None = None) -> str:
+    """Qwen2.5's ChatML template."""
+    out = []
+    roles = [str(getattr(m.role, "value", m.role)) for m in messages]
+    if system_prompt and "system" not in roles:
+        out.append(f"<|im_start|>system\n{system_prompt}<|im_end|>\n")
+    elif "system" not in roles:
+        out.append("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n")
+    for role, message in zip(roles, messages):
+        out.append(f"<|im_start|>{role}\n{message.content or ''}<|im_end|>\n")
+    out.append("<|im_start|>assistant\n")
+    return "".join(out)
+
+
+def chatml_completion_to_prompt(completion: str, system_prompt: str | None = None) -> str:
+    """``completion`` in Qwen's ChatML chat template (a system turn, the user turn, the assistant's opening)."""
+    system = system_prompt or "You are a helpful assistant."
+    return f"<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{completion}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def local_llm(
+    model: str | os.PathLike | None = None,
+    *,
+    temperature: float = 0.0,
+    max_new_tokens: int = 512,
+    context_window: int | None = None,
+    n_threads: int | None = None,
+    seed: int = 0,
+    **kwargs: Any,
+) -> LLM:
+    """A packaged model (or any ``.gguf`` file) through llama.cpp, greedy by default, with Qwen's chat template."""
+    try:
+        from llama_index.llms.llama_cpp import LlamaCPP
+    except ImportError as exc:
+        raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {INSTALL_HINT}.") from exc
+    path = local_model_path(model)
+    spec = LLM_MODELS.get(str(model or DEFAULT_LLM))
+    window = context_window or (spec.context_window if spec else 4096)
+    model_kwargs = {"n_threads": n_threads or os.cpu_count() or 1, "seed": seed, "verbose": False}
+    model_kwargs.update(kwargs.pop("model_kwargs", {}))
+    try:
+        return LlamaCPP(
+            model_path=str(path),
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            context_window=window,
+            messages_to_prompt=chatml_messages_to_prompt,
+            completion_to_prompt=chatml_completion_to_prompt,
+            model_kwargs=model_kwargs,
+            verbose=False,
+            **kwargs,
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise KGPlusSetupError(
+            f"llama.cpp could not load {path} ({exc}). If it is a packaged model, delete it and run "
+            "`kgplus models prepare`; otherwise check that the file is a complete GGUF model."
+        ) from exc
+
+
+def local_embed_model(**kwargs: Any) -> BaseEmbedding:
+    """all-MiniLM-L6-v2 (384-d) from its package folder, embedding each batch in order of text length."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from llama_index_kgplus.llm._embedding import LengthSortedHuggingFaceEmbedding
+    except ImportError as exc:
+        raise KGPlusSetupError(f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}.") from exc
+    kwargs.setdefault("embed_batch_size", 32)
+    return LengthSortedHuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
