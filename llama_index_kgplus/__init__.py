@@ -7,6 +7,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
+from llama_index_kgplus._assembly import ENGINE_NAMES, KGPlusSources
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusError, KGPlusSetupError, NotFittedError
@@ -45,6 +46,7 @@ from llama_index_kgplus.summarizers import (
 )
 
 __all__ = [
+    "ENGINE_NAMES",
     "AbstractiveSummarizer",
     "DriftGuard",
     "EntityGraph",
@@ -68,6 +70,7 @@ __all__ = [
     "KGPathRetriever",
     "KGPathSubRetriever",
     "KGPlusError",
+    "KGPlusSources",
     "KGPlusSetupError",
     "NotFittedError",
     "KnowledgeGraph",

@@ -34,6 +34,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from llama_index_kgplus import defaults
+from llama_index_kgplus._assembly import KGPlusSources
 from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET, ContextCompressor
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
@@ -56,7 +57,6 @@ from llama_index_kgplus.llm import (
     llm_from_spec,
     metered,
 )
-from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, kg_entity_feature, table_feature
 from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
     SAMPLE_KG_NODES,
@@ -66,7 +66,7 @@ from llama_index_kgplus.sample import (
     sample_glossary_path,
 )
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
-from llama_index_kgplus.tables import SQLTables, TableQueryEngine
+from llama_index_kgplus.tables import SQLTables
 
 __all__ = [
     "run_demo",
@@ -246,13 +246,11 @@ def run_demo(
 
     tables = SQLTables()
     tables.add("weather", SAMPLE_WEATHER_TABLE, description=WEATHER_TABLE_DESCRIPTION)
-    router = QuestionRouter.from_defaults(
-        embed_model, features=[kg_entity_feature(graph.entity_matcher()), table_feature(tables)]
-    )
-    engines = {"local": hierarchy_engine, "multihop": multihop_engine, "kg": kg_engine}
-    routed = RoutedQueryEngine.from_defaults(
-        {**engines, "sql": TableQueryEngine.from_defaults(tables, llm=llm)}, router=router
-    )
+    sources = KGPlusSources(
+        index=index, kg_store=graph, tables=tables, llm=llm, embed_model=embed_model, similarity_top_k=top_k,
+        context_budget=context_budget, retrieval_mode="collapsed", streaming=True,
+    )  # fmt: skip
+    router, routed = sources.router(), sources.routed_query_engine()
     print("\n[routing] one question of each kind the demo's data supports (no LLM call):", file=out)
     questions = [HIERARCHY_QUESTION, MULTIHOP_QUESTION, KG_QUESTION, TABLE_QUESTION]
     responses["routes"] = router.route_many(questions)

@@ -6,13 +6,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, TextIO, cast
 
 from llama_index_kgplus import defaults
 from llama_index_kgplus.graph_stores import default_graph_store_uri
-from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
-from llama_index_kgplus.llm._local import local_model_path
-from llama_index_kgplus.llm._specs import chosen_spec
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, resolve_model_spec
 
 __all__ = [
     "Check",
@@ -51,7 +50,7 @@ def _embedding(spec: str | None) -> Callable[[], str]:
         vec = model.get_text_embedding("kgplus doctor")
         if not vec:
             raise RuntimeError(f"{model.model_name} returned an empty vector")
-        chosen = chosen_spec(spec, defaults.EMBED_MODEL_ENV, "local")
+        chosen = resolve_model_spec(spec, "embed_model")
         source = f"all-MiniLM-L6-v2 from {defaults.embed_model_path()}" if chosen.kind == "local" else str(chosen)
         return f"{source} -> {len(vec)}-d vectors"
 
@@ -60,10 +59,10 @@ def _embedding(spec: str | None) -> Callable[[], str]:
 
 def _llm(spec: str | None) -> Callable[[], str]:
     def check() -> str:
-        chosen = chosen_spec(spec, defaults.LLM_ENV, defaults.DEFAULT_LLM)
+        chosen = resolve_model_spec(spec, "llm")
         llm = llm_from_spec(spec, max_new_tokens=8)
         text = llm.complete("Say OK.").text.strip()
-        name = local_model_path(chosen.model).name if chosen.kind == "local" else str(chosen)
+        name = Path(cast(Any, llm).model_path).name if chosen.kind == "local" else str(chosen)  # a LlamaCPP
         if not text:
             raise RuntimeError(f"{name} generated no text")
         window = _served_context_window(chosen) if chosen.remote else llm.metadata.context_window

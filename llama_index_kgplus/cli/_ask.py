@@ -19,7 +19,6 @@ with ``sources`` in the form of ``kgplus query``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 import sys
@@ -30,15 +29,6 @@ from llama_index_kgplus.cli import _args
 from llama_index_kgplus.cli._index import _questions, source_record
 from llama_index_kgplus.errors import InputDataError
 
-#: The engine that answers each route's questions
-ENGINE_NAMES = {
-    "local": "vector_index",
-    "multihop": "entity_graph",
-    "global": "graphrag_global",
-    "kg": "kg_paths",
-    "sql": "text_to_sql",
-}
-
 
 def _table_arg(value: str) -> tuple[str, Path]:
     name, sep, path = value.partition("=")
@@ -47,138 +37,27 @@ def _table_arg(value: str) -> tuple[str, Path]:
     return name, Path(path)
 
 
-class _Sources:
-    """The sources of one command, checked before any model loads, opened once, closed at the end."""
+def sources(args: argparse.Namespace, **settings: Any) -> Any:
+    """The :class:`~llama_index_kgplus.KGPlusSources` of the command's ``--index``, ``--kg-store``,
+    ``--graphrag`` and ``--table`` options and models (opened by the caller, before any model loads)."""
+    from llama_index_kgplus import KGPlusSources
+    from llama_index_kgplus.llm import resolve_model_spec
 
-    def __init__(self, args: argparse.Namespace, stack: contextlib.ExitStack) -> None:
-        from llama_index_kgplus.entity_graph import GRAPH_FILE
-        from llama_index_kgplus.graphrag import STATE_FILE
-        from llama_index_kgplus.indexing import require_index
-
-        self.args, self.stack = args, stack
-        if not (args.index or args.kg_store or args.graphrag or args.table):
-            raise InputDataError("Give at least one source: --index, --kg-store, --graphrag or --table NAME=PATH.")
-        self.routes: list[str] = []
-        if args.index:
-            require_index(args.index)
-            self.routes.append("local")
-            if (Path(args.index) / GRAPH_FILE).is_file():
-                self.routes.append("multihop")
-        if args.graphrag:
-            if not (Path(args.graphrag) / STATE_FILE).is_file():
-                raise InputDataError(
-                    f"--graphrag {args.graphrag} holds no GraphRAG index: run `kgplus graphrag index DOCS "
-                    f"--store {args.graphrag}` first."
-                )
-            self.routes.append("global")
-        self.kg: Any = None
-        if args.kg_store:
-            from llama_index_kgplus.kg import KnowledgeGraph
-
-            self.kg = stack.enter_context(KnowledgeGraph.open(args.kg_store))
-            self.routes.append("kg")
-        self.tables: Any = None
-        if args.table:
-            from llama_index_kgplus.tables import SQLTables
-
-            self.tables = SQLTables()
-            for name, path in args.table:
-                self.tables.add(name, path)
-            self.routes.append("sql")
-
-    def router(self, embed_model: Any) -> Any:
-        from llama_index_kgplus.router import QuestionRouter, kg_entity_feature, table_feature
-
-        features = []
-        if self.kg is not None:
-            features.append(kg_entity_feature(self.kg.entity_matcher()))
-        if self.tables is not None:
-            features.append(table_feature(self.tables))
-        return QuestionRouter.from_defaults(embed_model, features=features).fit()
-
-    def engines(self, llm: Any, embed_model: Any, *, streaming: bool = False, glossary: Any = None) -> dict[str, Any]:
-        """A factory per configured route: each engine is built when its first question comes. ``streaming``: the
-        engines that can stream do (passages, KG paths); ``glossary``: local questions are rewritten with it
-        (the workbench, ``kgplus ui --glossary``)."""
-        from llama_index.core.query_engine import RetrieverQueryEngine
-
-        args = self.args
-        index_box: dict[str, Any] = {}
-
-        def index() -> Any:
-            from llama_index_kgplus.indexing import load_index
-
-            if "index" not in index_box:
-                index_box["index"] = load_index(args.index, embed_model=embed_model, check=False)
-            return index_box["index"]
-
-        def local_retriever() -> Any:
-            from llama_index_kgplus.hierarchy import HierarchicalRetriever, default_mode, manifest_root_ids
-
-            root_ids = manifest_root_ids(Path(args.index), index().docstore)
-            mode = default_mode(root_ids)
-            return HierarchicalRetriever.from_index(index(), mode=mode, similarity_top_k=args.top_k, root_ids=root_ids)
-
-        def postprocessors() -> list[Any]:
-            from llama_index_kgplus.compression import postprocessors_for
-
-            return postprocessors_for(None, args.context_budget, embed_model=embed_model, llm=llm)
-
-        def passages(retriever: Any) -> Any:
-            return RetrieverQueryEngine.from_args(
-                retriever, llm=llm, node_postprocessors=postprocessors(), streaming=streaming
-            )
-
-        def multihop() -> Any:
-            from llama_index_kgplus.entity_graph import EntityGraphRetriever
-
-            retriever = EntityGraphRetriever.from_index(
-                index(), persist_dir=Path(args.index), similarity_top_k=args.top_k
-            )
-            retriever.warm_up()
-            return passages(retriever)
-
-        def kg() -> Any:
-            from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever
-
-            vector = local_retriever() if args.index else None
-            return KGAugmentedQueryEngine.from_defaults(
-                KGPathRetriever.from_defaults(self.kg), vector, llm=llm, streaming=streaming
-            )
-
-        def global_() -> Any:
-            from llama_index_kgplus.graphrag import GraphRAGIndex
-
-            graphrag = GraphRAGIndex.from_defaults(args.graphrag, llm=llm, show_progress=False)
-            self.stack.callback(graphrag.close)
-            return graphrag.as_query_engine(show_progress=False)
-
-        def sql() -> Any:
-            from llama_index_kgplus.tables import TableQueryEngine
-
-            return TableQueryEngine.from_defaults(self.tables, llm=llm)
-
-        def local() -> Any:
-            if glossary is None:
-                return passages(local_retriever())
-            from llama_index_kgplus.glossary import GlossaryQueryEngine
-
-            return GlossaryQueryEngine.from_defaults(
-                glossary, retriever=local_retriever(), llm=llm, embed_model=embed_model,
-                node_postprocessors=postprocessors(), streaming=streaming,
-            )  # fmt: skip
-
-        factories = {
-            "local": local,
-            "multihop": multihop,
-            "global": global_,
-            "kg": kg,
-            "sql": sql,
-        }
-        return {route: factories[route] for route in self.routes}
+    if not (args.index or args.kg_store or args.graphrag or args.table):
+        raise InputDataError("Give at least one source: --index, --kg-store, --graphrag or --table NAME=PATH.")
+    return KGPlusSources(
+        index=args.index,
+        kg_store=args.kg_store,
+        graphrag=args.graphrag,
+        tables=list(args.table or []) or None,
+        llm=resolve_model_spec(getattr(args, "llm", None), "llm"),
+        embed_model=resolve_model_spec(None, "embed_model"),
+        **settings,
+    )
 
 
 def _route_record(decision: Any, routes: list[str]) -> dict[str, Any]:
+    from llama_index_kgplus import ENGINE_NAMES
     from llama_index_kgplus.router import choose_engine
 
     chosen, note = choose_engine(decision, dict.fromkeys(routes))
@@ -205,38 +84,23 @@ def _print_route(args: argparse.Namespace, record: dict[str, Any]) -> None:
 
 
 def _route(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.llm import embed_model_from_spec
-
     questions = _questions(args)
-    with contextlib.ExitStack() as stack:
-        sources = _Sources(args, stack)
-        router = sources.router(embed_model_from_spec())
-        for decision in router.route_many(questions):
-            _print_route(args, _route_record(decision, sources.routes))
+    with sources(args) as opened:
+        for decision in opened.router().route_many(questions):
+            _print_route(args, _route_record(decision, opened.routes))
     sys.stdout.flush()
     return 0
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.llm import (
-        AnswerUsage,
-        attach_usage,
-        embed_model_from_spec,
-        format_usage,
-        llm_from_spec,
-        metered,
-    )
-    from llama_index_kgplus.router import RoutedQueryEngine
+    from llama_index_kgplus import ENGINE_NAMES
+    from llama_index_kgplus.llm import format_usage
 
     questions = _questions(args)
-    with contextlib.ExitStack() as stack:
-        sources = _Sources(args, stack)
-        embed_model = embed_model_from_spec()
-        llm = metered(llm_from_spec(args.llm))
-        engine = RoutedQueryEngine.from_defaults(sources.engines(llm, embed_model), router=sources.router(embed_model))
+    with sources(args, similarity_top_k=args.top_k, context_budget=args.context_budget) as opened:
+        engine = opened.routed_query_engine()
         for question in questions:
-            usage = AnswerUsage(llm)
-            response = attach_usage(engine.query(question), usage)
+            response = engine.query(question)
             meta = response.metadata
             record: dict[str, Any] = {
                 "answer": str(response.response).strip(),

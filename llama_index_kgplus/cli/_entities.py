@@ -11,7 +11,6 @@ score, the question's entities and the path that reached the passage.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.cli import _args
@@ -106,22 +105,8 @@ def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None) -> No
     )
 
 
-def make_retriever(index: Any, args: argparse.Namespace) -> Any:
-    from pydantic import ValidationError
-
-    from llama_index_kgplus.entity_graph import EntityGraphRetriever
-    from llama_index_kgplus.errors import InputDataError
-
-    settings: dict[str, Any] = {"similarity_top_k": args.top_k, "include_parents": args.with_parents}
-    if args.damping is not None:
-        settings["damping"] = args.damping
-    if args.max_hops is not None:
-        settings["max_hops"] = args.max_hops
-    try:
-        retriever = EntityGraphRetriever.from_index(index, persist_dir=Path(args.index), **settings)
-    except ValidationError as exc:
-        raise InputDataError(
-            f"Invalid graph retrieval setting: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc'][0]})."
-        ) from exc
-    retriever.warm_up()
-    return retriever
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The EntityGraphRetriever settings of the ``--retrieval graph`` options (the retriever's defaults for the
+    options not given)."""
+    given = {"include_parents": args.with_parents, "damping": args.damping, "max_hops": args.max_hops}
+    return {key: value for key, value in given.items() if value is not None}

@@ -50,19 +50,17 @@ def _glossary_file(path: str) -> Any:
 
 
 def make_engine(
-    args: argparse.Namespace, retriever: Any, index: Any, llm: Any | None, postprocessors: list[Any]
+    args: argparse.Namespace, sources: Any, retriever: Any, llm: Any | None, postprocessors: list[Any]
 ) -> Any | None:
     """The glossary engine over ``retriever`` (streaming), or None without ``--glossary``."""
     if getattr(args, "glossary", None) is None:
         return None
     from llama_index_kgplus.glossary import GlossaryQueryEngine
-    from llama_index_kgplus.indexing import index_embed_model
-    from llama_index_kgplus.llm import llm_from_spec
 
     if llm is None:
-        llm = llm_from_spec(args.llm) if args.mode != "original" else _no_llm()
+        llm = sources.get_llm() if args.mode != "original" else _no_llm()
     return GlossaryQueryEngine.from_defaults(
-        args.glossary, retriever=retriever, llm=llm, embed_model=index_embed_model(index), mode=args.mode,
+        args.glossary, retriever=retriever, llm=llm, embed_model=sources.get_embed_model(), mode=args.mode,
         node_postprocessors=postprocessors, streaming=True,
     )  # fmt: skip
 

@@ -141,12 +141,9 @@ def _index(args: argparse.Namespace) -> int:
 
 def _update(args: argparse.Namespace) -> int:
     from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.graphrag import STATE_FILE
+    from llama_index_kgplus.graphrag import require_store
 
-    if not (Path(args.store) / STATE_FILE).is_file():
-        raise InputDataError(
-            f"{args.store} holds no GraphRAG index: run `kgplus graphrag index {args.docs_path} --store {args.store}` first."
-        )
+    require_store(args.store)
     docs = load_corpus(args.docs_path)
     with _opened_index(args) as index:
         stats = index.update(docs)
@@ -154,12 +151,9 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.graphrag import STATE_FILE
+    from llama_index_kgplus.graphrag import require_store
 
-    if not (Path(args.store) / STATE_FILE).is_file():
-        raise InputDataError(
-            f"{args.store} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {args.store}` first."
-        )
+    require_store(args.store)
     with _opened_index(args) as index:
         if not index.exists():
             raise InputDataError(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus.cli import _args
@@ -103,17 +102,3 @@ def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> N
             f"({failed['error']}); its children are indexed without it",
             file=sys.stderr,
         )
-
-
-def make_retriever(index: Any, args: argparse.Namespace) -> Any:
-    """A HierarchicalRetriever over the index folder (flat top-k when the index has no summaries)."""
-    from llama_index_kgplus.hierarchy import HierarchicalRetriever, default_mode, manifest_root_ids
-
-    roots = manifest_root_ids(Path(args.index), index.docstore)
-    return HierarchicalRetriever.from_index(
-        index,
-        mode=args.retrieval or default_mode(roots),
-        similarity_top_k=args.top_k,
-        expand_children=args.expand_children,
-        root_ids=roots,
-    )

@@ -146,44 +146,53 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
-    from llama_index.core.query_engine import RetrieverQueryEngine
+    from pydantic import ValidationError
 
+    from llama_index_kgplus import KGPlusSources
     from llama_index_kgplus.compression import query_with_hints, run_postprocessors
-    from llama_index_kgplus.indexing import load_index, require_index
-    from llama_index_kgplus.llm import AnswerUsage, attach_usage, embed_model_from_spec, llm_from_spec, metered
+    from llama_index_kgplus.llm import AnswerUsage, attach_usage, resolve_model_spec
 
     _compression.check(args)
     questions = _questions(args)
-    require_index(args.index)  # before the embedding model loads
-    embed_model = embed_model_from_spec()
-    index = load_index(args.index, embed_model=embed_model, check=False)
-    if args.retrieval == "graph":
-        retriever = _entities.make_retriever(index, args)
-    else:
-        retriever = _hierarchy.make_retriever(index, args)
-    llm = metered(llm_from_spec(args.llm)) if synthesize else None
-    postprocessors = _compression.postprocessors(args, llm, embed_model)
-    glossary_engine = _glossary.make_engine(args, retriever, index, llm, postprocessors)
-    engine = None
-    if synthesize and glossary_engine is None:
-        engine = RetrieverQueryEngine.from_args(retriever, llm=llm, node_postprocessors=postprocessors, streaming=True)
-    stream = bool(getattr(args, "stream", False))
-    answer = (lambda response: _read_answer(response, stream)) if synthesize else None
-    for question in questions:
-        record: dict[str, Any] = {"original_query": question, "rewritten_query": None, "glossary_terms": []}
-        if stream:
-            print(f"Q: {question}\n", flush=True)
-        if glossary_engine is not None:
-            record = _glossary.run(glossary_engine, question, answer, source_record)
-        elif engine is not None:
-            assert answer is not None  # an engine is made only to synthesize
-            usage = AnswerUsage(llm)
-            response = attach_usage(engine.query(question), usage)
-            record = {**answer(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
-        else:
-            nodes = run_postprocessors(postprocessors, retriever.retrieve(question), query_with_hints(question))
-            record["sources"] = [source_record(h) for h in nodes]
-        _print_result(args, record)
+    graph = args.retrieval == "graph"
+    route = "multihop" if graph else "local"
+    sources = KGPlusSources(
+        index=args.index,
+        llm=resolve_model_spec(getattr(args, "llm", None), "llm"),
+        embed_model=resolve_model_spec(None, "embed_model"),
+        similarity_top_k=args.top_k,
+        context_budget=None if args.compress == "none" else args.context_budget,
+        retrieval_mode=None if graph else args.retrieval,
+        retriever_kwargs={"local": {"expand_children": args.expand_children}, "multihop": _entities.settings(args)},
+        streaming=True,
+    )
+    with sources:
+        try:
+            retriever = sources.retriever(route)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            raise InputDataError(f"Invalid graph retrieval setting: {error['msg']} ({error['loc'][0]}).") from exc
+        llm = sources.get_llm() if synthesize else None
+        postprocessors = sources.node_postprocessors(llm)
+        glossary_engine = _glossary.make_engine(args, sources, retriever, llm, postprocessors)
+        engine = sources.query_engine(route) if synthesize and glossary_engine is None else None
+        stream = bool(getattr(args, "stream", False))
+        answer = (lambda response: _read_answer(response, stream)) if synthesize else None
+        for question in questions:
+            record: dict[str, Any] = {"original_query": question, "rewritten_query": None, "glossary_terms": []}
+            if stream:
+                print(f"Q: {question}\n", flush=True)
+            if glossary_engine is not None:
+                record = _glossary.run(glossary_engine, question, answer, source_record)
+            elif engine is not None:
+                assert answer is not None  # an engine is made only to synthesize
+                usage = AnswerUsage(llm)
+                response = attach_usage(engine.query(question), usage)
+                record = {**answer(response), **record, "sources": [source_record(h) for h in response.source_nodes]}
+            else:
+                nodes = run_postprocessors(postprocessors, retriever.retrieve(question), query_with_hints(question))
+                record["sources"] = [source_record(h) for h in nodes]
+            _print_result(args, record)
     sys.stdout.flush()
     return 0
 

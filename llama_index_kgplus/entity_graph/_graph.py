@@ -302,15 +302,23 @@ class EntityGraph:
 
     @classmethod
     def exists(cls, persist_dir: str | Path) -> bool:
+        """Whether ``persist_dir`` holds an entity graph file."""
         return (Path(persist_dir) / GRAPH_FILE).is_file()
+
+    @classmethod
+    def require(cls, persist_dir: str | Path) -> Path:
+        """The entity graph file of ``persist_dir``; one clear error, with the fix, when there is none."""
+        path = Path(persist_dir) / GRAPH_FILE
+        if not path.is_file():
+            raise InputDataError(
+                f"{persist_dir} has no entity graph (it was built without --entities): {_fix(persist_dir)}."
+            )
+        return path
 
     @classmethod
     def load(cls, persist_dir: str | Path, *, index_id: str | None = None) -> EntityGraph:
         """Read ``entity_graph.npz`` of ``persist_dir``; with ``index_id``, check it belongs to that index."""
-        path = Path(persist_dir) / GRAPH_FILE
-        fix = f"re-run `kgplus ingest DOCS --index {persist_dir} --entities SOURCES`"
-        if not path.is_file():
-            raise InputDataError(f"{persist_dir} has no entity graph (it was built without --entities): {fix}.")
+        path, fix = cls.require(persist_dir), _fix(persist_dir)
         try:
             with np.load(path, allow_pickle=False) as data, _no_gc():
                 header = json.loads(bytes(data["header"]).decode("utf-8"))
@@ -385,3 +393,7 @@ def _no_gc() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+def _fix(persist_dir: str | Path) -> str:
+    return f"re-run `kgplus ingest DOCS --index {persist_dir} --entities SOURCES`"

@@ -22,7 +22,7 @@ from llama_index_kgplus.graphrag._extraction import (
     GraphExtractor,
 )
 from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink, PropertyGraphStoreSink
-from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE, GraphRAGIndex
+from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE, GraphRAGIndex, require_store
 from llama_index_kgplus.graphrag._merge import Entity, Relationship, merge_extractions, normalize_name
 from llama_index_kgplus.graphrag._ray_executor import RayExecutor
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, Finding, ReportContext
@@ -69,6 +69,7 @@ __all__ = [
     "merge_extractions",
     "metered",
     "normalize_name",
+    "require_store",
     "truncated_json_candidates",
     "usage_meter",
 ]

@@ -39,7 +39,7 @@ from llama_index.core.node_parser import TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.errors import KGPlusError
+from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.graphrag._communities import Community, CommunityDetector
 from llama_index_kgplus.graphrag._documents import check_corpus, chunker, sync_documents
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask, TaskOutcome
@@ -54,6 +54,18 @@ from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "state.sqlite"
+
+
+def require_store(store_dir: str | Path) -> Path:
+    """Check that ``store_dir`` holds a GraphRAG index (cheap: no model needed)."""
+    store_dir = Path(store_dir)
+    if not (store_dir / STATE_FILE).is_file():
+        raise InputDataError(
+            f"{store_dir} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {store_dir}` first."
+        )
+    return store_dir
+
+
 GRAPH_FILE = "graph.lbug"
 # Settings stored with the index, so that an update runs with the settings of the build.
 _PERSISTED = (

@@ -26,6 +26,7 @@ from llama_index_kgplus.llm._specs import (
     embed_model_from_spec,
     llm_from_spec,
     parse_model_spec,
+    resolve_model_spec,
 )
 from llama_index_kgplus.llm._tokens import TokenCounter
 from llama_index_kgplus.llm._usage import (
@@ -62,5 +63,6 @@ __all__ = [
     "metered",
     "parse_model_spec",
     "repeats_itself",
+    "resolve_model_spec",
     "usage_meter",
 ]

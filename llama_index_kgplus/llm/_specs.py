@@ -151,11 +151,20 @@ def _aws_region() -> str | None:
     return str(region)
 
 
-def chosen_spec(spec: str | os.PathLike | ModelSpec | None, env: str, default: str) -> ModelSpec:
-    """``spec`` parsed (and checked, before any model loads); None means ``$env``, else ``default``. An empty
-    spec is an error, never the default."""
+def resolve_model_spec(
+    spec: str | os.PathLike | ModelSpec | None = None, kind: Literal["llm", "embed_model"] = "llm"
+) -> ModelSpec:
+    """The spec a model of ``kind`` comes from, parsed and checked (no model loads): ``spec``, else
+    ``$KGPLUS_LLM`` / ``$KGPLUS_EMBED_MODEL``, else the packaged default. An empty spec is an error, never the
+    default.
+
+    Example::
+
+        resolve_model_spec(None, "embed_model")      # ModelSpec(kind='local', model='local') unless the env says
+    """
     if isinstance(spec, ModelSpec):
         return spec
+    env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, "local")
     if spec is None:
         spec = os.environ.get(env)
     return parse_model_spec(default if spec is None else str(spec))
@@ -199,7 +208,7 @@ def llm_from_spec(
     """
     from llama_index.core.llms import LLM
 
-    parsed = chosen_spec(spec, LLM_ENV, DEFAULT_LLM)
+    parsed = resolve_model_spec(spec, "llm")
     window = context_window or 4096
     if parsed.kind == "factory":
         return _from_factory(parsed, LLM, "LLM")  # type: ignore[no-any-return]
@@ -268,7 +277,7 @@ def embed_model_from_spec(
     """
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
-    parsed = chosen_spec(spec, EMBED_MODEL_ENV, "local")
+    parsed = resolve_model_spec(spec, "embed_model")
     if parsed.kind == "factory":
         return _from_factory(parsed, BaseEmbedding, "embedding model")  # type: ignore[no-any-return]
     if parsed.kind == "local":

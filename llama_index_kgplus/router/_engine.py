@@ -25,6 +25,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, is_metered
 from llama_index_kgplus.router._router import ROUTES, QuestionRouter, RouteDecision
 
 __all__ = ["EngineChoice", "RoutedQueryEngine", "choose_engine"]
@@ -58,6 +59,11 @@ class RoutedQueryEngine(CustomQueryEngine):
 
     router: Any = Field(description="the QuestionRouter")
     engines: dict[str, Any] = Field(description="route -> query engine, or a zero-argument factory of one")
+    llm: Any = Field(
+        default=None,
+        description="the metered LLM the engines share (llama_index_kgplus.llm.metered): each response then gains "
+        "metadata['usage'], its LLM calls, tokens and seconds, unless its engine reported its own",
+    )
     _built: dict[str, BaseQueryEngine] = PrivateAttr(default_factory=dict)
 
     @classmethod
@@ -67,14 +73,14 @@ class RoutedQueryEngine(CustomQueryEngine):
 
     @classmethod
     def from_defaults(
-        cls, engines: Mapping[str, EngineChoice], router: QuestionRouter | None = None
+        cls, engines: Mapping[str, EngineChoice], router: QuestionRouter | None = None, llm: Any = None
     ) -> RoutedQueryEngine:
         """An engine over ``engines`` (at least one; keys among ROUTES) with ``router`` (default: the shipped
-        examples and ``Settings.embed_model``, no source features)."""
+        examples and ``Settings.embed_model``, no source features); ``llm``: see the field."""
         unknown = sorted(set(engines) - set(ROUTES))
         if unknown or not engines:
             raise InputDataError(f"Engines need keys among {', '.join(ROUTES)} (got {sorted(engines) or 'none'}).")
-        return cls(router=router or QuestionRouter.from_defaults(), engines=dict(engines))
+        return cls(router=router or QuestionRouter.from_defaults(), engines=dict(engines), llm=llm)
 
     def engine_for(self, route: str) -> BaseQueryEngine:
         """The engine of ``route``, built on first use if it was given as a factory."""
@@ -83,25 +89,31 @@ class RoutedQueryEngine(CustomQueryEngine):
             self._built[route] = choice if isinstance(choice, BaseQueryEngine) else choice()
         return self._built[route]
 
-    def _with_route(self, response: RESPONSE_TYPE, decision: RouteDecision, engine: str, note: str) -> RESPONSE_TYPE:
+    def _with_route(
+        self, response: RESPONSE_TYPE, decision: RouteDecision, engine: str, note: str, usage: AnswerUsage
+    ) -> RESPONSE_TYPE:
         response.metadata = {
             **(response.metadata or {}),
             "route": decision.route,
             "engine": engine,
             "routing": {**decision.model_dump(exclude={"question"}), "fallback": note or None},
         }
+        if is_metered(self.llm) and "usage" not in response.metadata:
+            attach_usage(response, usage)
         return response
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
         """Route, then answer with the chosen engine."""
+        usage = AnswerUsage(self.llm)
         decision = self.router.route(query_str)
         engine, note = choose_engine(decision, self.engines)
         assert engine is not None  # from_defaults requires one engine
-        return self._with_route(self.engine_for(engine).query(query_str), decision, engine, note)
+        return self._with_route(self.engine_for(engine).query(query_str), decision, engine, note, usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
         """Async twin of :meth:`custom_query`."""
+        usage = AnswerUsage(self.llm)
         decision = await self.router.aroute(query_str)
         engine, note = choose_engine(decision, self.engines)
         assert engine is not None
-        return self._with_route(await self.engine_for(engine).aquery(query_str), decision, engine, note)
+        return self._with_route(await self.engine_for(engine).aquery(query_str), decision, engine, note, usage)

@@ -55,11 +55,9 @@ class WorkbenchConfig(BaseModel):
             require_index(self.index)
             update["index"] = self.index.resolve()
         if self.graphrag is not None:
-            from llama_index_kgplus.graphrag import STATE_FILE
+            from llama_index_kgplus.graphrag import require_store
 
-            if not (self.graphrag / STATE_FILE).is_file():
-                raise InputDataError(f"--graphrag {self.graphrag} holds no GraphRAG index (no {STATE_FILE}).")
-            update["graphrag"] = self.graphrag.resolve()
+            update["graphrag"] = require_store(self.graphrag).resolve()
         if self.glossary is not None:
             if self.index is None:
                 raise InputDataError("--glossary rewrites questions to an index: give --index too.")

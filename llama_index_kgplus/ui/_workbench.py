@@ -4,13 +4,14 @@ chunks, summary trees, KG entities and their neighbourhood, GraphRAG communities
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama_index_kgplus import ENGINE_NAMES, KGPlusSources
+from llama_index_kgplus.llm import resolve_model_spec
 from llama_index_kgplus.ui._config import WorkbenchConfig
 from llama_index_kgplus.ui._evidence import EvidenceItem, evidence_items, glossary_view, paths_dot
 
@@ -64,28 +65,26 @@ class Workbench:
         self._lock = threading.Lock()
         self._answer_lock = threading.Lock()
         self._open_lock = threading.Lock()  # browser sessions share this object: each source is opened once
-        self._sources: Any = None
-        self._engine: Any = None
+        self._sources: KGPlusSources | None = None
         self._docstore: Any = None
         self._graphrag: Any = None
 
     # ------------------------------------------------------------------ asking
 
-    def _args(self) -> argparse.Namespace:
-        c = self.config
-        return argparse.Namespace(
-            index=c.index, kg_store=c.kg_store, graphrag=c.graphrag, table=list(c.tables.items()) or None,
-            top_k=c.top_k, context_budget=c.context_budget, llm=c.llm,
-        )  # fmt: skip
-
     @property
-    def sources(self) -> Any:
-        """The checked, opened sources (those of ``kgplus ask``), opened on first use."""
+    def sources(self) -> KGPlusSources:
+        """The checked, opened sources (the :class:`~llama_index_kgplus.KGPlusSources` of ``kgplus ask``, with
+        streaming engines and the glossary), opened on first use."""
         with self._open_lock:
             if self._sources is None:
-                from llama_index_kgplus.cli._ask import _Sources
-
-                self._sources = _Sources(self._args(), self._stack)
+                c = self.config
+                sources = KGPlusSources(
+                    index=c.index, kg_store=c.kg_store, graphrag=c.graphrag, tables=c.tables or None,
+                    glossary=c.glossary, llm=self._llm or resolve_model_spec(c.llm, "llm"),
+                    embed_model=self._embed_model or resolve_model_spec(None, "embed_model"),
+                    similarity_top_k=c.top_k, context_budget=c.context_budget, streaming=True,
+                )  # fmt: skip
+                self._sources = self._stack.enter_context(sources)
         return self._sources
 
     @property
@@ -106,29 +105,13 @@ class Workbench:
 
     def warm_up(self) -> None:
         """Load the models and build the routed engine (the first question does it otherwise)."""
-        if self._engine is not None:
-            return
-        from llama_index_kgplus.glossary import Glossary
-        from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
-        from llama_index_kgplus.router import RoutedQueryEngine
-
-        self._embed_model = self._embed_model or embed_model_from_spec()
-        self._llm = metered(self._llm or llm_from_spec(self.config.llm))
-        glossary = Glossary.load(self.config.glossary) if self.config.glossary else None
-        engines = self.sources.engines(self._llm, self._embed_model, streaming=True, glossary=glossary)
-        self._engine = RoutedQueryEngine.from_defaults(engines, router=self.sources.router(self._embed_model))
+        self.sources.routed_query_engine()
 
     def query(self, question: str) -> Any:
-        """Route ``question`` and retrieve; the response streams its answer (``tokens``) when its engine can."""
-        from llama_index_kgplus.llm import AnswerUsage, attach_usage
-
+        """Route ``question`` and retrieve; the response streams its answer (``tokens``) when its engine can, and
+        carries its ``usage``."""
         with self._lock:
-            self.warm_up()
-            usage = AnswerUsage(self._llm)
-            response = self._engine.query(question)
-        if "usage" not in (response.metadata or {}):
-            response = attach_usage(response, usage)
-        return response
+            return self.sources.routed_query_engine().query(question)
 
     @contextlib.contextmanager
     def answering(self) -> Iterator[None]:
@@ -149,8 +132,6 @@ class Workbench:
 
     def finish(self, question: str, response: Any, text: str) -> Answer:
         """The :class:`Answer` of a response whose stream was read into ``text``."""
-        from llama_index_kgplus.cli._ask import ENGINE_NAMES
-
         meta = dict(response.metadata or {})
         routing = meta.get("routing") or {}
         engine = ENGINE_NAMES.get(meta.get("engine", ""), meta.get("engine"))
@@ -219,7 +200,7 @@ class Workbench:
 
     def kg_entities(self, search: str = "", limit: int = 50) -> list[tuple[str, str]]:
         """``(id, name)`` of KG entities whose name contains ``search`` (case-insensitive), at most ``limit``."""
-        kg = self.sources.kg
+        kg = self.sources.knowledge_graph if self._has_answer_sources() else None
         if kg is None:
             return []
         needle = search.strip().lower()
@@ -235,7 +216,7 @@ class Workbench:
         """The relationships of one entity: ``(path texts, Graphviz DOT)``."""
         from llama_index_kgplus.kg import KGPath
 
-        paths = [KGPath.from_raw(raw).to_dict() for raw in self.sources.kg.neighbours([cid], limit=limit)]
+        paths = [KGPath.from_raw(raw).to_dict() for raw in self.sources.knowledge_graph.neighbours([cid], limit=limit)]
         return [p["text"] for p in paths], paths_dot(paths)
 
     # ------------------------------------------------------------------ browsing GraphRAG
