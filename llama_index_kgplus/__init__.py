@@ -7,6 +7,8 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
+from llama_index.core.utils import get_tokenizer
+
 from llama_index_kgplus._assembly import ENGINE_NAMES, KGPlusSources
 from llama_index_kgplus.corpus import load_corpus
 from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
@@ -44,6 +46,10 @@ from llama_index_kgplus.summarizers import (
     Summarizer,
     TwoStageSummarizer,
 )
+
+# A pickled LlamaIndex engine names its tiktoken encodings; a new process (a spawn worker) rebuilds them from
+# tiktoken's registry, which downloads one it has not loaded: load LlamaIndex's bundled encoding now (0.1 s).
+get_tokenizer()
 
 __all__ = [
     "ENGINE_NAMES",

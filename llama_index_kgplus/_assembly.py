@@ -218,6 +218,17 @@ class KGPlusSources(BaseModel):
     def __enter__(self) -> KGPlusSources:
         return self.open()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (a worker process) takes the sources as given and opens them itself on first use.
+        return {"__dict__": dict(self.__dict__), "__pydantic_fields_set__": set(self.model_fields_set)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        copy = type(self).model_construct(_fields_set=state["__pydantic_fields_set__"], **state["__dict__"])
+        object.__setattr__(self, "__dict__", copy.__dict__)
+        object.__setattr__(self, "__pydantic_fields_set__", copy.__pydantic_fields_set__)
+        object.__setattr__(self, "__pydantic_extra__", None)
+        object.__setattr__(self, "__pydantic_private__", copy.__pydantic_private__)
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 

@@ -287,11 +287,11 @@ def test_an_empty_spec_is_refused_not_replaced_by_the_default(monkeypatch):
 
 
 def test_embed_model_option_is_accepted_by_every_command_and_set_for_it(monkeypatch):
-    from llama_index_kgplus.cli import _leaf_parsers, build_parser
+    from llama_index_kgplus.cli import command_parsers
 
-    leaves = list(_leaf_parsers(build_parser()))
-    assert len(leaves) > 10
-    assert all("--embed-model" in p._option_string_actions for p in leaves)
+    commands = command_parsers()
+    assert len(commands) > 10
+    assert all("--embed-model" in p.format_help() for p in commands)
     seen = {}
 
     def record(args):

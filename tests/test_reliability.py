@@ -172,9 +172,9 @@ def test_a_planted_cache_never_runs_code_and_stored_text_never_becomes_a_path(tm
 _CRASH_AFTER_REPLACES = textwrap.dedent(
     """
     import os, signal, sys
-    from llama_index_kgplus import defaults
     from llama_index_kgplus.corpus import load_corpus
     from llama_index_kgplus.indexing import build_index
+    from llama_index_kgplus.llm import embed_model_from_spec
 
     limit, calls = int(sys.argv[3]), [0]
     real_replace = os.replace

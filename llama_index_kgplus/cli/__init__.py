@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 from llama_index_kgplus import __version__
+from llama_index_kgplus.cli import _args
 from llama_index_kgplus.errors import KGPlusError
 
 # Modules with a ``register(subparsers)`` function, in the order their commands appear in --help.
@@ -24,32 +25,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``kgplus`` argument parser with every command's subparser."""
+def _build() -> tuple[argparse.ArgumentParser, list[argparse.ArgumentParser]]:
     parser = _Parser(prog="kgplus", description="llama-index-kgplus: structure-aware RAG, offline.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    sub = parser.add_subparsers(dest="command", required=True)
+    every_command = argparse.ArgumentParser(add_help=False)  # the options of every command
+    every_command.add_argument(
+        "--embed-model",
+        default=None,
+        metavar="SPEC",
+        help="embedding model spec: local (default), openai-like:MODEL@URL, ollama:MODEL[@URL] or "
+        "bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
+    )
+    commands = _args.Commands(parser.add_subparsers(dest="command", required=True), [every_command], [])
     for name in _COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
-    for command in _leaf_parsers(parser):
-        command.add_argument(
-            "--embed-model",
-            default=None,
-            metavar="SPEC",
-            help="embedding model spec: local (default), openai-like:MODEL@URL, ollama:MODEL[@URL] or "
-            "bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
-        )
-    return parser
+        importlib.import_module(f"{__name__}.{name}").register(commands)
+    return parser, commands.parsers
 
 
-def _leaf_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        yield parser
-    for action in subs:
-        for child in dict.fromkeys(action.choices.values()):
-            yield from _leaf_parsers(child)
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kgplus`` argument parser with every command's subparser."""
+    return _build()[0]
+
+
+def command_parsers() -> list[argparse.ArgumentParser]:
+    """The parser of every command (``kgplus ingest``, ``kgplus kg import``, ...), in the order of ``--help``."""
+    return _build()[1]
 
 
 @contextlib.contextmanager
@@ -100,4 +101,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "command_parsers", "main"]

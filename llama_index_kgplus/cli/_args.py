@@ -6,8 +6,30 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from llama_index_kgplus.errors import InputDataError
+
+
+class Commands:
+    """What a command module adds its commands to: each command (a parser that takes arguments) gets the options
+    every command takes (``parents``), and is listed in :attr:`parsers`."""
+
+    def __init__(
+        self, subparsers: Any, parents: list[argparse.ArgumentParser], parsers: list[argparse.ArgumentParser]
+    ) -> None:
+        self._subparsers, self._parents, self.parsers = subparsers, parents, parsers
+
+    def add(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A command ``name`` (``kwargs`` of ``add_parser``: help, ...)."""
+        parser: argparse.ArgumentParser = self._subparsers.add_parser(name, parents=self._parents, **kwargs)
+        self.parsers.append(parser)
+        return parser
+
+    def group(self, name: str, dest: str, **kwargs: Any) -> Commands:
+        """A command ``name`` made of subcommands (``kgplus kg import``), whose choice goes to ``dest``."""
+        parser = self._subparsers.add_parser(name, **kwargs)
+        return Commands(parser.add_subparsers(dest=dest, required=True), self._parents, self.parsers)
 
 
 def _int(value: str) -> int:

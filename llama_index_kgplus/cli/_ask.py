@@ -146,12 +146,12 @@ def _add_common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    route = sub.add_parser("route", help="say which kind of question each one is and which engine would answer")
+def register(commands: _args.Commands) -> None:
+    route = commands.add("route", help="say which kind of question each one is and which engine would answer")
     _add_common(route)
     route.set_defaults(func=_route)
 
-    ask = sub.add_parser("ask", help="answer any question with the engine its route picks")
+    ask = commands.add("ask", help="answer any question with the engine its route picks")
     _add_common(ask)
     ask.add_argument(
         "--llm", default=None, help="model spec (name, .gguf, openai-like:M@URL, ...); default $KGPLUS_LLM"

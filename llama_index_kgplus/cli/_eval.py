@@ -82,10 +82,10 @@ def _model_name(llm) -> str:
     return f"{llm.metadata.model_name}@{server}" if server else Path(str(llm.metadata.model_name)).name
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(commands: _args.Commands) -> None:
     from llama_index_kgplus.evaluation import DEFAULT_METRICS
 
-    cmd = sub.add_parser("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
+    cmd = commands.add("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
     cmd.add_argument(
         "--dataset", required=True, type=Path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"'
     )

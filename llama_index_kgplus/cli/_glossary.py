@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
+def add_options(parser: argparse.ArgumentParser, with_llm: bool) -> None:
+    """The glossary options; ``with_llm``: also ``--llm`` (the rewrite needs an LLM; a command that answers has
+    its own option already)."""
     from llama_index_kgplus.glossary import DEFAULT_MODE, RETRIEVAL_MODES
 
     group = parser.add_argument_group("glossary query rewriting")
@@ -31,7 +33,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         help=f"with --glossary: retrieve with the rewritten, the original or both fused queries "
         f"(default {DEFAULT_MODE})",
     )
-    if "--llm" not in parser._option_string_actions:  # retrieve needs the LLM too, for the rewrite
+    if with_llm:
         group.add_argument(
             "--llm",
             default=None,

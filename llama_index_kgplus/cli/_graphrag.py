@@ -238,11 +238,12 @@ def _common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    graphrag = sub.add_parser("graphrag", help="GraphRAG: communities, reports and global questions over a corpus")
-    gsub = graphrag.add_subparsers(dest="graphrag_command", required=True)
+def register(commands: _args.Commands) -> None:
+    gsub = commands.group(
+        "graphrag", dest="graphrag_command", help="GraphRAG: communities, reports and global questions over a corpus"
+    )
 
-    index = gsub.add_parser("index", help="extract entities, detect communities and write their reports")
+    index = gsub.add("index", help="extract entities, detect communities and write their reports")
     index.add_argument(
         "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
     )
@@ -267,14 +268,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     index.set_defaults(func=_index)
 
-    update = gsub.add_parser(
-        "update", help="apply added, changed and deleted documents; regenerate changed reports only"
-    )
+    update = gsub.add("update", help="apply added, changed and deleted documents; regenerate changed reports only")
     update.add_argument("docs_path", metavar="DOCS_PATH", help="the corpus as it is now (folder or JSONL)")
     _common(update)
     update.set_defaults(func=_update)
 
-    query = gsub.add_parser("query", help="answer a global question by map-reduce over the community reports")
+    query = gsub.add("query", help="answer a global question by map-reduce over the community reports")
     query.add_argument("question", metavar="QUESTION")
     _common(query)
     query.add_argument(

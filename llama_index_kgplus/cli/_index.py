@@ -197,8 +197,8 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    ingest = sub.add_parser("ingest", help="split, embed and index a corpus into a persisted vector index")
+def register(commands: _args.Commands) -> None:
+    ingest = commands.add("ingest", help="split, embed and index a corpus into a persisted vector index")
     ingest.add_argument(
         "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
     )
@@ -215,7 +215,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ("query", True, "answer a question from the index with the LLM"),
         ("retrieve", False, "retrieve the sources for a question, without synthesis"),
     ):
-        cmd = sub.add_parser(name, help=help_text)
+        cmd = commands.add(name, help=help_text)
         cmd.add_argument("question", nargs="?", metavar="QUESTION")
         cmd.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
         cmd.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
@@ -230,5 +230,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         _hierarchy.add_retrieval_options(cmd)
         _entities.add_retrieval_options(cmd)
         _compression.add_options(cmd, synthesize, compress=_compression.DEFAULT_COMPRESS if synthesize else "none")
-        _glossary.add_options(cmd)
+        _glossary.add_options(cmd, with_llm=not synthesize)
         cmd.set_defaults(func=lambda args, s=synthesize: _retrieve_or_query(args, s))

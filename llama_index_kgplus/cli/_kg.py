@@ -142,12 +142,13 @@ def _hops(value: str) -> int:
     return number
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    kg = sub.add_parser("kg", help="knowledge graph: import neo4j-admin CSVs, find paths between entities")
-    kg_sub = kg.add_subparsers(dest="kg_command", required=True)
+def register(commands: _args.Commands) -> None:
+    kg_sub = commands.group(
+        "kg", dest="kg_command", help="knowledge graph: import neo4j-admin CSVs, find paths between entities"
+    )
     store_help = "graph store URI (default $KGPLUS_GRAPH_STORE or the embedded ladybug store)"
 
-    imp = kg_sub.add_parser("import", help="import nodes/relationships CSVs (neo4j-admin header format)")
+    imp = kg_sub.add("import", help="import nodes/relationships CSVs (neo4j-admin header format)")
     imp.add_argument("--nodes", required=True, type=Path, help="nodes CSV, e.g. header cid:ID,cfname,stygrp,:LABEL")
     imp.add_argument(
         "--relationships",
@@ -188,7 +189,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--quiet", action="store_true", help="no progress bars")
     imp.set_defaults(func=_import)
 
-    paths = kg_sub.add_parser("paths", help="entities of a text and the shortest paths between them")
+    paths = kg_sub.add("paths", help="entities of a text and the shortest paths between them")
     paths.add_argument("text", nargs="?", metavar="TEXT")
     paths.add_argument("--questions", type=Path, help='JSONL file with a "text" field per line')
     paths.add_argument("--store", help=store_help)
@@ -212,7 +213,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     paths.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
     paths.set_defaults(func=_paths)
 
-    ask = kg_sub.add_parser("ask", help="answer a question with generated read-only Cypher (text-to-Cypher)")
+    ask = kg_sub.add("ask", help="answer a question with generated read-only Cypher (text-to-Cypher)")
     ask.add_argument("question", nargs="?", metavar="QUESTION")
     ask.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
     ask.add_argument("--store", help=store_help)

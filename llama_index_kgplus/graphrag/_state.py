@@ -16,7 +16,8 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,17 @@ class GraphRAGState:
         with self._lock:
             self._db.close()
 
-    def _tx(self) -> _Transaction:
-        return _Transaction(self)
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error) under the state's lock."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
@@ -398,21 +408,3 @@ class GraphRAGState:
             }
             for r in rows
         ]
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error) under the state's lock."""
-
-    def __init__(self, state: GraphRAGState) -> None:
-        self.state = state
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.state._lock.acquire()
-        self.state._db.execute("BEGIN IMMEDIATE")
-        return self.state._db
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            self.state._db.execute("ROLLBACK" if exc_type else "COMMIT")
-        finally:
-            self.state._lock.release()

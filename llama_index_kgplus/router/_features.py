@@ -21,16 +21,39 @@ _AGGREGATE_WORDS = (
     "how many", "how much", "total", "sum", "average", "mean", "median", "maximum", "minimum", "highest", "lowest",
     "most", "least", "count", "number of", "per year", "per month", "each year", "each month", "percentage",
 )  # fmt: skip
+_YEAR = re.compile(r"\b(1[89]|20)\d\d\b")
+
+
+class _EntityNames:
+    """The distinct names of the entities a matcher finds in a question (a class, so a router pickles)."""
+
+    def __init__(self, matcher: Any) -> None:
+        self.matcher = matcher
+
+    def __call__(self, question: str) -> list[str]:
+        return list(dict.fromkeys(m.name for m in self.matcher.find(question)))
+
+
+class _TableTerms:
+    """What a question names of the tables, with what it asks to compute; nothing unless it names both."""
+
+    def __init__(self, terms: PhraseMatcher) -> None:
+        self.terms = terms
+        self.aggregate = PhraseMatcher.from_pairs((w, w) for w in _AGGREGATE_WORDS)
+
+    def __call__(self, question: str) -> list[str]:
+        named = [str(v) for m in self.terms.find(question) for v in m.values]
+        if not named:
+            return []
+        computed = [f"asks for {m.key}" for m in self.aggregate.find(question)]
+        computed += [f"year {m.group()}" for m in _YEAR.finditer(question)]
+        return [*named, *computed] if computed else []
 
 
 def kg_entity_feature(matcher: Any, weight: float = 0.15, min_hits: int = 2) -> RouteFeature:
     """``kg`` evidence: the question names at least ``min_hits`` distinct entities of the knowledge graph
     (``matcher``: a fitted :class:`~llama_index_kgplus.kg.EntityMatcher`)."""
-
-    def find(question: str) -> list[str]:
-        return list(dict.fromkeys(m.name for m in matcher.find(question)))
-
-    return RouteFeature("kg", "knowledge-graph entities", find, weight=weight, min_hits=min_hits)
+    return RouteFeature("kg", "knowledge-graph entities", _EntityNames(matcher), weight=weight, min_hits=min_hits)
 
 
 def table_feature(tables: Any, weight: float = 0.15, absent_weight: float = -0.1) -> RouteFeature:
@@ -48,15 +71,4 @@ def table_feature(tables: Any, weight: float = 0.15, absent_weight: float = -0.1
         for value in values:
             if len(value) >= 3 and not value.isdigit():
                 terms.add(value, f"value {value!r} of {where}")
-    aggregate = PhraseMatcher.from_pairs((w, w) for w in _AGGREGATE_WORDS)
-    year = re.compile(r"\b(1[89]|20)\d\d\b")
-
-    def find(question: str) -> list[str]:
-        named = [str(v) for m in terms.find(question) for v in m.values]
-        if not named:
-            return []
-        computed = [f"asks for {m.key}" for m in aggregate.find(question)]
-        computed += [f"year {m.group()}" for m in year.finditer(question)]
-        return [*named, *computed] if computed else []
-
-    return RouteFeature("sql", "table terms", find, weight=weight, absent_weight=absent_weight)
+    return RouteFeature("sql", "table terms", _TableTerms(terms), weight=weight, absent_weight=absent_weight)

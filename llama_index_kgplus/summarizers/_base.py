@@ -77,8 +77,6 @@ def resolve_embed_model(embed_model: BaseEmbedding | None, what: str) -> BaseEmb
         return embed_model
     from llama_index.core import Settings
 
-    if getattr(Settings, "_embed_model", None) is not None:
-        return Settings.embed_model
     try:
         return Settings.embed_model
     except Exception as exc:  # Settings falls back to OpenAI, which is usually not installed here

@@ -101,6 +101,24 @@ class SQLTables:
     _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The tables travel as their rows (the files may have changed since they were copied in), so a copy in
+        # another process answers from the same data; the connection and the lock are made anew there.
+        with self._lock:
+            con = self._connection()
+            tables = {t: (self.columns(t), con.execute(f"SELECT * FROM {_quoted(t)}").fetchall()) for t in self.sources}
+        settings = {"max_rows": self.max_rows, "timeout": self.timeout, "descriptions": dict(self.descriptions)}
+        return {**settings, "sources": dict(self.sources), "tables": tables}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        tables = state.pop("tables")
+        self.__init__(**state)  # type: ignore[misc]
+        con = self._connection()
+        for table, (columns, rows) in tables.items():
+            con.execute(f"CREATE TABLE {_quoted(table)} ({', '.join(f'{_quoted(c)} {t}' for c, t in columns)})")
+            if rows:
+                con.executemany(f"INSERT INTO {_quoted(table)} VALUES ({', '.join('?' * len(columns))})", rows)
+
     def _connection(self) -> Any:
         if self._con is None:
             import duckdb
