@@ -25,15 +25,10 @@ from llama_index_kgplus.graph_stores._dialect_base import (
     _decode_path,
     quote_identifier,
 )
+from llama_index_kgplus.graph_stores._drivers import LadybugDriver, result_rows
 
 _LADYBUG_TYPES = {"string": "STRING", "int": "INT64", "float": "DOUBLE", "boolean": "BOOLEAN"}
 _UNSAFE_LIST_ITEM = re.compile(r"[,\[\]{}\"'\\\n\r]")
-
-
-def result_rows(result: Any) -> list[dict[str, Any]]:
-    """A Ladybug query result as one dict per row, keyed by column name."""
-    columns = result.get_column_names()
-    return [dict(zip(columns, row)) for row in result]
 
 
 class LadybugDialect(GraphDialect):
@@ -51,17 +46,7 @@ class LadybugDialect(GraphDialect):
     """
 
     engine = "ladybug"
-
-    def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return result_rows(store.connection.execute(query, parameters=params))
-
-    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
-        # Ladybug has no read-only query mode on a writable database: the guard is what keeps writes out
-        store.connection.set_query_timeout(max(1, int(timeout * 1000)))
-        try:
-            return self._run_unsanitized(store, query, params)
-        finally:
-            store.connection.set_query_timeout(0)
+    driver_type = LadybugDriver
 
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         conn = getattr(store, "async_connection", None)

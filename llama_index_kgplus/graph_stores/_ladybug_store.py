@@ -20,7 +20,7 @@ from typing import Any
 from llama_index.core.graph_stores.types import EntityNode, LabelledNode, Relation, Triplet
 from llama_index.graph_stores.ladybug import LadybugPropertyGraphStore
 
-from llama_index_kgplus.graph_stores._dialect_ladybug import result_rows
+from llama_index_kgplus.graph_stores._drivers import result_rows
 
 # engine-internal keys of a node or relationship value, and LlamaIndex columns that are not properties
 _INTERNAL = {"_id", "_label", "_src", "_dst", "id", "name", "label", "embedding"}
