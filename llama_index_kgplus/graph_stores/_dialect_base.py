@@ -144,6 +144,8 @@ class GraphDialect(ABC):
     engine: ClassVar[str]
     #: the adapter over the engine's own client (:mod:`._drivers`)
     driver_type: ClassVar[type[GraphDriver]]
+    #: whether the store runs this dialect's statements (False: a store read through its API alone)
+    runs_queries: ClassVar[bool] = True
     #: keyword arguments for :func:`open_graph_store` that this use needs. ``sanitize_query_output=False``:
     #: LlamaIndex's output sanitiser drops lists of 128+ items and ``None`` list items (Ladybug's store even
     #: applies it to the whole result, so 128+ rows come back as ``None``), which would corrupt paths.
