@@ -58,14 +58,7 @@ class LadybugDialect(GraphDialect):
             raise self._error(exc) from exc
 
     def close(self, store: Any) -> None:
-        for attr in ("async_connection", "connection", "db"):
-            obj = getattr(store, attr, None)
-            close = getattr(obj, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
+        LadybugDriver.close_store(store)
 
     def _tables(self, store: Any) -> set[str]:
         return {row["name"] for row in self.run(store, "CALL show_tables() RETURN name")}

@@ -96,6 +96,18 @@ class LadybugDriver(GraphDriver):
         finally:
             self.connection.set_query_timeout(0)
 
+    @staticmethod
+    def close_store(store: Any) -> None:
+        """Close a Ladybug store's connections and database (its file lock goes with it); best effort, so
+        closing twice is harmless."""
+        for attr in ("async_connection", "connection", "db"):
+            close = getattr(getattr(store, attr, None), "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
+
 
 class FalkorDBDriver(GraphDriver):
     """The ``falkordb`` client's selected graph (``store.client``); read-only queries go through
