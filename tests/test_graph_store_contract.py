@@ -30,13 +30,12 @@ STORES = [
 _NEO4J_UPSERTS = "LlamaIndex's Neo4j store writes with APOC procedures, which ArcadeDB (the Neo4j stand-in) lacks"
 #: (store, test) -> why LlamaIndex's store for that engine fails it (not the pack's code)
 UPSTREAM_FAILURES = {
-    ("falkordb", "test_an_upserted_relation_is_one_triplet"): "FalkorDB's get_triplets(ids=...) returns a "
-    "triplet once per id of its two ends",
+    ("falkordb", "test_an_upserted_relation_is_one_triplet"): "FalkorDB's get_triplets(ids=[a, b]) returns the "
+    "triplet a -> b twice, once per id",
     ("falkordb", "test_get_triplets_filters_and_keeps_properties"): "FalkorDB's get_triplets() without a filter "
     "returns every triplet (core returns none) and its nodes carry an added 'id' property",
-    ("falkordb", "test_get_llama_nodes_returns_the_nodes_unchanged"): "FalkorDB's store keeps the chunk's "
-    "metadata as node properties and gives back a node with other metadata",
-    ("neo4j", "test_get_llama_nodes_returns_the_nodes_unchanged"): _NEO4J_UPSERTS,
+    ("falkordb", "test_get_llama_nodes_returns_the_nodes_unchanged"): "FalkorDB's get_llama_nodes returns the nodes "
+    "unchanged but not in the order asked",
     ("neo4j", "test_an_upserted_relation_is_one_triplet"): _NEO4J_UPSERTS,
     ("neo4j", "test_deleting_an_entity_deletes_its_triplets"): _NEO4J_UPSERTS,
     ("neo4j", "test_get_triplets_filters_and_keeps_properties"): _NEO4J_UPSERTS,
