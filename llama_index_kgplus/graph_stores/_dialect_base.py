@@ -182,7 +182,9 @@ class GraphDialect(ABC):
         try:
             return self.driver(store).run_read_only(query, params or {}, timeout=timeout)
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
-            if any(word in str(exc).lower() for word in ("timeout", "timed out", "interrupt")):  # Neo4j, FalkorDB, Ladybug
+            if any(
+                word in str(exc).lower() for word in ("timeout", "timed out", "interrupt")
+            ):  # Neo4j, FalkorDB, Ladybug
                 raise QueryTimeoutError(f"The query ran longer than {timeout:g} s and was stopped.") from exc
             raise self._error(exc) from exc
 
