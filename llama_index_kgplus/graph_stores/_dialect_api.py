@@ -42,14 +42,11 @@ def entity_graph(store: Any) -> tuple[list[EntityNode], list[Triplet]]:
         ids = [n.id for n in nodes if isinstance(n, EntityNode)]
         triplets = [t for i in range(0, len(ids), _BATCH) for t in store.get_triplets(ids=ids[i : i + _BATCH])]
     entities = [n for n in nodes if isinstance(n, EntityNode)]
-    seen: set[tuple[str, str, str]] = set()
-    between: list[Triplet] = []
+    between: dict[tuple[str, str, str], Triplet] = {}
     for source, rel, target in triplets:
-        key = (source.id, rel.label, target.id)
-        if isinstance(source, EntityNode) and isinstance(target, EntityNode) and key not in seen:
-            seen.add(key)
-            between.append((source, rel, target))
-    return entities, between
+        if isinstance(source, EntityNode) and isinstance(target, EntityNode):
+            between.setdefault((source.id, rel.label, target.id), (source, rel, target))
+    return entities, [between[key] for key in sorted(between)]  # in one order (core's store keeps a set)
 
 
 class StoreAPIDialect(GraphDialect):

@@ -78,14 +78,22 @@ def _entity(value: dict[str, Any]) -> EntityNode:
     )
 
 
+def _is_chunk(value: dict[str, Any]) -> bool:
+    return bool(_meta(value, "label") == _CHUNK_TABLE)
+
+
+def _node_properties(value: dict[str, Any]) -> dict[str, Any]:
+    return _properties(value, "text") if _is_chunk(value) else _properties(value)
+
+
 def _node(value: dict[str, Any]) -> LabelledNode:
-    if _meta(value, "label") != _CHUNK_TABLE:
+    if not _is_chunk(value):
         return _entity(value)
     return ChunkNode(
         id_=str(value["id"]),
         text=value.get("text") or "",
         label=str(value.get("label") or "text_chunk"),
-        properties=_properties(value, "text"),
+        properties=_node_properties(value),
     )
 
 
@@ -174,15 +182,15 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
 
     def _ids_with(self, properties: dict[str, Any]) -> list[str]:
         rows = self._rows("MATCH (e) WHERE e.id IS NOT NULL RETURN e")
-        return [str(row["e"]["id"]) for row in rows if _matches(_node(row["e"]).properties, properties)]
+        return [str(row["e"]["id"]) for row in rows if _matches(_node_properties(row["e"]), properties)]
 
     # ------------------------------------------------------------------ reads
 
     def get(self, properties: dict | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
         """Nodes by ``ids`` (all when None); with ``properties``, those having any of them."""
         where, params = ("WHERE e.id IN $ids", {"ids": list(ids)}) if ids else ("WHERE e.id IS NOT NULL", {})
-        nodes = [_node(row["e"]) for row in self._rows(f"MATCH (e) {where} RETURN e", params)]
-        return [n for n in nodes if _matches(n.properties, properties)] if properties else nodes
+        values = [row["e"] for row in self._rows(f"MATCH (e) {where} RETURN e", params)]
+        return [_node(v) for v in values if not properties or _matches(_node_properties(v), properties)]
 
     def get_llama_nodes(self, node_ids: list[str]) -> list[BaseNode]:
         """The nodes ``upsert_llama_nodes`` wrote, as they were (chunks the upstream store wrote: as it reads them)."""
