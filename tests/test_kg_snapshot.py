@@ -203,7 +203,7 @@ def test_a_snapshot_older_than_the_store_is_rebuilt_not_used(toy_uri, tmp_path):
     [old_file] = snapshot_files(toy_uri)
     old_token = GraphSnapshot.load(old_file).token
     with KnowledgeGraph.open(toy_uri) as kg:  # unchanged store: loaded from the file, not built
-        assert kg.path_snapshot() is not None and kg._snapshots.build_seconds_ is None
+        assert kg.path_snapshot() is not None and kg.snapshot_cache.build_seconds_ is None
 
     # a write outside the import (no new import id) that changes the counts, through another handle
     with KnowledgeGraph.open(toy_uri, path_engine="store") as kg:

@@ -1,4 +1,5 @@
-"""Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects."""
+"""Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects and
+driver adapters; any other LlamaIndex property graph store read through its API."""
 
 from llama_index_kgplus.graph_stores._dialects import (
     IDENTIFIER_RE,
@@ -8,10 +9,12 @@ from llama_index_kgplus.graph_stores._dialects import (
     NodeRecord,
     RawPath,
     RelRecord,
+    StoreAPIDialect,
     dialect_for_engine,
     dialect_for_store,
     quote_identifier,
 )
+from llama_index_kgplus.graph_stores._drivers import GraphDriver, record_connection
 from llama_index_kgplus.graph_stores._open import open_graph_store
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri, ladybug_uri
 
@@ -20,17 +23,20 @@ __all__ = [
     "LadybugGraphStore",
     "MAX_HOPS_LIMIT",
     "GraphDialect",
+    "GraphDriver",
     "GraphLayout",
     "GraphStoreURI",
     "NodeRecord",
     "RawPath",
     "RelRecord",
+    "StoreAPIDialect",
     "default_graph_store_uri",
     "dialect_for_engine",
     "dialect_for_store",
     "ladybug_uri",
     "open_graph_store",
     "quote_identifier",
+    "record_connection",
 ]
 
 

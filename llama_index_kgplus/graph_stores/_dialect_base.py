@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, QueryTimeoutError
+from llama_index_kgplus.graph_stores._drivers import GraphDriver
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +142,10 @@ class GraphDialect(ABC):
     """The engine-specific statements; subclasses are stateless singletons."""
 
     engine: ClassVar[str]
+    #: the adapter over the engine's own client (:mod:`._drivers`)
+    driver_type: ClassVar[type[GraphDriver]]
+    #: whether the store runs this dialect's statements (False: a store read through its API alone)
+    runs_queries: ClassVar[bool] = True
     #: keyword arguments for :func:`open_graph_store` that this use needs. ``sanitize_query_output=False``:
     #: LlamaIndex's output sanitiser drops lists of 128+ items and ``None`` list items (Ladybug's store even
     #: applies it to the whole result, so 128+ rows come back as ``None``), which would corrupt paths.
@@ -148,18 +153,19 @@ class GraphDialect(ABC):
 
     # ------------------------------------------------------------------ running queries
 
+    def driver(self, store: Any) -> GraphDriver:
+        """The adapter that runs statements on ``store``'s own client (made per call, from public API)."""
+        return self.driver_type.of(store)
+
     def run(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run through ``store.structured_query``; a store opened with output sanitising on is queried through
         its own client instead (same call, minus the sanitiser)."""
         try:
             if getattr(store, "sanitize_query_output", False):
-                return self._run_unsanitized(store, query, params or {})
+                return self.driver(store).run(query, params or {})
             return list(store.structured_query(query, params or {}))
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
             raise self._error(exc) from exc
-
-    @abstractmethod
-    def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
 
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Async twin of :meth:`run`: a worker thread (the FalkorDB and Neo4j clients are thread-safe; the
@@ -174,16 +180,13 @@ class GraphDialect(ABC):
         read-only mode where it has one and a ``timeout`` in seconds (:class:`QueryTimeoutError` when it runs
         out)."""
         try:
-            return self._run_read_only(store, query, timeout, params or {})
+            return self.driver(store).run_read_only(query, params or {}, timeout=timeout)
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
-            if "timeout" in str(exc).lower() or "interrupt" in str(exc).lower():
+            if any(
+                word in str(exc).lower() for word in ("timeout", "timed out", "interrupt")
+            ):  # Neo4j, FalkorDB, Ladybug
                 raise QueryTimeoutError(f"The query ran longer than {timeout:g} s and was stopped.") from exc
             raise self._error(exc) from exc
-
-    @abstractmethod
-    def _run_read_only(
-        self, store: Any, query: str, timeout: float, params: dict[str, Any]
-    ) -> list[dict[str, Any]]: ...
 
     def _error(self, exc: Exception) -> GraphStoreError:
         if isinstance(exc, GraphStoreError):

@@ -21,6 +21,7 @@ from llama_index_kgplus.graph_stores._dialect_base import (
     _decode_path,
     quote_identifier,
 )
+from llama_index_kgplus.graph_stores._drivers import FalkorDBDriver, Neo4jDriver
 
 logger = logging.getLogger(__name__)
 
@@ -205,19 +206,8 @@ class FalkorDBDialect(_CypherDialect):
     """FalkorDB through its own protocol (the ``falkordb`` client); relationship ids are ``id(r)``."""
 
     engine = "falkordb"
+    driver_type = FalkorDBDriver
     rel_id_function = "id"
-
-    def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        from llama_index.graph_stores.falkordb.falkordb_property_graph import to_plain_value
-
-        result = store._graph.query(query, params, timeout=getattr(store, "_timeout", None))
-        return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
-
-    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
-        from llama_index.graph_stores.falkordb.falkordb_property_graph import to_plain_value
-
-        result = store._graph.ro_query(query, params, timeout=max(1, int(timeout * 1000)))  # GRAPH.RO_QUERY
-        return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
 
     def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
         # FalkorDB has no multi-statement transactions, but one query is atomic: chain the three
@@ -246,25 +236,12 @@ class Neo4jDialect(_CypherDialect):
     """
 
     engine = "neo4j"
+    driver_type = Neo4jDriver
     open_kwargs: ClassVar[dict[str, Any]] = {
         "sanitize_query_output": False,
         "refresh_schema": False,
         "create_indexes": False,
     }
-
-    def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        records, _, _ = store._driver.execute_query(query, parameters_=params, database_=store._database)
-        return [r.data() for r in records]
-
-    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
-        import neo4j
-
-        @neo4j.unit_of_work(timeout=timeout)
-        def read(tx: Any) -> list[dict[str, Any]]:
-            return tx.run(query, params).data()
-
-        with store._driver.session(database=store._database, default_access_mode=neo4j.READ_ACCESS) as session:
-            return session.execute_read(read)
 
     def swap_graph(self, store: Any, staged: GraphLayout, layout: GraphLayout, meta_key: str, meta_value: str) -> int:
         # One explicit transaction: delete, relabel, manifest. The unique constraint on the id is dropped for the
@@ -280,8 +257,7 @@ class Neo4jDialect(_CypherDialect):
 
         self.run(store, f"DROP CONSTRAINT {self._constraint_name(layout)} IF EXISTS")
         try:
-            with store._driver.session(database=store._database) as session:
-                moved = session.execute_write(work)
+            moved = Neo4jDriver.of(store).write(work)
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
             raise self._error(exc) from exc
         finally:

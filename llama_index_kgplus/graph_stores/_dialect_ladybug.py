@@ -25,15 +25,10 @@ from llama_index_kgplus.graph_stores._dialect_base import (
     _decode_path,
     quote_identifier,
 )
+from llama_index_kgplus.graph_stores._drivers import LadybugDriver, result_rows
 
 _LADYBUG_TYPES = {"string": "STRING", "int": "INT64", "float": "DOUBLE", "boolean": "BOOLEAN"}
 _UNSAFE_LIST_ITEM = re.compile(r"[,\[\]{}\"'\\\n\r]")
-
-
-def result_rows(result: Any) -> list[dict[str, Any]]:
-    """A Ladybug query result as one dict per row, keyed by column name."""
-    columns = result.get_column_names()
-    return [dict(zip(columns, row)) for row in result]
 
 
 class LadybugDialect(GraphDialect):
@@ -51,17 +46,7 @@ class LadybugDialect(GraphDialect):
     """
 
     engine = "ladybug"
-
-    def _run_unsanitized(self, store: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        return result_rows(store.connection.execute(query, parameters=params))
-
-    def _run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any]) -> list[dict[str, Any]]:
-        # Ladybug has no read-only query mode on a writable database: the guard is what keeps writes out
-        store.connection.set_query_timeout(max(1, int(timeout * 1000)))
-        try:
-            return self._run_unsanitized(store, query, params)
-        finally:
-            store.connection.set_query_timeout(0)
+    driver_type = LadybugDriver
 
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         conn = getattr(store, "async_connection", None)
@@ -73,14 +58,7 @@ class LadybugDialect(GraphDialect):
             raise self._error(exc) from exc
 
     def close(self, store: Any) -> None:
-        for attr in ("async_connection", "connection", "db"):
-            obj = getattr(store, attr, None)
-            close = getattr(obj, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
+        LadybugDriver.close_store(store)
 
     def _tables(self, store: Any) -> set[str]:
         return {row["name"] for row in self.run(store, "CALL show_tables() RETURN name")}

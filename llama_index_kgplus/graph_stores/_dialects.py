@@ -5,7 +5,8 @@ the LlamaIndex ``PropertyGraphStore`` it runs on and goes through its ``structur
 
 The engines live in ``_dialect_ladybug`` and ``_dialect_cypher`` (FalkorDB, Neo4j) on the base in
 ``_dialect_base``, which also states the safety rules every statement keeps (values are parameters, identifiers
-are checked and quoted, every path length is bounded, every path query has a LIMIT).
+are checked and quoted, every path length is bounded, every path query has a LIMIT). ``_dialect_api`` reads any
+other property graph store (``SimplePropertyGraphStore``, ...) through the store API, without statements.
 
 Example::
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index_kgplus.errors import GraphStoreError
+from llama_index_kgplus.graph_stores._dialect_api import StoreAPIDialect
 from llama_index_kgplus.graph_stores._dialect_base import (
     IDENTIFIER_RE,
     MAX_HOPS_LIMIT,
@@ -49,6 +51,7 @@ __all__ = [
     "NodeRecord",
     "RawPath",
     "RelRecord",
+    "StoreAPIDialect",
     "dialect_for_engine",
     "dialect_for_store",
     "quote_identifier",
@@ -60,6 +63,7 @@ _DIALECTS: dict[str, GraphDialect] = {
     "falkordb": FalkorDBDialect(),
     "neo4j": Neo4jDialect(),
 }
+_STORE_API = StoreAPIDialect()
 
 
 def dialect_for_engine(engine: str) -> GraphDialect:
@@ -71,7 +75,10 @@ def dialect_for_engine(engine: str) -> GraphDialect:
 
 
 def dialect_for_store(store: Any) -> GraphDialect:
-    """The dialect matching a LlamaIndex property graph store instance (by its class)."""
+    """The dialect matching a LlamaIndex property graph store instance (by its class): Ladybug, FalkorDB or
+    Neo4j; any other ``PropertyGraphStore`` (``SimplePropertyGraphStore``, ...) is read through its API."""
+    from llama_index.core.graph_stores.types import PropertyGraphStore
+
     names = {cls.__name__ for cls in type(store).__mro__}
     for class_name, engine in (
         ("LadybugPropertyGraphStore", "ladybug"),
@@ -80,6 +87,9 @@ def dialect_for_store(store: Any) -> GraphDialect:
     ):
         if class_name in names:
             return _DIALECTS[engine]
+    if isinstance(store, PropertyGraphStore):
+        return _STORE_API
     raise GraphStoreError(
-        f"No Cypher dialect for {type(store).__name__}: use a Ladybug, FalkorDB or Neo4j property graph store."
+        f"{type(store).__name__} is not a LlamaIndex property graph store: give a PropertyGraphStore "
+        "(e.g. SimplePropertyGraphStore, or a Ladybug, FalkorDB or Neo4j store) or a graph store URI."
     )

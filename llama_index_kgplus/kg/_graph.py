@@ -113,6 +113,10 @@ class KnowledgeGraph:
     ``path_engine`` (``"auto"``, ``"snapshot"``, ``"store"``) says where :meth:`shortest_paths` and
     :meth:`neighbours` run: on an in-process snapshot (default on embedded stores; at most
     ``max_snapshot_edges`` relationships) or as the store's query (see ``kg/_path_engine.py``).
+
+    Any LlamaIndex ``PropertyGraphStore`` works: a store without a Cypher dialect (``SimplePropertyGraphStore``,
+    the default store of ``PropertyGraphIndex``) is read through its API, its entities and their relations, and
+    its paths always run on the snapshot.
     """
 
     def __init__(
@@ -138,6 +142,11 @@ class KnowledgeGraph:
         self._matcher: EntityMatcher | None = None
         self.path_engine = check_path_engine(path_engine)
         self._snapshots = SnapshotCache(max_edges=max_snapshot_edges)
+
+    @property
+    def snapshot_cache(self) -> SnapshotCache:
+        """The cache of the in-process path snapshot (``build_seconds_`` and ``path_`` after a build)."""
+        return self._snapshots
 
     @property
     def store_options(self) -> dict[str, Any]:
@@ -200,6 +209,11 @@ class KnowledgeGraph:
             if discovered is not None:
                 self._manifest = KGManifest.of_property_graph(discovered)
                 return self._manifest
+            if raw is None and not self.dialect.runs_queries:
+                raise GraphStoreError(
+                    f"No entities in this {type(self.store).__name__}: write them with its upsert_nodes / "
+                    "upsert_relations or a PropertyGraphIndex (a store without Cypher takes no import)."
+                )
             if raw is None:
                 raise GraphStoreError(
                     f"No knowledge graph with label {self.node_label!r} in this {self.dialect.engine} store (nor "

@@ -1,8 +1,9 @@
 """Which engine answers a knowledge graph's path queries, and the snapshot cache behind the in-process one.
 
 ``path_engine``: ``"snapshot"`` searches an in-process :class:`GraphSnapshot`; ``"store"`` runs the store's
-shortest-path query; ``"auto"`` (the default) is the snapshot on an embedded (Ladybug) store and the store query
-on a server store (FalkorDB, Neo4j), where the data may change under us more often and the round trip is the
+shortest-path query; ``"auto"`` (the default) is the snapshot on an embedded (Ladybug) store and on a store read
+through its API (``SimplePropertyGraphStore``, which has no path query), and the store query on a server store
+(FalkorDB, Neo4j), where the data may change under us more often and the round trip is the
 server's. The snapshot falls back to the store query, with a logged reason, when the graph has more than
 ``max_edges`` relationships or it cannot be built. The default, 2 million, keeps the build's peak near 1.5 GB:
 the arrays take about 55 bytes per relationship (58 MB for 10^6 relationships and 10^5 nodes), but reading the
@@ -45,7 +46,8 @@ PATH_ENGINES: tuple[str, ...] = ("auto", "snapshot", "store")
 DEFAULT_MAX_EDGES = 2_000_000
 DEFAULT_RECHECK_SECONDS = 1.0
 _FILE_PREFIX = "path-snapshot-"
-_EMBEDDED_ENGINES = frozenset({"ladybug"})
+#: where "auto" means the snapshot: the embedded store, and stores read through their API (no path query)
+_SNAPSHOT_ENGINES = frozenset({"ladybug", "store-api"})
 
 
 def check_path_engine(engine: str) -> str:
@@ -57,7 +59,7 @@ def check_path_engine(engine: str) -> str:
 def uses_snapshot(engine: str, store_engine: str) -> bool:
     """Whether ``engine`` (auto/snapshot/store) searches a snapshot on a store of ``store_engine``."""
     engine = check_path_engine(engine)
-    return engine == "snapshot" or (engine == "auto" and store_engine in _EMBEDDED_ENGINES)
+    return engine == "snapshot" or (engine == "auto" and store_engine in _SNAPSHOT_ENGINES)
 
 
 class SnapshotCache:
