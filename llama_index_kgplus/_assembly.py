@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 from llama_index_kgplus.glossary import DEFAULT_MODE, Glossary, RetrievalMode
-from llama_index_kgplus.llm import ModelSpec, embed_model_from_spec, llm_from_spec, metered, parse_model_spec
+from llama_index_kgplus.llm import (
+    ModelSpec,
+    embed_model_from_spec,
+    embed_model_identity,
+    llm_from_spec,
+    metered,
+    parse_model_spec,
+)
 
 __all__ = ["ENGINE_NAMES", "KGPlusSources"]
 
@@ -135,7 +142,7 @@ class KGPlusSources(BaseModel):
         self._check_model("llm", self.llm, LLM)
         self._check_model("embed_model", self.embed_model, BaseEmbedding)
         if self.index is not None:
-            routes += ["local", *(["multihop"] if self._has_entity_graph() else [])]
+            routes += ["local", *(["multihop"] if self._check_index() else [])]
         elif self.entity_graph is not None or self.glossary is not None:
             what = "entity_graph" if self.entity_graph is not None else "glossary"
             raise InputDataError(f"{what} belongs to an index: give index too.")
@@ -164,12 +171,18 @@ class KGPlusSources(BaseModel):
         elif value is not None and not isinstance(value, (accepted, ModelSpec)):
             raise _refused(field, value, f"a LlamaIndex {accepted.__name__}, a model spec or None")
 
-    def _has_entity_graph(self) -> bool:
+    def _check_index(self) -> bool:
+        """Check the index (and, for a folder, that it was built with this embedding model); whether it has an
+        entity graph."""
         from llama_index_kgplus.entity_graph import EntityGraph
-        from llama_index_kgplus.indexing import require_index
+        from llama_index_kgplus.indexing import check_embed_model, require_index
 
         if isinstance(self.index, _PATH):
             require_index(self.index)
+            model = self.embed_model
+            known = embed_model_identity(model) if isinstance(model, (str, ModelSpec)) else model
+            if known is not None:
+                check_embed_model(self.index, known)
             return self.entity_graph is not None or EntityGraph.exists(self.index)
         if not isinstance(self.index, VectorStoreIndex):
             raise _refused("index", self.index, "an index folder or a VectorStoreIndex")

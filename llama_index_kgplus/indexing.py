@@ -39,6 +39,7 @@ __all__ = [
     "INGEST_FILE",
     "build_index",
     "check_index_files",
+    "check_embed_model",
     "index_embed_model",
     "load_index",
     "persist_index",
@@ -201,9 +202,12 @@ def index_embed_model(index: Any) -> BaseEmbedding | None:
     return getattr(index, "_embed_model", None)
 
 
-def _check_embed_model(persist_dir: Path, embed_model: BaseEmbedding) -> None:
+def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict[str, Any]) -> None:
     """Refuse to query an index with another embedding model than the one that built it (vectors of another
-    model give a crash, or, with the same dimension, wrong rankings without an error)."""
+    model give a crash, or, with the same dimension, wrong rankings without an error). ``embed_model`` is the
+    model, or what it will be known by before it loads (``model_name`` and ``server`` of
+    :func:`~llama_index_kgplus.llm.embed_model_identity`)."""
+    persist_dir = Path(persist_dir)
     path = persist_dir / INGEST_FILE
     try:
         built = json.loads(path.read_text(encoding="utf-8")).get("embed_model") if path.is_file() else None
@@ -211,8 +215,8 @@ def _check_embed_model(persist_dir: Path, embed_model: BaseEmbedding) -> None:
         return  # check_index_files reports an unreadable stamp
     if not isinstance(built, dict):
         return  # an index of an earlier version, or of plain LlamaIndex: nothing recorded
-    now = embed_model_record(embed_model)
-    if any(built.get(key) != now[key] for key in ("class", "model_name", "server")):
+    now = embed_model if isinstance(embed_model, dict) else embed_model_record(embed_model)
+    if any(built.get(key) != now[key] for key in ("class", "model_name", "server") if key in now):
 
         def name(record: dict[str, Any]) -> str:
             return f"{record.get('model_name')}" + (f" at {record['server']}" if record.get("server") else "")
@@ -230,7 +234,7 @@ def load_index(
     called, e.g. before loading the embedding model)."""
     persist_dir = require_index(persist_dir) if check else Path(persist_dir)
     if embed_model is not None:
-        _check_embed_model(persist_dir, embed_model)
+        check_embed_model(persist_dir, embed_model)
     try:
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         index = load_index_from_storage(storage, embed_model=embed_model)

@@ -117,14 +117,14 @@ def graph_extractor() -> Any:
 
 def metered_llm(llm: Any) -> Any:
     """``llm`` with its calls and tokens counted (see :func:`llm_usage`)."""
-    from llama_index_kgplus.graphrag import metered
+    from llama_index_kgplus.llm import metered
 
     return metered(llm)
 
 
 def llm_usage(llm: Any | None) -> Any:
     """The ``LLMUsage`` so far of an LLM from :func:`metered_llm` (zero for None)."""
-    from llama_index_kgplus.graphrag import LLMUsage, usage_meter
+    from llama_index_kgplus.llm import LLMUsage, usage_meter
 
     return LLMUsage() if llm is None else usage_meter(llm).snapshot()
 

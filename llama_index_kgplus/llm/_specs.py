@@ -170,6 +170,19 @@ def resolve_model_spec(
     return parse_model_spec(default if spec is None else str(spec))
 
 
+def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> dict[str, Any] | None:
+    """What the embedding model of ``spec`` will be known by, without loading it: ``{"model_name", "server"}``
+    as an index records them (None for a ``module:factory`` spec, known only once called)."""
+    parsed = resolve_model_spec(spec, "embed_model")
+    if parsed.kind == "factory":
+        return None
+    if parsed.kind == "local":
+        from llama_index_kgplus.defaults import embed_model_path
+
+        return {"model_name": embed_model_path().name, "server": None}
+    return {"model_name": parsed.model, "server": parsed.base_url}
+
+
 def _from_factory(spec: ModelSpec, expected: type, what: str) -> Any:
     """The model a ``module:factory`` spec returns, checked to be a LlamaIndex ``expected``."""
     import importlib
