@@ -201,7 +201,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
     from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, import_kg
-    from llama_index_kgplus.llm import complete_text, llm_from_spec
+    from llama_index_kgplus.llm import llm_from_spec
 
     llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
     results = []
@@ -211,15 +211,13 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
             folder, uri = GRAPHS[name][0], f"ladybug://{tmp}/{name}.lbug"
             synonyms = folder / "synonyms.csv"
             import_kg(uri, folder / "nodes.csv", folder / "relationships.csv", synonyms if synonyms.exists() else None)
-            engines[name] = CypherQueryEngine.from_defaults(
-                KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows, synthesize_response=False
-            )
+            engines[name] = CypherQueryEngine.from_defaults(KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows)
             graphs[name] = Graph(*GRAPHS[name])
         out = Path(args.out)
         out.write_text("")
         for row in tqdm(rows, desc="queries", unit="q"):
             start = time.perf_counter()
-            meta = engines[row["graph"]].query(row["question"]).metadata
+            meta = engines[row["graph"]].query_graph(row["question"]).model_dump()
             results.append(
                 {
                     **{k: row[k] for k in ("id", "graph", "kind", "question", "answer")},
@@ -233,6 +231,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                             "arrows_reversed",
                             "chain_written",
                             "entities_returned",
+                            "reworked_by",
                             "complaint",
                         )
                     },
@@ -244,13 +243,9 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                 fh.write(json.dumps(results[-1], ensure_ascii=False, default=str) + "\n")
         out.write_text("")
         for result in tqdm(results if args.answers else [], desc="answers", unit="q"):
-            engine = engines[result["graph"]]
-            engine.synthesize_response = True
             start = time.perf_counter()
-            answer = CypherAnswer(**{k: result[k] for k in ("question", "cypher", "rows", "refused", "repaired")})
-            prompt = engine._answer_prompt(answer)  # None when refused: the engine's refusal text
-            text = None if prompt is None else complete_text(llm, prompt, max_tokens=160)
-            text = str(engine._response(answer, text))
+            fields = ("question", "cypher", "rows", "refused", "repaired", "complaint", "reworked_by")
+            text = str(engines[result["graph"]].respond(CypherAnswer(**{k: result[k] for k in fields})))
             result.update(text=text, answer_ok=answer_holds(text, result["answer"]))
             result["seconds"] = round(result["query_seconds"] + time.perf_counter() - start, 2)
             with out.open("a") as fh:
