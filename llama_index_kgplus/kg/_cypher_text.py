@@ -4,7 +4,7 @@ and follows. Only the words of the question, the kinds the graph has and the que
 
 Example::
 
-    _kind_mentions(form, "Which drugs treat what virus causes?", [(29, 34)])   # ['causes', 'treats']
+    _kind_mentions(form, "Which drugs treat what virus causes?", [(23, 28)])   # ['causes', 'treats']
     _hops("MATCH (a)-[r1]->(m)<-[r2]-(x) RETURN x")                            # 2
 """
 
