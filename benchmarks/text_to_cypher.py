@@ -25,7 +25,8 @@ equal the gold. ``answer_ok`` says whether the final sentence holds the gold (th
 yes/no).
 
     flock /tmp/kgplus-llm.lock .venv/bin/python benchmarks/text_to_cypher.py [--llm qwen2.5-coder-1.5b] \\
-        [--out /tmp/text_to_cypher.jsonl] [--set tuned|held-out] [--ids u01,f03] [--check-gold]
+        [--out /tmp/text_to_cypher.jsonl] [--set tuned|held-out] [--exclude-repairs all|NAME,...] [--ids u01,f03] \\
+        [--check-gold]
 """
 
 from __future__ import annotations
@@ -200,10 +201,12 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
-    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, import_kg
+    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, default_cypher_repairs, import_kg
     from llama_index_kgplus.llm import llm_from_spec
 
     llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
+    off = set(filter(None, args.exclude_repairs.split(",")))
+    repairs = () if off == {"all"} else default_cypher_repairs(exclude=off)
     results = []
     with tempfile.TemporaryDirectory(prefix="text-to-cypher-") as tmp:
         engines, graphs = {}, {}
@@ -211,7 +214,9 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
             folder, uri = GRAPHS[name][0], f"ladybug://{tmp}/{name}.lbug"
             synonyms = folder / "synonyms.csv"
             import_kg(uri, folder / "nodes.csv", folder / "relationships.csv", synonyms if synonyms.exists() else None)
-            engines[name] = CypherQueryEngine.from_defaults(KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows)
+            engines[name] = CypherQueryEngine.from_defaults(
+                KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows, repairs=repairs
+            )
             graphs[name] = Graph(*GRAPHS[name])
         out = Path(args.out)
         out.write_text("")
@@ -316,6 +321,9 @@ def main() -> int:
     parser.add_argument("--set", choices=sorted(SETS), default=None, help="only this set's questions")
     parser.add_argument("--ids", default=None, help="only these question ids (comma-separated)")
     parser.add_argument("--max-rows", type=int, default=100)
+    parser.add_argument(
+        "--exclude-repairs", default="", help="repair policies switched off (comma-separated names, or 'all')"
+    )
     parser.add_argument("--no-answers", dest="answers", action="store_false", help="write and score the queries only")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: the machine is shared)")
     parser.add_argument("--check-gold", action="store_true", help="recompute the gold answers and stop")
