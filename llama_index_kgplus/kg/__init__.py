@@ -5,6 +5,11 @@ dictionary matcher (:class:`EntityMatcher`), compute the bounded shortest paths 
 one query or on an in-process snapshot of the graph (:class:`GraphSnapshot`; :class:`KGPathFinder`,
 :class:`KGPathRetriever`) and answer with those paths next to the retrieved passages
 (:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default), FalkorDB and Neo4j.
+
+Questions the path templates do not cover go to read-only text-to-Cypher (:class:`CypherQueryEngine`), whose
+deterministic steps around the LLM's query are named repair policies (:data:`DEFAULT_CYPHER_REPAIRS`; switch one
+off with ``repairs=default_cypher_repairs(exclude={"arrow_reversal"})``; write your own on
+:class:`CypherQueryRewrite`, :class:`CypherQueryCheck` or :class:`CypherSecondTry`).
 """
 
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
