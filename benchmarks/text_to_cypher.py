@@ -1,17 +1,20 @@
 """Text-to-Cypher accuracy of a local model on written questions over the shared graphs (issue 13).
 
-``text_to_cypher_questions.jsonl`` holds questions written over the UMLS semantic network and FamPlex. Each row
-has ``id``, ``graph`` (``umls`` | ``famplex``), ``kind`` (``count`` | ``list`` | ``exists`` | ``1hop`` |
+``text_to_cypher_questions.jsonl`` holds questions over three graphs in two sets: ``tuned`` (the UMLS semantic
+network and FamPlex, the graphs the engine's repair rules were written against) and ``held-out`` (GeoNames
+countries, ``benchmarks/data/kg-geonames``, written after the rules and never used to tune them). Each row has
+``id``, ``graph`` (``umls`` | ``famplex`` | ``geonames``), ``kind`` (``count`` | ``list`` | ``exists`` | ``1hop`` |
 ``2hop``), ``question``, ``spec`` and ``answer``. The gold ``answer`` is computed from the graph's CSV files by
 :func:`gold` from the row's ``spec`` (never typed by hand nor taken from a model); ``--check-gold`` recomputes
 every one and fails on a mismatch, ``--write-gold`` fills them in. A spec, read by :func:`gold`:
 
-- ``start``: a ``cfname`` (one entity), or ``where``: ``{"property": value}`` (every entity with it);
-- ``path``: steps ``[relname, ">" | "<"]`` followed from there (``>`` from ``:START_ID`` to ``:END_ID``);
+- ``start``: a name (one entity), or ``where``: ``{"property": value}`` (every entity with it);
+- ``path``: steps ``[kind, ">" | "<"]`` followed from there (``>`` from ``:START_ID`` to ``:END_ID``; the kind is
+  the graph's relationship property ``relname``, or ``predicate`` on GeoNames);
   the entities reached by the last step (the start entities are dropped when ``"exclude_start": true``);
 - ``end_where``: a filter on the entities reached;
-- ``result``: ``count`` (how many entities), ``names`` (their ``cfname``\\ s), ``exists`` (``target`` is
-  among them, or any is reached without ``target``) or ``relnames`` (the relnames from ``start`` to ``target``).
+- ``result``: ``count`` (how many entities), ``names`` (their names), ``exists`` (``target`` is among them, or
+  any is reached without ``target``) or ``relnames`` (the kinds of relationship from ``start`` to ``target``).
 
 Every question is imported into a temporary embedded Ladybug store and put to ``CypherQueryEngine``. Scoring, from
 the rows the query returned (``ok``): a count is right when a number in the first row equals the gold; a list
@@ -22,7 +25,8 @@ equal the gold. ``answer_ok`` says whether the final sentence holds the gold (th
 yes/no).
 
     flock /tmp/kgplus-llm.lock .venv/bin/python benchmarks/text_to_cypher.py [--llm qwen2.5-coder-1.5b] \\
-        [--out /tmp/text_to_cypher.jsonl] [--ids u01,f03] [--check-gold]
+        [--out /tmp/text_to_cypher.jsonl] [--set tuned|held-out] [--exclude-repairs all|NAME,...] [--ids u01,f03] \\
+        [--check-gold]
 """
 
 from __future__ import annotations
@@ -44,22 +48,33 @@ from kg_common import BENCH, print_table
 from tqdm import tqdm
 
 QUESTIONS = Path(__file__).with_name("text_to_cypher_questions.jsonl")
-GRAPHS = {"umls": BENCH / "kg-umls-semnet", "famplex": BENCH / "kg-famplex"}
+DATA = Path(__file__).with_name("data")
+# each graph: its folder, its name property and the relationship property that holds a relationship's kind
+GRAPHS = {
+    "umls": (BENCH / "kg-umls-semnet", "cfname", "relname"),
+    "famplex": (BENCH / "kg-famplex", "cfname", "relname"),
+    "geonames": (DATA / "kg-geonames", "name", "predicate"),
+}
+SETS = {"tuned": ("umls", "famplex"), "held-out": ("geonames",)}
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
 
 
 class Graph:
-    """One shared graph read from its CSV files: a networkx multigraph keyed by ``cid``, names both ways."""
+    """One graph read from its CSV files: a networkx multigraph keyed by id, names both ways; each edge's kind is
+    its ``relname`` attribute."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, name: str, kind: str) -> None:
         nodes = pd.read_csv(folder / "nodes.csv", dtype=str, keep_default_na=False)
         rels = pd.read_csv(folder / "relationships.csv", dtype=str, keep_default_na=False)
         self.g = nx.MultiDiGraph()
+        id_column = next(c for c in nodes.columns if c.endswith(":ID"))
+        self.id_property = id_column.removesuffix(":ID")
         for row in nodes.to_dict("records"):
-            self.g.add_node(row["cid:ID"], **{k: v for k, v in row.items() if ":" not in k})
-        for start, end, relname in zip(rels[":START_ID"], rels[":END_ID"], rels["relname"]):
+            self.g.add_node(row[id_column], **{k: v for k, v in row.items() if ":" not in k})
+        for start, end, relname in zip(rels[":START_ID"], rels[":END_ID"], rels[kind]):
             self.g.add_edge(start, end, relname=relname)
-        self.name = {cid: data["cfname"] for cid, data in self.g.nodes(data=True)}
+        self.name_property = name
+        self.name = {cid: data[name] for cid, data in self.g.nodes(data=True)}
         by_name = defaultdict(list)
         for cid, name in self.name.items():
             by_name[name].append(cid)
@@ -72,9 +87,9 @@ class Graph:
         return {e[far] for e in edges(cids, data="relname") if e[2] == relname}
 
     def label(self, value: Any) -> str:
-        """A returned value as a comparable name: an id or a node read as its ``cfname``, lower case."""
+        """A returned value as a comparable name: an id or a node read as its name, lower case."""
         if isinstance(value, dict):
-            value = value.get("cfname") or value.get("cid") or value.get("name")
+            value = value.get(self.name_property) or value.get(self.id_property) or value.get("name")
         text = str(value).strip()
         return self.name.get(text, text).lower()
 
@@ -83,7 +98,7 @@ def gold(graph: Graph, spec: dict[str, Any]) -> int | bool | list[str]:
     """The answer ``spec`` (see the module docstring) comes to on ``graph``."""
     if "start" in spec:
         if spec["start"] not in graph.cid:
-            raise ValueError(f"{spec['start']!r} is not one unambiguous cfname of the graph")
+            raise ValueError(f"{spec['start']!r} is not one unambiguous name of the graph")
         start = {graph.cid[spec["start"]]}
     else:
         start = {c for c, d in graph.g.nodes(data=True) if all(d[k] == v for k, v in spec["where"].items())}
@@ -167,7 +182,7 @@ def load(path: Path = QUESTIONS) -> list[dict[str, Any]]:
 
 def check_gold(rows: list[dict[str, Any]], write: bool = False) -> int:
     """Recompute every gold answer from the CSV files; the number of mismatches (written over when ``write``)."""
-    graphs = {name: Graph(folder) for name, folder in GRAPHS.items()}
+    graphs = {name: Graph(*GRAPHS[name]) for name in sorted({row["graph"] for row in rows})}
     bad = 0
     for row in rows:
         value = gold(graphs[row["graph"]], row["spec"])
@@ -186,26 +201,28 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
-    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, import_kg
-    from llama_index_kgplus.llm import complete_text, llm_from_spec
+    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, default_cypher_repairs, import_kg
+    from llama_index_kgplus.llm import llm_from_spec
 
     llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
+    off = set(filter(None, args.exclude_repairs.split(",")))
+    repairs = () if off == {"all"} else default_cypher_repairs(exclude=off)
     results = []
     with tempfile.TemporaryDirectory(prefix="text-to-cypher-") as tmp:
         engines, graphs = {}, {}
         for name in sorted({row["graph"] for row in rows}):
-            folder, uri = GRAPHS[name], f"ladybug://{tmp}/{name}.lbug"
+            folder, uri = GRAPHS[name][0], f"ladybug://{tmp}/{name}.lbug"
             synonyms = folder / "synonyms.csv"
             import_kg(uri, folder / "nodes.csv", folder / "relationships.csv", synonyms if synonyms.exists() else None)
             engines[name] = CypherQueryEngine.from_defaults(
-                KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows, synthesize_response=False
+                KnowledgeGraph.open(uri), llm=llm, max_rows=args.max_rows, repairs=repairs
             )
-            graphs[name] = Graph(folder)
+            graphs[name] = Graph(*GRAPHS[name])
         out = Path(args.out)
         out.write_text("")
         for row in tqdm(rows, desc="queries", unit="q"):
             start = time.perf_counter()
-            meta = engines[row["graph"]].query(row["question"]).metadata
+            meta = engines[row["graph"]].query_graph(row["question"]).model_dump()
             results.append(
                 {
                     **{k: row[k] for k in ("id", "graph", "kind", "question", "answer")},
@@ -219,6 +236,7 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                             "arrows_reversed",
                             "chain_written",
                             "entities_returned",
+                            "reworked_by",
                             "complaint",
                         )
                     },
@@ -230,13 +248,9 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
                 fh.write(json.dumps(results[-1], ensure_ascii=False, default=str) + "\n")
         out.write_text("")
         for result in tqdm(results if args.answers else [], desc="answers", unit="q"):
-            engine = engines[result["graph"]]
-            engine.synthesize_response = True
             start = time.perf_counter()
-            answer = CypherAnswer(**{k: result[k] for k in ("question", "cypher", "rows", "refused", "repaired")})
-            prompt = engine._answer_prompt(answer)  # None when refused: the engine's refusal text
-            text = None if prompt is None else complete_text(llm, prompt, max_tokens=160)
-            text = str(engine._response(answer, text))
+            fields = ("question", "cypher", "rows", "refused", "repaired", "complaint", "reworked_by")
+            text = str(engines[result["graph"]].respond(CypherAnswer(**{k: result[k] for k in fields})))
             result.update(text=text, answer_ok=answer_holds(text, result["answer"]))
             result["seconds"] = round(result["query_seconds"] + time.perf_counter() - start, 2)
             with out.open("a") as fh:
@@ -248,8 +262,27 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
     return results
 
 
+def set_of(graph: str) -> str:
+    """The set (``tuned`` or ``held-out``) a graph's questions belong to."""
+    return next(name for name, graphs in SETS.items() if graph in graphs)
+
+
 def report(results: list[dict[str, Any]], model: str) -> None:
-    """The table: accuracy per kind and overall, refused, repaired, seconds per question; then the misses."""
+    """One table per set of graphs: accuracy per kind and overall, refused, repaired, seconds per question; then
+    the misses."""
+    print(f"\nmodel: {model}")
+    for name in SETS:
+        part = [r for r in results if set_of(r["graph"]) == name]
+        if part:
+            print(f"\nset: {name} ({', '.join(SETS[name])})")
+            _table(part)
+    for r in results:
+        if not r["ok"]:
+            print(f"MISS {r['id']} [{r['kind']}] {r['question']}\n    {r['cypher'] or r['refused']}")
+            print(f"    -> {json.dumps(r['rows'], default=str)[:160]} (gold {json.dumps(r['answer'])[:100]})")
+
+
+def _table(results: list[dict[str, Any]]) -> None:
     table = []
     for kind in [*sorted({r["kind"] for r in results}), "all"]:
         part = [r for r in results if kind in ("all", r["kind"])]
@@ -267,7 +300,6 @@ def report(results: list[dict[str, Any]], model: str) -> None:
                 f"{statistics.median(r.get('seconds', r['query_seconds']) for r in part):.1f}",
             ]
         )
-    print(f"\nmodel: {model}")
     headers = [
         "kind",
         "n",
@@ -280,18 +312,18 @@ def report(results: list[dict[str, Any]], model: str) -> None:
         "total s",
     ]
     print_table(headers, table)
-    for r in results:
-        if not r["ok"]:
-            print(f"MISS {r['id']} [{r['kind']}] {r['question']}\n    {r['cypher'] or r['refused']}")
-            print(f"    -> {json.dumps(r['rows'], default=str)[:160]} (gold {json.dumps(r['answer'])[:100]})")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llm", default="qwen2.5-coder-1.5b", help="model name, .gguf path or spec")
     parser.add_argument("--out", default="/tmp/text_to_cypher.jsonl", help="per-question results (JSONL)")
+    parser.add_argument("--set", choices=sorted(SETS), default=None, help="only this set's questions")
     parser.add_argument("--ids", default=None, help="only these question ids (comma-separated)")
     parser.add_argument("--max-rows", type=int, default=100)
+    parser.add_argument(
+        "--exclude-repairs", default="", help="repair policies switched off (comma-separated names, or 'all')"
+    )
     parser.add_argument("--no-answers", dest="answers", action="store_false", help="write and score the queries only")
     parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads (1: the machine is shared)")
     parser.add_argument("--check-gold", action="store_true", help="recompute the gold answers and stop")
@@ -306,6 +338,8 @@ def main() -> int:
         return 0
     if check_gold(rows):
         return 1
+    if args.set:
+        rows = [row for row in rows if set_of(row["graph"]) == args.set]
     if args.ids:
         rows = [row for row in rows if row["id"] in args.ids.split(",")]
     report(run(args, rows), args.llm)

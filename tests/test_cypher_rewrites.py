@@ -11,19 +11,12 @@ import pytest
 
 from llama_index_kgplus._query_loop import QueryLoop
 from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
-from llama_index_kgplus.kg._cypher import (
-    _chain_options,
-    _complaint,
-    _entities_for_groups,
-    _Form,
-    _found_nothing,
-    _hops,
-    _kind_mentions,
-    _kinds_as_properties,
-    _reverse_arrows,
-    _reversed_if_empty,
-)
+from llama_index_kgplus.kg._cypher_checks import _complaint
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
+from llama_index_kgplus.kg._cypher_policy import _chain_options
+from llama_index_kgplus.kg._cypher_repairs import _entities_for_groups, _kinds_as_properties, _reversed_if_empty
+from llama_index_kgplus.kg._cypher_schema import _Form
+from llama_index_kgplus.kg._cypher_text import _found_nothing, _hops, _kind_mentions, _reverse_arrows
 
 FORM = _Form("Ent", "name", "Rel", "relname", ("isa", "part_of"), None)
 
@@ -124,13 +117,17 @@ def test_zero_counts_of_any_integer_type_are_nothing():
 
 
 def test_an_answer_from_reversed_arrows_says_so():
-    from llama_index_kgplus.kg._cypher import REVERSED_NOTE, CypherAnswer, CypherQueryEngine
+    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine
+    from llama_index_kgplus.kg._cypher_prompts import REVERSED_NOTE
+    from llama_index_kgplus.testing import ScriptedLLM
 
-    answer = CypherAnswer(question="q", cypher="MATCH ...", rows=[{"n": 3}], arrows_reversed=True)
-    response = CypherQueryEngine._response(answer, "Three.")
+    engine = CypherQueryEngine(kg=None, llm=ScriptedLLM(rules=[("Answer the question", "Three.")]))
+    answer = CypherAnswer(question="q", cypher="MATCH ...", rows=[{"n": 3}], reworked_by="arrow_reversal")
+    response = engine.respond(answer)
     assert response.response == f"Three. {REVERSED_NOTE}" and response.metadata["arrows_reversed"] is True
-    plain = CypherQueryEngine._response(answer.model_copy(update={"arrows_reversed": False}), "Three.")
-    assert plain.response == "Three."
+    assert response.metadata["reworked_by"] == "arrow_reversal" and not response.metadata["chain_written"]
+    plain = engine.respond(answer.model_copy(update={"reworked_by": None}))
+    assert plain.response == "Three." and plain.metadata["arrows_reversed"] is False
 
 
 def test_query_loop_second_try_replaces_the_result_without_a_repair():
@@ -247,7 +244,8 @@ KINDS = _Form("Ent", "cfname", "Rel", "relname", ("isa", "causes", "treats", "pa
     [
         ("Which drugs treat something that virus causes?", ["virus"], ["causes", "treats"]),
         ("What are the things caused by virus a kind of (isa)?", ["virus"], ["causes", "isa"]),
-        ("Which genes are members of the families that are members of MAPK?", ["MAPK"], ["isa", "isa"]),
+        # a word for a kind that is not the kind's own name ("members" for isa) is not read: no synonyms
+        ("Which genes are members of the families that are members of MAPK?", ["MAPK"], []),
         ("Which entities are members (isa) of the parts of PI3K?", ["PI3K"], ["part_of", "isa"]),
         ("How many parts does the AMPK complex have (part_of)?", ["AMPK"], ["part_of"]),  # said twice, one step
         ("How many things is body part organ the location of?", ["body part organ"], ["location_of"]),  # a name

@@ -324,6 +324,18 @@ def test_names_with_quotes_and_backticks_import_and_match(toy_kg):
     assert texts(result) == ['delta -[KNOWS]-> o\'hara `x` "y"']
 
 
+def test_a_quoted_comma_after_many_plain_rows_imports(backend, tmp_path):
+    """Ladybug's COPY sniffs the CSV dialect from the first lines: the loader says it, so a name with a comma
+    after 400 rows without one is still one field."""
+    nodes = [["cid:ID", "name", "kind", ":LABEL"], *[[f"n{i}", f"name {i}", "plain", "Ent"] for i in range(400)]]
+    _write_csv(tmp_path / "nodes.csv", [*nodes, ["late", "Bonaire, Saba", "plain", "Ent"]])
+    _write_csv(tmp_path / "rels.csv", [[":START_ID", ":END_ID", ":TYPE"], ["late", "n0", "NEAR"]])
+    backend.import_graph("commas", tmp_path / "nodes.csv", tmp_path / "rels.csv")
+    with backend.open("commas") as kg:
+        rows = kg.dialect.run(kg.store, "MATCH (n:Ent {cid: 'late'}) RETURN n.name AS name, n.kind AS kind")
+    assert rows == [{"name": "Bonaire, Saba", "kind": "plain"}]
+
+
 def test_nameless_nodes_and_a_name_shared_across_labels(backend, tmp_path):
     """A node without a name is never matched but paths run through it (shown by id); a name two entities share
     (a planet and an element) gives both, and the two are never paired with each other."""
@@ -799,7 +811,7 @@ def test_graph_description_does_not_depend_on_the_order_the_store_holds_the_grap
     """The same graph imported from its rows in reverse order gets the same description, with the relationships
     of one question's entity: the prompt (and so the generated Cypher) must not change with the order a parallel
     import happened to store them in (UMLS has pairs of entities joined by several kinds)."""
-    from llama_index_kgplus.kg._cypher import _form, _mentions, describe_graph
+    from llama_index_kgplus.kg._cypher_schema import _form, _mentions, describe_graph
 
     for name in ("nodes.csv", "relationships.csv"):
         header, *rows = (BENCH / "kg-umls-semnet" / name).read_text(encoding="utf-8").splitlines()
@@ -814,7 +826,7 @@ def test_text_to_cypher_on_a_graph_written_by_llamaindex_property_graph_store(ba
     """The description shows the relationship kinds wherever LlamaIndex's store keeps them (Ladybug: the label
     column of its one LINKS table; the others: the relationship types), and a two-step question answered with
     one step is sent back with the chain it needs."""
-    from llama_index_kgplus.kg._cypher import describe_graph
+    from llama_index_kgplus.kg import describe_graph
 
     with _property_graph(backend, "pgicypher") as kg:
         schema = describe_graph(kg)
@@ -871,7 +883,8 @@ def test_a_two_step_question_answered_in_one_step_is_offered_the_chains_the_grap
 def test_a_chain_that_only_leads_back_to_the_named_entity_is_not_offered(backend, famplex):
     """Down a hierarchy and up again ("members of the members of MAPK" read as isa backwards, then forwards) ends
     at MAPK itself: only the chain down twice finds other entities, so it is the one offered (and run)."""
-    from llama_index_kgplus.kg._cypher import _chain_options, _form
+    from llama_index_kgplus.kg._cypher_policy import _chain_options
+    from llama_index_kgplus.kg._cypher_schema import _form
 
     with backend.open(famplex) as kg:
         chains = _chain_options(kg, _form(kg)[0], ("FPLX:MAPK", "MAPK"), ["isa", "isa"])

@@ -242,7 +242,9 @@ class LadybugDialect(GraphDialect):
             target = quote_identifier(table) + (
                 f"({', '.join(quote_identifier(c) for c in columns)})" if columns else ""
             )
-            options = "HEADER=false" + (", PARALLEL=false" if multiline else "")
+            # the dialect is the one written above: the engine's sniffing of the first lines would miss quoting
+            # when those have no quoted field and a later one does ("Bonaire, Saint Eustatius and Saba")
+            options = "HEADER=false, AUTO_DETECT=false" + (", PARALLEL=false" if multiline else "")
             self.run(store, f"COPY {target} FROM '{literal}' ({options})")
             if progress is not None:
                 progress.update(total)
