@@ -86,13 +86,16 @@ def build_index(
     storage.docstore.add_documents(nodes)
     index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress)
     if persist_dir is not None:
-        persist_index(index, persist_dir)
+        persist_index(index, persist_dir, embed_model=embed_model)
     return index
 
 
-def persist_index(index: VectorStoreIndex, persist_dir: str | Path) -> str:
-    """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id."""
-    embed_model = index_embed_model(index)
+def persist_index(
+    index: VectorStoreIndex, persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None
+) -> str:
+    """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
+    ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default."""
+    embed_model = embed_model or index_embed_model(index)
     return persist_storage(
         index.storage_context,
         persist_dir,
@@ -195,10 +198,9 @@ def require_index(persist_dir: str | Path) -> Path:
 
 
 def index_embed_model(index: Any) -> BaseEmbedding | None:
-    """The embedding model a ``VectorStoreIndex`` embeds queries with (``None`` for other objects).
-
-    LlamaIndex keeps it private (``_embed_model``); this is the pack's one place that reads it.
-    """
+    """The embedding model a ``VectorStoreIndex`` embeds queries with (``None`` for other objects)."""
+    # The pack's one private reach into LlamaIndex: VectorStoreIndex has no public accessor for its embedding
+    # model (core's own VectorIndexRetriever and PropertyGraphIndex read index._embed_model as well).
     return getattr(index, "_embed_model", None)
 
 
