@@ -35,6 +35,7 @@ from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_REWRITE_PROMPT, clean_rewrite
 from llama_index_kgplus.glossary._selection import GlossarySelection, GlossaryTermSelector
+from llama_index_kgplus.llm import acomplete_response, complete_response, local_llama
 
 NO_TERMS = "no relevant glossary terms"
 REJECTED = "rejected by reviewer"
@@ -190,7 +191,19 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         """Stop reading the LLM's stream past this many words: the guard would refuse the text anyway."""
         return self.guard.max_words + 20
 
+    def _local_bound(self) -> tuple[Any, int] | None:
+        """With a llama.cpp model: the criterion that stops it like reading its stream would, and its bound. The
+        call then ends normally and reports its usage (a stream left early reports none to LlamaIndex's callbacks)."""
+        local = local_llama(self.llm)
+        if local is None:
+            return None
+        limit = self._generation_limit()
+        return (lambda text: _enough(text, limit)), local.max_new_tokens
+
     def _generate(self, prompt: str) -> str:
+        bound = self._local_bound()
+        if bound is not None:
+            return complete_response(self.llm, prompt, max_tokens=bound[1], stop_when=bound[0]).text
         text, limit = "", self._generation_limit()
         for chunk in self.llm.stream_complete(prompt):
             text = chunk.text
@@ -199,6 +212,9 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         return text
 
     async def _agenerate(self, prompt: str) -> str:
+        bound = self._local_bound()
+        if bound is not None:
+            return (await acomplete_response(self.llm, prompt, max_tokens=bound[1], stop_when=bound[0])).text
         text, limit = "", self._generation_limit()
         stream = await self.llm.astream_complete(prompt)
         async for chunk in stream:
