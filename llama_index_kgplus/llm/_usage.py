@@ -198,12 +198,24 @@ class MeteredLLM(CustomLLM):
         second LLM event: the wrapper then calls the sync twin itself."""
         return getattr(type(self._inner), name, None) is getattr(CustomLLM, name)
 
-    def _for_call(self, kwargs: dict[str, Any]) -> tuple[LLM, dict[str, Any]]:
-        """The LLM a streamed call goes to and its keyword arguments (a llama.cpp model takes its options as
-        ``generate_kwargs`` of a per-call copy)."""
-        if kwargs and is_llama_cpp(self._inner):
-            return with_options(self._inner, **kwargs), {}
-        return self._inner, kwargs
+    def _stream(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> CompletionResponseGen:
+        """The wrapped LLM's stream. A llama.cpp model takes its options as ``generate_kwargs`` of a per-call copy,
+        and its chunks get the ``usage`` llama.cpp reports only for whole replies (the prompt and the text so far
+        in its own tokens), as OpenAI-style servers put it in a stream: LlamaIndex's callbacks read it from the
+        last chunk."""
+        if not is_llama_cpp(self._inner):
+            yield from self._inner.stream_complete(prompt, formatted=formatted, **kwargs)
+            return
+        target = with_options(self._inner, **kwargs) if kwargs else self._inner
+        counter = TokenCounter.for_llm(self._inner)
+        template = self._inner.completion_to_prompt
+        prompt_tokens = counter.count(prompt if formatted or template is None else template(prompt))
+        for chunk in target.stream_complete(prompt, formatted=formatted):
+            if isinstance(chunk.raw, dict):
+                completion_tokens = counter.count(chunk.text)
+                chunk.raw["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                      "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+            yield chunk
 
     # Chat goes to the inner LLM's own chat, so a chat model keeps its roles (CustomLLM would flatten them).
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
@@ -260,12 +272,10 @@ class MeteredLLM(CustomLLM):
         return self._record(prompt, await self._inner.acomplete(prompt, formatted=formatted, **kwargs))
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        target, kwargs = self._for_call(kwargs)
-
         def gen() -> CompletionResponseGen:
             last = None
             try:
-                for last in target.stream_complete(prompt, formatted=formatted, **kwargs):
+                for last in self._stream(prompt, formatted, kwargs):
                     yield last
             finally:  # also when the reader stops early: what was generated was paid for
                 if last is not None:
@@ -273,18 +283,15 @@ class MeteredLLM(CustomLLM):
 
         return gen()
 
-    async def astream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseAsyncGen:
+    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
         sync = self._runs_sync("astream_complete")
-        target, kwargs = self._for_call(kwargs)
-        stream = None if sync else await target.astream_complete(prompt, formatted=formatted, **kwargs)
+        stream = None if sync else await self._inner.astream_complete(prompt, formatted=formatted, **kwargs)
 
         async def gen() -> CompletionResponseAsyncGen:
             last = None
             try:
                 if stream is None:
-                    for last in target.stream_complete(prompt, formatted=formatted, **kwargs):
+                    for last in self._stream(prompt, formatted, kwargs):
                         yield last
                 else:
                     async for last in stream:
