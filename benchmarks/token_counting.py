@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -273,7 +274,14 @@ def main() -> None:
             "routed engine aquery": query_run(s.routed, LOCAL, SQL, mode="aquery"),
         }
         only = set(args.only.split(",")) if args.only else None
-        rows = [measure(name, run, llm, handler) for name, run in runs.items() if only is None or name in only]
+        rows = []
+        for name, run in runs.items():
+            if only is None or name in only:
+                try:
+                    rows.append(measure(name, run, llm, handler))
+                except Exception as exc:  # one engine's failure is reported in its row, the others still run
+                    rows.append({"engine": name, "error": f"{type(exc).__name__}: {exc}"})
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -282,6 +290,9 @@ def main() -> None:
           "| difference |")  # fmt: skip
     print("|---|---|---|---|---|")
     for r in rows:
+        if "error" in r:
+            print(f"| {r['engine']} | failed: {r['error'][:120]} | | | |")
+            continue
         diff = "n/a" if r["difference_pct"] is None else f"{r['difference_pct']:+.2f}%"
         print(f"| {r['engine']} | {r['pack_calls']} / {r['handler_events']} | {r['pack_prompt_tokens']} "
               f"| {r['handler_prompt_tokens']} | {diff} |")  # fmt: skip

@@ -121,7 +121,7 @@ def check_trace(spans: SimpleSpanHandler, events: Recorder, query_span: str, llm
         assert set(decision.scores) == set(ROUTES) and decision.reason.startswith("best ")
         assert decision.fallback is None and decision.decided_by == "examples"
         assert under(spans, decision, f"RoutedQueryEngine.{query_span}")
-    assert "table columns and values" in decisions[1].features
+    assert "column precipitation" in decisions[1].features["table terms"]
     [compression] = events.of(CompressionEvent)  # the local answer's passages, in the compressor's span
     assert compression.query == LOCAL and compression.nodes == 3 and compression.budget == 300
     assert 0 < compression.tokens_after <= 300 < compression.tokens_before and compression.tokenizer == "llama.cpp"
@@ -131,7 +131,7 @@ def check_trace(spans: SimpleSpanHandler, events: Recorder, query_span: str, llm
     sql = events.of(SQLGeneratedEvent)
     assert sql and sql[-1].verdict == "ran" and "select" in sql[-1].query.lower() and sql[-1].rows == 1
     assert sql[-1].question == SQL and sql[-1].executed_query and "LIMIT" in sql[-1].executed_query.upper()
-    retriever_span = "TableRetriever._retrieve" if query_span == "query" else "TableRetriever._aretrieve"
+    retriever_span = "TableRetriever.retrieve" if query_span == "query" else "TableRetriever.aretrieve"
     assert all(under(spans, e, retriever_span) for e in sql)
     # every LLM call is seen once, with its prompt and reply, inside the engine that made it
     starts, ends = events.of(LLMCompletionStartEvent), events.of(LLMCompletionEndEvent)
