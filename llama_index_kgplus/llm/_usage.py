@@ -1,6 +1,6 @@
 """Count LLM calls and tokens from the model's own usage figures.
 
-:func:`metered` wraps any LlamaIndex LLM in a :class:`MeteredLLM` (the user's object is never replaced), which
+:func:`metered` wraps any LlamaIndex LLM in a :class:`MeteredLLM` (the user's object is not replaced), which
 counts each completion or chat call once: from the provider's reported ``usage`` when there is one (llama.cpp
 reports it for every non-streamed completion), else with the model's own tokenizer (llama.cpp's vocabulary for a
 stream), else estimated with LlamaIndex's tokenizer (``estimated`` is then true).
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -227,35 +227,14 @@ class MeteredLLM(CustomLLM):
         return self._record_chat(messages, await self._inner.achat(messages, **kwargs))
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        def gen() -> ChatResponseGen:
-            last = None
-            try:
-                for last in self._inner.stream_chat(messages, **kwargs):
-                    yield last
-            finally:  # also when the reader stops early: what was generated was paid for
-                if last is not None:
-                    self._record_chat(messages, last)
-
-        return gen()
+        return _counted(self._inner.stream_chat(messages, **kwargs), lambda last: self._record_chat(messages, last))
 
     async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
-        sync = self._runs_sync("astream_chat")
-        stream = None if sync else await self._inner.astream_chat(messages, **kwargs)
-
-        async def gen() -> ChatResponseAsyncGen:
-            last = None
-            try:
-                if stream is None:
-                    for last in self._inner.stream_chat(messages, **kwargs):
-                        yield last
-                else:
-                    async for last in stream:
-                        yield last
-            finally:
-                if last is not None:
-                    self._record_chat(messages, last)
-
-        return gen()
+        if self._runs_sync("astream_chat"):
+            chunks: Any = _as_async(self._inner.stream_chat(messages, **kwargs))
+        else:
+            chunks = await self._inner.astream_chat(messages, **kwargs)
+        return _acounted(chunks, lambda last: self._record_chat(messages, last))
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         if is_llama_cpp(self._inner):
@@ -272,35 +251,15 @@ class MeteredLLM(CustomLLM):
         return self._record(prompt, await self._inner.acomplete(prompt, formatted=formatted, **kwargs))
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        def gen() -> CompletionResponseGen:
-            last = None
-            try:
-                for last in self._stream(prompt, formatted, kwargs):
-                    yield last
-            finally:  # also when the reader stops early: what was generated was paid for
-                if last is not None:
-                    self._record(prompt, last, formatted=formatted)
-
-        return gen()
+        chunks = self._stream(prompt, formatted, kwargs)
+        return _counted(chunks, lambda last: self._record(prompt, last, formatted=formatted))
 
     async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
-        sync = self._runs_sync("astream_complete")
-        stream = None if sync else await self._inner.astream_complete(prompt, formatted=formatted, **kwargs)
-
-        async def gen() -> CompletionResponseAsyncGen:
-            last = None
-            try:
-                if stream is None:
-                    for last in self._stream(prompt, formatted, kwargs):
-                        yield last
-                else:
-                    async for last in stream:
-                        yield last
-            finally:
-                if last is not None:
-                    self._record(prompt, last, formatted=formatted)
-
-        return gen()
+        if self._runs_sync("astream_complete"):
+            chunks: Any = _as_async(self._stream(prompt, formatted, kwargs))
+        else:
+            chunks = await self._inner.astream_complete(prompt, formatted=formatted, **kwargs)
+        return _acounted(chunks, lambda last: self._record(prompt, last, formatted=formatted))
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled for Ray. LlamaIndex's BaseComponent would silently drop an unpicklable inner LLM and leave a
@@ -313,6 +272,33 @@ class MeteredLLM(CustomLLM):
         BaseModel.__setstate__(self, state)
         if self._meter is None:
             self._meter = UsageMeter()
+
+
+def _counted(chunks: Iterator[Any], record: Callable[[Any], Any]) -> Generator[Any, None, None]:
+    """``chunks``, then ``record(last chunk)``, also when the reader stops early: what was generated was paid for."""
+    last = None
+    try:
+        for last in chunks:
+            yield last
+    finally:
+        if last is not None:
+            record(last)
+
+
+async def _acounted(chunks: AsyncIterator[Any], record: Callable[[Any], Any]) -> AsyncGenerator[Any, None]:
+    """Async twin of :func:`_counted`."""
+    last = None
+    try:
+        async for last in chunks:
+            yield last
+    finally:
+        if last is not None:
+            record(last)
+
+
+async def _as_async(chunks: Iterator[Any]) -> AsyncIterator[Any]:
+    for chunk in chunks:
+        yield chunk
 
 
 def metered(llm: LLM) -> LLM:
