@@ -256,7 +256,7 @@ def main() -> None:
         runs: dict[str, Callable[[], Any]] = {
             "vector query": query_run(s.vector, LOCAL),
             "vector aquery": query_run(s.vector, LOCAL, mode="aquery"),
-            "vector query, streamed": query_run(lambda: s.vector(streaming=True), LOCAL, mode="stream"),
+            "vector query (streamed)": query_run(lambda: s.vector(streaming=True), LOCAL, mode="stream"),
             "semantic summary build": lambda: s.built_hierarchy(),
             "RAPTOR summary build": lambda: s.summary_index("raptor"),
             "hierarchy query": query_run(s.hierarchy, "What share of the Amazon rainforest is in Brazil?"),
