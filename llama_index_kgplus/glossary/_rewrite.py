@@ -195,19 +195,20 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         """Stop reading the LLM's stream past this many words: the guard would refuse the text anyway."""
         return self.guard.max_words + 20
 
-    def _local_bound(self) -> tuple[Any, int] | None:
-        """With a llama.cpp model: the criterion that stops it like reading its stream would, and its bound. The
-        call then ends normally and reports its usage (a stream left early reports none to LlamaIndex's callbacks)."""
+    def _local_bounds(self) -> dict[str, Any] | None:
+        """With a llama.cpp model, the bounds of :func:`~llama_index_kgplus.llm.complete_response` that stop it
+        where reading its stream would: the call then ends by itself and reports its usage (a stream left early
+        reports none to LlamaIndex's callbacks)."""
         local = local_llama(self.llm)
         if local is None:
             return None
         limit = self._generation_limit()
-        return (lambda text: _enough(text, limit)), local.max_new_tokens
+        return {"max_tokens": local.max_new_tokens, "stop_when": lambda text: _enough(text, limit)}
 
     def _generate(self, prompt: str) -> str:
-        bound = self._local_bound()
-        if bound is not None:
-            return complete_response(self.llm, prompt, max_tokens=bound[1], stop_when=bound[0]).text
+        bounds = self._local_bounds()
+        if bounds is not None:
+            return complete_response(self.llm, prompt, **bounds).text
         text, limit = "", self._generation_limit()
         for chunk in self.llm.stream_complete(prompt):
             text = chunk.text
@@ -216,9 +217,9 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         return text
 
     async def _agenerate(self, prompt: str) -> str:
-        bound = self._local_bound()
-        if bound is not None:
-            return (await acomplete_response(self.llm, prompt, max_tokens=bound[1], stop_when=bound[0])).text
+        bounds = self._local_bounds()
+        if bounds is not None:
+            return (await acomplete_response(self.llm, prompt, **bounds)).text
         text, limit = "", self._generation_limit()
         stream = await self.llm.astream_complete(prompt)
         async for chunk in stream:

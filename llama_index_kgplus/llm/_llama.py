@@ -23,13 +23,19 @@ _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def is_llama_cpp(llm: Any) -> bool:
-    """Whether ``llm`` is a LlamaIndex ``LlamaCPP`` LLM (an in-process llama.cpp model)."""
+@lru_cache(maxsize=1)
+def _llama_cpp_class() -> type | None:
     try:
         from llama_index.llms.llama_cpp import LlamaCPP
     except ImportError:  # the `local` extra is not installed: no LLM can be one
-        return False
-    return isinstance(llm, LlamaCPP)
+        return None
+    return LlamaCPP  # type: ignore[no-any-return]
+
+
+def is_llama_cpp(llm: Any) -> bool:
+    """Whether ``llm`` is a LlamaIndex ``LlamaCPP`` LLM (an in-process llama.cpp model)."""
+    cls = _llama_cpp_class()
+    return cls is not None and isinstance(llm, cls)
 
 
 def temperature(llm: Any) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from llama_index_kgplus.llm._llama import is_llama_cpp, llama_vocabulary
@@ -48,16 +49,22 @@ class TokenCounter:
         return cls(get_tokenizer(), False, "estimate (tiktoken)")
 
 
+@lru_cache(maxsize=8)
+def _named_tokenizer(name: str) -> Any:
+    """The transformers tokenizer of that name, or None (not installed, or it cannot be loaded here)."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name)
+    except Exception:
+        return None
+
+
 def _encoder(tokenizer: Any) -> Callable[[str], Any] | None:
     """``encode`` of an LLM's tokenizer object (a transformers tokenizer without its special tokens), or of the
     transformers tokenizer a name gives; None without one."""
     if isinstance(tokenizer, str):
-        try:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
-        except Exception:  # not installed, or the name cannot be loaded here: estimate instead
-            return None
+        tokenizer = _named_tokenizer(tokenizer)
     encode = getattr(tokenizer, "encode", None)
     if not callable(encode):
         return None
