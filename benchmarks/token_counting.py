@@ -32,7 +32,7 @@ from llama_index.core.callbacks import CallbackManager, TokenCountingHandler  # 
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 
 from llama_index_kgplus import defaults  # noqa: E402
-from llama_index_kgplus.llm import metered, usage_meter  # noqa: E402
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered, usage_meter  # noqa: E402
 from llama_index_kgplus.sample import (  # noqa: E402
     SAMPLE_DIR,
     SAMPLE_DOCS,
@@ -244,12 +244,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="one JSON line per engine")
     args = parser.parse_args()
 
-    inner = defaults.default_llm(args.llm, max_new_tokens=256, context_window=4096)
+    inner = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096)
     handler = TokenCountingHandler()
     manager = CallbackManager([handler])
     Settings.callback_manager, inner.callback_manager = manager, manager
     llm = metered(inner)
-    embed_model = defaults.default_embed_model()
+    embed_model = embed_model_from_spec("local")
     multihop_question = records(SAMPLE_MULTIHOP_QUESTIONS)[0]["question"]
     with tempfile.TemporaryDirectory() as tmp:
         s = Sources(llm, embed_model, Path(tmp))
