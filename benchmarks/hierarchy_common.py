@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from llama_index.core import Document
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.schema import BaseNode, TextNode
+
+from llama_index_kgplus.llm import MeteredLLM, usage_meter
 
 BENCH_DATA = Path(os.environ.get("KGPLUS_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data"))
 LONGDOCS = BENCH_DATA / "longdocs-squad"
@@ -172,64 +173,34 @@ def is_hit(text: str, answers: list[list[str]]) -> bool:
     return all(any(a.lower() in text for a in part) for part in answers)
 
 
-class CountingLLM(CustomLLM):
-    """Wraps an LLM and adds up its calls, llama.cpp's own token usage figures and the time spent in it.
+class CountingLLM(MeteredLLM):
+    """The package's usage meter (llama.cpp's own token figures, one count per call) plus the time spent in the LLM
+    and its replies; it raises when the wrapped LLM reports no usage figures.
 
-    It forwards the wrapped model's prompt templates, so both systems format prompts exactly as the model
-    would; LlamaIndex's TokenCountingHandler is not used (it double-counts when sync and async events fire).
+    It forwards the wrapped model's prompt templates, so both systems format prompts exactly as the model would.
+    The package's bounded completions go through :meth:`complete` (with llama.cpp options); the code before issue
+    38 called llama.cpp directly and reported those calls to the meter only (no seconds: the builders time their
+    levels).
     """
 
-    _inner: Any = PrivateAttr()
-    _stats: dict = PrivateAttr(
-        default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0}
-    )
+    _seconds: float = PrivateAttr(default=0.0)
     _outputs: list = PrivateAttr(default_factory=list)
-
-    def __init__(self, inner: LLM, **kwargs: Any) -> None:
-        super().__init__(
-            messages_to_prompt=inner.messages_to_prompt, completion_to_prompt=inner.completion_to_prompt, **kwargs
-        )
-        self._inner = inner
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return self._inner.metadata
 
     @property
     def stats(self) -> dict:
-        return dict(self._stats)
-
-    @property
-    def inner(self) -> LLM:
-        """The wrapped LLM: the package's bounded completions call its llama.cpp model directly and report
-        their usage through :meth:`record_usage` (without seconds: the builders time their levels)."""
-        return self._inner
-
-    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self._stats["calls"] += 1
-        self._stats["prompt_tokens"] += int(prompt_tokens)
-        self._stats["completion_tokens"] += int(completion_tokens)
-
-    def _count(self, response: CompletionResponse, seconds: float) -> CompletionResponse:
-        usage = (response.raw or {}).get("usage") if isinstance(response.raw, dict) else None
-        if not isinstance(usage, dict):
-            raise RuntimeError("the wrapped LLM reports no usage figures; this benchmark needs llama.cpp's")
-        self._stats["calls"] += 1
-        self._stats["prompt_tokens"] += int(usage["prompt_tokens"])
-        self._stats["completion_tokens"] += int(usage["completion_tokens"])
-        self._stats["seconds"] += seconds
-        self._outputs.append(response.text)
-        return response
+        used = usage_meter(self).snapshot()
+        return {"calls": used.llm_calls, "prompt_tokens": used.prompt_tokens,
+                "completion_tokens": used.completion_tokens, "seconds": self._seconds}  # fmt: skip
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         start = time.perf_counter()
-        response = self._inner.complete(prompt, formatted=formatted, **kwargs)
-        return self._count(response, time.perf_counter() - start)
-
-    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        start = time.perf_counter()
-        response = await self._inner.acomplete(prompt, formatted=formatted, **kwargs)
-        return self._count(response, time.perf_counter() - start)
+        response = super().complete(prompt, formatted=formatted, **kwargs)
+        self._seconds += time.perf_counter() - start
+        usage = (response.raw or {}).get("usage") if isinstance(response.raw, dict) else None
+        if not isinstance(usage, dict):
+            raise RuntimeError("the wrapped LLM reports no usage figures; this benchmark needs llama.cpp's")
+        self._outputs.append(response.text)
+        return response
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
         raise NotImplementedError("the benchmark does not stream")

@@ -32,7 +32,7 @@ from llama_index.core.llms import LLM
 from pydantic import BaseModel, ValidationError
 
 from llama_index_kgplus.errors import StructuredOutputError
-from llama_index_kgplus.llm import MeteredLLM, llama_complete, llama_model
+from llama_index_kgplus.llm import MeteredLLM, complete_response, local_llama
 
 __all__ = [
     "agenerate_json",
@@ -78,7 +78,7 @@ def _grammar(schema_json: str) -> Any:
 
 def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_tokens: int) -> str:
     schema = output_cls.model_json_schema()
-    if llama_model(llm) is None:
+    if local_llama(llm) is None:
         options = _ServedOptions(llm, schema, max_tokens)
         if options.tool_llm is not None:
             return _tool_reply(llm, prompt, options.tool_llm.chat_with_tools(**_tool_request(output_cls, prompt)))
@@ -88,9 +88,8 @@ def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_token
             except Exception as exc:
                 if not options.refused(exc):
                     raise
-    text = llama_complete(llm, prompt, max_tokens=max_tokens, grammar=_grammar(json.dumps(schema, sort_keys=True)))
-    assert text is not None
-    return text
+    grammar = _grammar(json.dumps(schema, sort_keys=True))
+    return complete_response(llm, prompt, max_tokens=max_tokens, grammar=grammar).text
 
 
 def _tool_request(output_cls: type[BaseModel], prompt: str) -> dict[str, Any]:
@@ -246,7 +245,7 @@ async def agenerate_json(
     repair_truncated: bool = False,
 ) -> M:
     """Async twin of :func:`generate_json` (a local model runs in a worker thread, one call at a time)."""
-    if llama_model(llm) is not None:
+    if local_llama(llm) is not None:
         return await asyncio.to_thread(
             generate_json,
             llm,

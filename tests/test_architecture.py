@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
 
 #: lowest first; a module may import from its own layer or a lower one
 LAYERS = (
-    {"errors", "files", "defaults", "jsonl", "_sync", "vectors", "text", "sample", "corpus"},
+    {"errors", "events", "files", "defaults", "jsonl", "_sync", "vectors", "text", "sample", "corpus"},
     {"llm", "structured", "graph_stores", "indexing", "_query_loop", "compression", "summarizers"},
     {"hierarchy", "glossary", "kg", "entity_graph", "graphrag", "tables", "router"},
     {"_assembly", "__init__"},

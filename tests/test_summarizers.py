@@ -189,8 +189,8 @@ async def test_a_reply_stops_at_a_sentence_end_after_its_share_of_the_bound(monk
 
 @pytest.mark.slow
 def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_point(small_llm):
-    from llama_index_kgplus.llm import complete_response, llama_model
-    from llama_index_kgplus.llm._llama import _SentenceStop
+    from llama_index_kgplus.llm import complete_response, llama_vocabulary
+    from llama_index_kgplus.llm._llama import SentenceStop
     from llama_index_kgplus.text import ends_sentence
 
     prompt = "Write eight sentences about the history of Paris."
@@ -204,32 +204,32 @@ def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_poin
     running_on = complete_response(small_llm, prompt, max_tokens=22, sentence_stop=11)
     assert running_on.text == stopped.text and 22 < running_on.raw["usage"]["completion_tokens"] <= 33
 
-    model = llama_model(small_llm)  # the criterion step by step, with the model's own tokens
+    model = llama_vocabulary(small_llm)  # the criterion step by step, with the model's own tokens
     text = "Prices rose by 2.5 percent, said Dr. Lee. Then they fell."
     reply = model.tokenize(f"{text} Again".encode(), add_bos=False)
     first_end, both = "Prices rose by 2.5 percent, said Dr. Lee.", text
 
-    def first_stop(stop: _SentenceStop, reply: list[int] = reply) -> int:  # 3 prompt tokens, then the reply
+    def first_stop(stop: SentenceStop, reply: list[int] = reply) -> int:  # 3 prompt tokens, then the reply
         return next(n for n in range(len(reply) + 1) if stop([0] * 3 + reply[:n], None))  # token by token
 
-    stop = _SentenceStop(model, min_tokens=2)
+    stop = SentenceStop(model, min_tokens=2)
     first = first_stop(stop)
     assert model.detokenize(reply[first - 1 : first]).decode() == " Then"  # not after "2." nor "Dr."
     assert stop.text == first_end
     # the bound: the reply stops at its last sentence end, and a sentence that ends on the bound's own token
     # (seen one token later) is kept
     length = len(model.tokenize(text.encode(), add_bos=False))
-    bounded = _SentenceStop(model, min_tokens=100, max_tokens=length - 1)
+    bounded = SentenceStop(model, min_tokens=100, max_tokens=length - 1)
     assert first_stop(bounded) == length and bounded.text == first_end
-    on_bound = _SentenceStop(model, min_tokens=100, max_tokens=length)
+    on_bound = SentenceStop(model, min_tokens=100, max_tokens=length)
     assert first_stop(on_bound) == length + 1 and on_bound.text == both
     # a first sentence still running at the bound goes on to its end
-    running = _SentenceStop(model, min_tokens=100, max_tokens=3)
+    running = SentenceStop(model, min_tokens=100, max_tokens=3)
     assert first_stop(running) == first and running.text == first_end
     # "." and a paragraph break are one token (".\n\n"), and the next sentence's first token has no space
     paragraphs = model.tokenize(b"It rose.\n\nThen it fell. Again", add_bos=False)
     assert model.detokenize(paragraphs[2:3]) == b".\n\n"
-    broken = _SentenceStop(model, min_tokens=1)
+    broken = SentenceStop(model, min_tokens=1)
     assert first_stop(broken, paragraphs) == 4 and broken.text == "It rose."
 
 

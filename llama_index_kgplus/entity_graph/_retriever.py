@@ -25,13 +25,16 @@ import scipy.sparse as sp
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import BaseModel, Field
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 
 from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
 from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.events import EntityGraphSeedsEvent, EntityGraphWalkEvent
 
 METADATA_KEY = "entity_graph"
+dispatcher = get_dispatcher(__name__)
 
 
 class GraphRetrievalSettings(BaseModel):
@@ -222,7 +225,21 @@ class EntityGraphRetriever(BaseRetriever):
         """Keys of the entities a question names, in text order."""
         return list(dict.fromkeys(m.key for m in self.graph.entities.find(question)))
 
+    @dispatcher.span
     def _rank(self, question: str, dense: list[NodeWithScore]) -> list[NodeWithScore]:
+        """The walk from the question's seeds, reported as events (the seeds, then the returned passages)."""
+        hits = self._walk(question, dense)
+        results = []
+        for hit in hits:
+            why = hit.node.metadata.get(METADATA_KEY) or {}
+            results.append(
+                {"node_id": hit.node.node_id, "score": hit.score, "graph_score": why.get("score"),
+                 "dense_score": why.get("dense_score")}
+            )  # fmt: skip
+        dispatcher.event(EntityGraphWalkEvent(question=question, results=results))
+        return hits
+
+    def _walk(self, question: str, dense: list[NodeWithScore]) -> list[NodeWithScore]:
         s, c = self.settings, self._matrices()
         n_p = c.n_passages
         column = c.entity_column
@@ -237,6 +254,14 @@ class EntityGraphRetriever(BaseRetriever):
             dense_seeds[c.passage_index[h.node.node_id]] += max(float(h.score or 0.0), 1e-6)
         share = s.dense_seed_weight if entity_seeds.sum() > 0 else 1.0
         seeds = (1 - share) * _normalised(entity_seeds) + share * _normalised(dense_seeds)
+        dispatcher.event(
+            EntityGraphSeedsEvent(
+                question=question,
+                entities=[self.graph.entities.entities[k].name for k in found],
+                passages=[h.node.node_id for h in seeded],
+                dense_share=share,
+            )
+        )
         if seeds.sum() <= 0:
             return [NodeWithScore(node=h.node, score=h.score) for h in dense[: s.similarity_top_k]]
         scores = personalized_pagerank(

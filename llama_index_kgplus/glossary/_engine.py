@@ -79,6 +79,11 @@ class GlossaryQueryEngine(CustomQueryEngine):
     retriever: BaseRetriever = Field(description="Any LlamaIndex retriever (vector, hierarchical, KG, ...).")
     rewriter: GlossaryQueryRewriter = Field(description="Selects glossary terms, rewrites and guards the query.")
     response_synthesizer: BaseSynthesizer = Field(description="Answers from the retrieved nodes.")
+    llm: LLM | None = Field(
+        default=None,
+        description="The LLM of the rewrite and the answer; metered (from_defaults), it gives Response.metadata"
+        "['usage'] its token figures.",
+    )
     mode: RetrievalMode = Field(
         default=DEFAULT_MODE,
         description="Retrieve with the 'original' query, the 'rewritten' one, or both 'fused' by reciprocal rank.",
@@ -166,7 +171,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
             )
         synthesizer = get_response_synthesizer(llm=llm, response_mode=response_mode, streaming=streaming)
         return cls(
-            retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, mode=mode,
+            retriever=retriever, rewriter=rewriter, response_synthesizer=synthesizer, llm=llm, mode=mode,
             node_postprocessors=postprocessors, **kwargs,
         )  # fmt: skip
 
@@ -264,21 +269,21 @@ class GlossaryQueryEngine(CustomQueryEngine):
 
     def synthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
         """Answer from an existing retrieval (e.g. after showing its sources to a user)."""
-        usage = usage or AnswerUsage(self.response_synthesizer._llm)
+        usage = usage or AnswerUsage(self.llm)
         nodes = self.postprocess(retrieval)
         response = self.response_synthesizer.synthesize(self.synthesis_query(retrieval.rewrite), nodes)
         return self._finish(response, retrieval, usage)
 
     async def asynthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
-        usage = usage or AnswerUsage(self.response_synthesizer._llm)
+        usage = usage or AnswerUsage(self.llm)
         nodes = await self.apostprocess(retrieval)
         response = await self.response_synthesizer.asynthesize(self.synthesis_query(retrieval.rewrite), nodes)
         return self._finish(response, retrieval, usage)
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
-        usage = AnswerUsage(self.response_synthesizer._llm)
+        usage = AnswerUsage(self.llm)
         return self.synthesize_from(self.rewrite_and_retrieve(query_str), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
-        usage = AnswerUsage(self.response_synthesizer._llm)
+        usage = AnswerUsage(self.llm)
         return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str), usage)

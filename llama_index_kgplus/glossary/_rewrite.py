@@ -25,16 +25,21 @@ from typing import Any, Union
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 from llama_index.core.indices.query.query_transform.base import BaseQueryTransform
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import QueryBundle, QueryType
 
 from llama_index_kgplus._sync import run_sync
+from llama_index_kgplus.events import GlossaryRewriteEvent
 from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_REWRITE_PROMPT, clean_rewrite
 from llama_index_kgplus.glossary._selection import GlossarySelection, GlossaryTermSelector
+from llama_index_kgplus.llm import acomplete_response, complete_response, local_llama
+
+dispatcher = get_dispatcher(__name__)
 
 NO_TERMS = "no relevant glossary terms"
 REJECTED = "rejected by reviewer"
@@ -190,7 +195,20 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         """Stop reading the LLM's stream past this many words: the guard would refuse the text anyway."""
         return self.guard.max_words + 20
 
+    def _local_bounds(self) -> dict[str, Any] | None:
+        """With a llama.cpp model, the bounds of :func:`~llama_index_kgplus.llm.complete_response` that stop it
+        where reading its stream would: the call then ends by itself and reports its usage (a stream left early
+        reports none to LlamaIndex's callbacks)."""
+        local = local_llama(self.llm)
+        if local is None:
+            return None
+        limit = self._generation_limit()
+        return {"max_tokens": local.max_new_tokens, "stop_when": lambda text: _enough(text, limit)}
+
     def _generate(self, prompt: str) -> str:
+        bounds = self._local_bounds()
+        if bounds is not None:
+            return complete_response(self.llm, prompt, **bounds).text
         text, limit = "", self._generation_limit()
         for chunk in self.llm.stream_complete(prompt):
             text = chunk.text
@@ -199,6 +217,9 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         return text
 
     async def _agenerate(self, prompt: str) -> str:
+        bounds = self._local_bounds()
+        if bounds is not None:
+            return (await acomplete_response(self.llm, prompt, **bounds)).text
         text, limit = "", self._generation_limit()
         stream = await self.llm.astream_complete(prompt)
         async for chunk in stream:
@@ -219,6 +240,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             raw_output=raw,
         )
 
+    @dispatcher.span
     def rewrite(self, query: QueryType, *, use_llm: bool = True) -> QueryRewrite:
         """Select terms, rewrite with the LLM, check with the guard, then let the review hook decide.
 
@@ -228,7 +250,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         query_embedding = self.selector.embed_model.get_query_embedding(query_str) if self.selector.top_k else None
         selection = self.selector.select(query_str, query_embedding)
         if not use_llm:
-            return QueryRewrite(query_str, query_str, selection)
+            return _traced(QueryRewrite(query_str, query_str, selection))
         if not selection.entries and not self.rewrite_without_terms:
             result = QueryRewrite(query_str, query_str, selection, fallback_reason=NO_TERMS)
         else:
@@ -240,8 +262,9 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         decision = self.review_hook(result) if self.review_hook else None
         if inspect.isawaitable(decision):
             decision = run_sync(decision)
-        return self._review(result, decision)
+        return _traced(self._review(result, decision))
 
+    @dispatcher.span
     async def arewrite(self, query: QueryType, *, use_llm: bool = True) -> QueryRewrite:
         """Async twin of :meth:`rewrite` (the review hook may be a coroutine function)."""
         query_str = query.query_str if isinstance(query, QueryBundle) else str(query)
@@ -250,7 +273,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             query_embedding = await self.selector.embed_model.aget_query_embedding(query_str)
         selection = await self.selector.aselect(query_str, query_embedding)
         if not use_llm:
-            return QueryRewrite(query_str, query_str, selection)
+            return _traced(QueryRewrite(query_str, query_str, selection))
         if not selection.entries and not self.rewrite_without_terms:
             result = QueryRewrite(query_str, query_str, selection, fallback_reason=NO_TERMS)
         else:
@@ -262,7 +285,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
         decision = self.review_hook(result) if self.review_hook else None
         if inspect.isawaitable(decision):
             decision = await decision
-        return self._review(result, decision)
+        return _traced(self._review(result, decision))
 
     @staticmethod
     def _review(result: QueryRewrite, decision: Any) -> QueryRewrite:
@@ -306,6 +329,23 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             else query_bundle_or_str
         )
         return self._bundle(bundle, await self.arewrite(bundle.query_str))
+
+
+def _traced(result: QueryRewrite) -> QueryRewrite:
+    """``result``, reported as a :class:`~llama_index_kgplus.events.GlossaryRewriteEvent`."""
+    dispatcher.event(
+        GlossaryRewriteEvent(
+            original_query=result.original_query,
+            rewritten_query=result.rewritten_query,
+            proposed_query=result.proposed_query,
+            glossary_terms=list(result.glossary_terms),
+            accepted=result.changed and result.fallback_reason is None,
+            fallback_reason=result.fallback_reason,
+            similarity=result.similarity,
+            edited=result.edited,
+        )
+    )
+    return result
 
 
 def _enough(text: str, limit: int) -> bool:

@@ -24,7 +24,7 @@ from pydantic import Field, PrivateAttr
 
 from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graphrag._executor import BaseExecutor, LLMTask, TaskOutcome, describe_error
-from llama_index_kgplus.llm import llama_model
+from llama_index_kgplus.llm import local_llama
 from llama_index_kgplus.llm._usage import metered, usage_meter
 
 _WORKER_LLMS: dict[str, LLM] = {}
@@ -111,7 +111,7 @@ class RayExecutor(BaseExecutor):
         ray = self._ensure_ray()
         source = ("factory", self._llm_factory) if self._llm_factory else ("llm", llm)
         hint = "Build the executor with RayExecutor.from_defaults(llm_factory=...) so that each worker creates its own LLM."
-        if self._llm_factory is None and llama_model(llm) is not None:
+        if self._llm_factory is None and local_llama(llm) is not None:
             # LlamaIndex would pickle it without its model, and every call in the workers would fail.
             raise KGPlusError(f"A llama.cpp model cannot be sent to Ray workers. {hint}")
         try:

@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any
 
 from llama_index.core.base.response.schema import Response
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import CustomQueryEngine
@@ -36,6 +37,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.compression import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
+from llama_index_kgplus.events import GlobalSearchMapEvent, GlobalSearchReduceEvent
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
 from llama_index_kgplus.graphrag._prompts import MAP_PROMPT, NO_DATA_ANSWER, REDUCE_PROMPT
@@ -44,6 +46,7 @@ from llama_index_kgplus.llm import acomplete_text
 from llama_index_kgplus.llm._usage import metered, usage_meter
 from llama_index_kgplus.structured import agenerate_json
 
+dispatcher = get_dispatcher(__name__)
 _CANNOT = re.compile(r"^\W*(cannot answer|can't answer|i do not know|i don't know|not relevant|no relevant)", re.I)
 
 
@@ -151,43 +154,8 @@ class GlobalSearchEngine(CustomQueryEngine):
         if self.max_reports:
             stored = stored[: self.max_reports]
         by_id = {r.community.id: r for r in stored}
-
-        tasks = [
-            LLMTask(
-                r.community.id,
-                partial(
-                    _map_task,
-                    self.max_points,
-                    self.map_max_tokens,
-                    query_str,
-                    await self._report_context(r.community.id, r.report.to_text(), query_str),
-                ),
-            )
-            for r in stored
-        ]
-        outcomes = await self.executor.arun(tasks, self.llm, desc="Map over reports", show_progress=self.show_progress)
-        points, map_failures = [], []
-        for outcome in outcomes:
-            if not outcome.ok:
-                map_failures.append({"community_id": outcome.key, "error": outcome.error})
-                continue
-            report = by_id[outcome.key].report
-            for p in outcome.result["points"][: self.max_points]:
-                score = 0 if _CANNOT.match(p["description"]) else int(p["score"])
-                points.append(ScoredPoint(outcome.key, report.title, report.rating, p["description"].strip(), score))
-        kept = sorted(
-            (p for p in points if p.score >= max(self.min_score, 1)),
-            key=lambda p: (-p.score, -p.rating, p.community_id),
-        )
-        context, used = self._pack(kept)
-
-        if not used:
-            answer = NO_DATA_ANSWER
-        else:
-            prompt = REDUCE_PROMPT.format(question=query_str, points=context, response_type=self.response_type)
-            answer = (
-                await acomplete_text(self.llm, prompt, max_tokens=self.reduce_max_tokens)
-            ).strip() or NO_DATA_ANSWER
+        kept, map_failures = await self._amap(query_str, stored)
+        answer, used = await self._areduce(query_str, kept)
         used_ids = list(dict.fromkeys(p.community_id for p in used))
         citations = (
             cite_sources(
@@ -241,6 +209,63 @@ class GlobalSearchEngine(CustomQueryEngine):
             "estimated": usage.estimated,
         }  # fmt: skip
         return Response(response=answer, source_nodes=citations.source_nodes if citations else [], metadata=metadata)
+
+    @dispatcher.span
+    async def _amap(self, query_str: str, stored: list[Any]) -> tuple[list[ScoredPoint], list[dict[str, Any]]]:
+        """Map: each report's key points for the question; the points that score at least ``min_score``, best
+        first, and the reports whose call failed."""
+        by_id = {r.community.id: r for r in stored}
+        tasks = [
+            LLMTask(
+                r.community.id,
+                partial(
+                    _map_task,
+                    self.max_points,
+                    self.map_max_tokens,
+                    query_str,
+                    await self._report_context(r.community.id, r.report.to_text(), query_str),
+                ),
+            )
+            for r in stored
+        ]
+        outcomes = await self.executor.arun(tasks, self.llm, desc="Map over reports", show_progress=self.show_progress)
+        points, map_failures = [], []
+        for outcome in outcomes:
+            if not outcome.ok:
+                map_failures.append({"community_id": outcome.key, "error": outcome.error})
+                continue
+            report = by_id[outcome.key].report
+            for p in outcome.result["points"][: self.max_points]:
+                score = 0 if _CANNOT.match(p["description"]) else int(p["score"])
+                points.append(ScoredPoint(outcome.key, report.title, report.rating, p["description"].strip(), score))
+        kept = sorted(
+            (p for p in points if p.score >= max(self.min_score, 1)),
+            key=lambda p: (-p.score, -p.rating, p.community_id),
+        )
+        dispatcher.event(
+            GlobalSearchMapEvent(
+                question=query_str, reports=[str(cid) for cid in by_id], points=len(points), points_kept=len(kept),
+                failures=map_failures,
+            )
+        )  # fmt: skip
+        return kept, map_failures
+
+    @dispatcher.span
+    async def _areduce(self, query_str: str, kept: list[ScoredPoint]) -> tuple[str, list[ScoredPoint]]:
+        """Reduce: the answer from the best points that fit ``reduce_context_tokens``, and those points."""
+        context, used = self._pack(kept)
+        if not used:
+            answer = NO_DATA_ANSWER
+        else:
+            prompt = REDUCE_PROMPT.format(question=query_str, points=context, response_type=self.response_type)
+            answer = (
+                await acomplete_text(self.llm, prompt, max_tokens=self.reduce_max_tokens)
+            ).strip() or NO_DATA_ANSWER
+        reports = [str(cid) for cid in dict.fromkeys(p.community_id for p in used)]
+        dispatcher.event(
+            GlobalSearchReduceEvent(question=query_str, points_used=len(used), reports=reports, answered=bool(used))
+        )
+        return answer, used
 
     async def _report_context(self, community_id: Any, text: str, query_str: str) -> str:
         """The report as the map prompt reads it: through ``map_postprocessors``, then cut to the token budget."""

@@ -21,10 +21,12 @@ from typing import Any, Literal
 from llama_index.core.async_utils import run_jobs
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, field_validator
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import BaseComponent, BaseNode, MetadataMode, TextNode, TransformComponent
 
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError, SummarizationError
+from llama_index_kgplus.events import SummaryLevelEvent
 from llama_index_kgplus.hierarchy._parents import make_parent, mark_leaf, mean_embedding, node_level
 from llama_index_kgplus.summarizers._base import (
     check_summarizer,
@@ -34,6 +36,7 @@ from llama_index_kgplus.summarizers._base import (
 )
 
 logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
         """Build the summaries (summaries are written concurrently, ``num_workers`` at a time)."""
         return run_sync(self.acall(nodes, **kwargs))
 
+    @dispatcher.span
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
         """Async twin of ``__call__``."""
         nodes = list(nodes)
@@ -253,6 +257,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     # ------------------------------------------------------------------ summaries
 
+    @dispatcher.span
     async def _asummarize_clusters(
         self,
         clusters: list[list[BaseNode]],
@@ -316,16 +321,15 @@ class BaseSummaryNodeBuilder(TransformComponent):
         elif made:
             for parent, cluster in made:
                 parent.embedding = mean_embedding(cluster)
-        self._learned["level_stats"].append(
-            {
-                "level": level,
-                "clusters": len(clusters),
-                "reused": reused,
-                "failed": sum(1 for p in parents if p is None),
-                "usage": _usage(summarizer, since=usage_before),
-                "seconds": round(time.perf_counter() - started, 3),
-            }
-        )
+        stats: dict[str, Any] = {
+            "level": level,
+            "clusters": len(clusters),
+            "reused": reused,
+            "failed": sum(1 for p in parents if p is None),
+            "usage": _usage(summarizer, since=usage_before),
+        }
+        dispatcher.event(SummaryLevelEvent(builder=self.class_name(), **stats))
+        self._learned["level_stats"].append({**stats, "seconds": round(time.perf_counter() - started, 3)})
         return parents
 
     async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str, int]:

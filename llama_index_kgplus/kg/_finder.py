@@ -12,12 +12,16 @@ import math
 from typing import Any, Literal
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import BaseComponent
 
+from llama_index_kgplus.events import KGEntitiesEvent, KGPathsEvent
 from llama_index_kgplus.graph_stores._dialects import MAX_HOPS_LIMIT, RawPath
 from llama_index_kgplus.kg._graph import KnowledgeGraph
 from llama_index_kgplus.kg._matcher import EntityMatcher, EntityMention
 from llama_index_kgplus.kg._paths import KGPath
+
+dispatcher = get_dispatcher(__name__)
 
 
 class KGPathResult(BaseModel):
@@ -130,27 +134,41 @@ class KGPathFinder(BaseComponent):
 
     # ------------------------------------------------------------------ search
 
+    @dispatcher.span
     def find(self, text: str) -> KGPathResult:
-        mentions = self.matcher.find(text)
-        pairs, single = self._plan(mentions)
+        """The entities ``text`` mentions and the ranked paths between them."""
+        mentions, pairs, single = self._match(text)
         if pairs:
             raw = self.graph.shortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
             raw = self.graph.neighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
-        return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
+        return self._result(text, mentions, pairs, raw)
 
+    @dispatcher.span
     async def afind(self, text: str) -> KGPathResult:
-        mentions = self.matcher.find(text)
-        pairs, single = self._plan(mentions)
+        """Async twin of :meth:`find`."""
+        mentions, pairs, single = self._match(text)
         if pairs:
             raw = await self.graph.ashortest_paths(pairs, self.max_hops, self.max_rows, engine=self.path_engine)
         elif single:
             raw = await self.graph.aneighbours(single, self.max_rows, engine=self.path_engine)
         else:
             raw = []
-        return KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
+        return self._result(text, mentions, pairs, raw)
+
+    def _match(self, text: str) -> tuple[list[EntityMention], list[tuple[str, str]], list[str]]:
+        mentions = self.matcher.find(text)
+        dispatcher.event(KGEntitiesEvent(text=text, entities=[m.to_dict() for m in mentions]))
+        return (mentions, *self._plan(mentions))
+
+    def _result(
+        self, text: str, mentions: list[EntityMention], pairs: list[tuple[str, str]], raw: list[RawPath]
+    ) -> KGPathResult:
+        result = KGPathResult(entities=mentions, paths=self._rank(raw, pairs))
+        dispatcher.event(KGPathsEvent(text=text, pairs=len(pairs), paths=[p.text for p in result.paths]))
+        return result
 
     def _plan(self, mentions: list[EntityMention]) -> tuple[list[tuple[str, str]], list[str]]:
         """Every unordered pair of distinct entities, in mention order; alternatives for one span (an

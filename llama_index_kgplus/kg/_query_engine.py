@@ -119,6 +119,11 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
     retriever: BaseRetriever | None = Field(description="Vector (or any) retriever for passages; None: KG only.")
     kg_retriever: KGPathRetriever = Field(description="Finds the paths between the question's entities.")
     response_synthesizer: BaseSynthesizer = Field(description="Any LlamaIndex response synthesizer.")
+    llm: LLM | None = Field(
+        default=None,
+        description="The synthesizer's LLM; metered (from_defaults), it gives Response.metadata['usage'] its token "
+        "figures.",
+    )
     path_format: PathFormat = Field(
         default="arrows", description="How paths are written in the prompt: 'arrows' (a -[R]-> b) or 'facts' (a R b)."
     )
@@ -148,7 +153,8 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         **synthesizer_kwargs: Any,
     ) -> KGAugmentedQueryEngine:
         """Build the synthesizer (``response_mode`` with the KG templates of ``path_format``) unless one is
-        given; ``llm`` falls back to ``Settings.llm`` and is metered. ``context_budget`` appends a
+        given; ``llm`` falls back to ``Settings.llm`` and is metered (with a ready ``response_synthesizer``, pass
+        its LLM as ``llm`` for the usage figures). ``context_budget`` appends a
         :class:`~llama_index_kgplus.compression.ContextCompressor` (``embed_model``, else ``Settings``)."""
         llm = metered(llm or Settings.llm) if response_synthesizer is None else llm
         postprocessors = postprocessors_for(node_postprocessors, context_budget, embed_model=embed_model, llm=llm)
@@ -162,7 +168,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
                 **synthesizer_kwargs,
             )
         return cls(
-            retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer,
+            retriever=retriever, kg_retriever=kg_retriever, response_synthesizer=response_synthesizer, llm=llm,
             path_format=path_format, node_postprocessors=postprocessors,
         )  # fmt: skip
 
@@ -187,7 +193,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return query_with_hints(query_str, "; ".join(p.facts for p in kg.paths))
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
-        usage = AnswerUsage(self.response_synthesizer._llm)
+        usage = AnswerUsage(self.llm)
         kg = self.kg_retriever.retrieve_paths(query_str)
         passages = self.retriever.retrieve(query_str) if self.retriever is not None else []
         passages = run_postprocessors(self.node_postprocessors, passages, self.compression_query(query_str, kg))
@@ -195,7 +201,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return attach_usage(self._annotate(response, kg), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
-        usage = AnswerUsage(self.response_synthesizer._llm)
+        usage = AnswerUsage(self.llm)
         if self.retriever is not None:
             kg, passages = await asyncio.gather(
                 self.kg_retriever.aretrieve_paths(query_str), self.retriever.aretrieve(query_str)

@@ -11,15 +11,15 @@ Example::
     response.metadata["usage"]               # prompt/completion tokens, llm_calls, seconds, first_token_seconds
 """
 
-from llama_index_kgplus.llm._llama import (
+from llama_index_kgplus.llm._complete import (
     acomplete_response,
     acomplete_text,
     complete_response,
     complete_text,
-    llama_complete,
-    llama_model,
+    local_llama,
     repeats_itself,
 )
+from llama_index_kgplus.llm._llama import is_llama_cpp, llama_complete, llama_vocabulary
 from llama_index_kgplus.llm._specs import (
     ModelSpec,
     describe_server_error,
@@ -58,10 +58,12 @@ __all__ = [
     "embed_model_from_spec",
     "embed_model_identity",
     "format_usage",
+    "is_llama_cpp",
     "is_metered",
     "llama_complete",
-    "llama_model",
+    "llama_vocabulary",
     "llm_from_spec",
+    "local_llama",
     "metered",
     "parse_model_spec",
     "repeats_itself",

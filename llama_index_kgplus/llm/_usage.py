@@ -1,12 +1,17 @@
 """Count LLM calls and tokens from the model's own usage figures.
 
-:func:`metered` wraps any LlamaIndex LLM in a :class:`MeteredLLM` (the user's object is never changed), which
-counts each completion or chat call once (LlamaIndex's ``TokenCountingHandler`` sees a chat call and the
-completion inside it and counts twice): from the provider's reported ``usage`` when there is one (llama.cpp
+:func:`metered` wraps any LlamaIndex LLM in a :class:`MeteredLLM` (the user's object is not replaced), which
+counts each completion or chat call once: from the provider's reported ``usage`` when there is one (llama.cpp
 reports it for every non-streamed completion), else with the model's own tokenizer (llama.cpp's vocabulary for a
-stream), else estimated with LlamaIndex's tokenizer (``estimated`` is then true). The grammar-constrained JSON
-and bounded completions of :mod:`llama_index_kgplus.llm._llama`, which call llama.cpp directly, report to the
-wrapper they were given.
+stream), else estimated with LlamaIndex's tokenizer (``estimated`` is then true).
+
+The wrapper emits no LLM callback event or instrumentation event of its own: every call goes to the wrapped
+LLM's public methods, whose events LlamaIndex's callbacks (``TokenCountingHandler``) and dispatcher see, once per
+real call. The two share one callback manager: the wrapper starts with the wrapped LLM's, and one set on the
+wrapper (``get_response_synthesizer`` sets ``Settings.callback_manager`` on the LLM it gets) is set on the wrapped
+LLM too. A ``LlamaCPP`` LLM gets per-call llama.cpp options (``max_tokens``, ``grammar``, ``stopping_criteria``)
+through a per-call copy, one generation at a time, and its async calls run in a worker thread (LlamaIndex's
+``CustomLLM`` would run them in the event loop, inside a second LLM event).
 
 Example::
 
@@ -17,9 +22,10 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -29,13 +35,14 @@ from llama_index.core.base.llms.types import (
     ChatResponseAsyncGen,
     ChatResponseGen,
     CompletionResponse,
+    CompletionResponseAsyncGen,
     CompletionResponseGen,
     LLMMetadata,
 )
 from llama_index.core.llms import LLM, CustomLLM
-from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from pydantic import BaseModel, PrivateAttr
 
+from llama_index_kgplus.llm._llama import is_llama_cpp, llama_complete, with_options
 from llama_index_kgplus.llm._tokens import TokenCounter
 
 
@@ -118,7 +125,14 @@ _PROMPT_SETTINGS = (
 
 
 class MeteredLLM(CustomLLM):
-    """Any LlamaIndex LLM, with each completion counted in a :class:`UsageMeter` (see the module docstring)."""
+    """Any LlamaIndex LLM, with each completion counted in a :class:`UsageMeter` (see the module docstring).
+
+    Example::
+
+        llm = metered(llm)
+        llm.complete("Hi")
+        llm.meter.snapshot().prompt_tokens
+    """
 
     _inner: LLM = PrivateAttr()
     _meter: UsageMeter = PrivateAttr()
@@ -130,9 +144,15 @@ class MeteredLLM(CustomLLM):
             value = getattr(inner, name, None)
             if value is not None:
                 kwargs.setdefault(name, value)
+        kwargs.setdefault("callback_manager", inner.callback_manager)
         super().__init__(**kwargs)
         self._inner = inner
         self._meter = meter or UsageMeter()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "callback_manager" and getattr(self, "_inner", None) is not None:
+            self._inner.callback_manager = value  # the events are the wrapped LLM's: its handlers must be these
 
     @classmethod
     def class_name(cls) -> str:
@@ -140,15 +160,17 @@ class MeteredLLM(CustomLLM):
 
     @property
     def inner(self) -> LLM:
+        """The wrapped LLM."""
         return self._inner
+
+    @property
+    def meter(self) -> UsageMeter:
+        """The running total of this wrapper's calls."""
+        return self._meter
 
     @property
     def metadata(self) -> LLMMetadata:
         return self._inner.metadata
-
-    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
-        """Count a call made to the wrapped model directly (see :func:`~llama_index_kgplus.llm.llama_complete`)."""
-        self._meter.record(prompt_tokens, completion_tokens)
 
     def record_reply(self, prompt: str, response: Any, text: str) -> None:
         """Count a reply obtained from the wrapped model directly (e.g. a tool call): the usage it reports, else
@@ -171,49 +193,73 @@ class MeteredLLM(CustomLLM):
     def _record_chat(self, messages: Sequence[ChatMessage], response: ChatResponse) -> ChatResponse:
         return self._record("\n".join(str(m.content or "") for m in messages), response, response.message.content)
 
+    def _runs_sync(self, name: str) -> bool:
+        """True when the wrapped LLM's async ``name`` is ``CustomLLM``'s, which runs the sync twin inside a
+        second LLM event: the wrapper then calls the sync twin itself."""
+        return getattr(type(self._inner), name, None) is getattr(CustomLLM, name)
+
+    def _stream(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> CompletionResponseGen:
+        """The wrapped LLM's stream. A llama.cpp model takes its options as ``generate_kwargs`` of a per-call copy,
+        and its chunks get the ``usage`` llama.cpp reports only for whole replies (the prompt and the text so far
+        in its own tokens), as OpenAI-style servers put it in a stream: LlamaIndex's callbacks read it from the
+        last chunk."""
+        if not is_llama_cpp(self._inner):
+            yield from self._inner.stream_complete(prompt, formatted=formatted, **kwargs)
+            return
+        target = with_options(self._inner, **kwargs) if kwargs else self._inner
+        counter = TokenCounter.for_llm(self._inner)
+        template = self._inner.completion_to_prompt
+        prompt_tokens = counter.count(prompt if formatted or template is None else template(prompt))
+        for chunk in target.stream_complete(prompt, formatted=formatted):
+            if isinstance(chunk.raw, dict):
+                completion_tokens = counter.count(chunk.text)
+                chunk.raw["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                      "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+            yield chunk
+
     # Chat goes to the inner LLM's own chat, so a chat model keeps its roles (CustomLLM would flatten them).
-    @llm_chat_callback()
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         return self._record_chat(messages, self._inner.chat(messages, **kwargs))
 
-    @llm_chat_callback()
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        if self._runs_sync("achat"):
+            return self.chat(messages, **kwargs)
         return self._record_chat(messages, await self._inner.achat(messages, **kwargs))
 
-    @llm_chat_callback()
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        last = None
-        for last in self._inner.stream_chat(messages, **kwargs):
-            yield last
-        if last is not None:
-            self._record_chat(messages, last)
+        return _counted(self._inner.stream_chat(messages, **kwargs), lambda last: self._record_chat(messages, last))
 
-    @llm_chat_callback()
     async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
-        async def gen() -> ChatResponseAsyncGen:
-            last = None
-            async for last in await self._inner.astream_chat(messages, **kwargs):
-                yield last
-            if last is not None:
-                self._record_chat(messages, last)
+        if self._runs_sync("astream_chat"):
+            chunks: Any = _as_async(self._inner.stream_chat(messages, **kwargs))
+        else:
+            chunks = await self._inner.astream_chat(messages, **kwargs)
+        return _acounted(chunks, lambda last: self._record_chat(messages, last))
 
-        return gen()
-
-    @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return self._record(prompt, self._inner.complete(prompt, formatted=formatted, **kwargs))
+        if is_llama_cpp(self._inner):
+            response = llama_complete(self._inner, prompt, formatted=formatted, **kwargs)
+        else:
+            response = self._inner.complete(prompt, formatted=formatted, **kwargs)
+        return self._record(prompt, response, formatted=formatted)
 
-    @llm_completion_callback()
     async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        if is_llama_cpp(self._inner):
+            return await asyncio.to_thread(self.complete, prompt, formatted, **kwargs)
+        if self._runs_sync("acomplete"):
+            return self.complete(prompt, formatted, **kwargs)
         return self._record(prompt, await self._inner.acomplete(prompt, formatted=formatted, **kwargs))
 
-    @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
-        last = None
-        for last in self._inner.stream_complete(prompt, formatted=formatted, **kwargs):
-            yield last
-        if last is not None:
-            self._record(prompt, last, formatted=formatted)
+        chunks = self._stream(prompt, formatted, kwargs)
+        return _counted(chunks, lambda last: self._record(prompt, last, formatted=formatted))
+
+    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
+        if self._runs_sync("astream_complete"):
+            chunks: Any = _as_async(self._stream(prompt, formatted, kwargs))
+        else:
+            chunks = await self._inner.astream_complete(prompt, formatted=formatted, **kwargs)
+        return _acounted(chunks, lambda last: self._record(prompt, last, formatted=formatted))
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled for Ray. LlamaIndex's BaseComponent would silently drop an unpicklable inner LLM and leave a
@@ -228,6 +274,33 @@ class MeteredLLM(CustomLLM):
             self._meter = UsageMeter()
 
 
+def _counted(chunks: Iterator[Any], record: Callable[[Any], Any]) -> Generator[Any, None, None]:
+    """``chunks``, then ``record(last chunk)``, also when the reader stops early: what was generated was paid for."""
+    last = None
+    try:
+        for last in chunks:
+            yield last
+    finally:
+        if last is not None:
+            record(last)
+
+
+async def _acounted(chunks: AsyncIterator[Any], record: Callable[[Any], Any]) -> AsyncGenerator[Any, None]:
+    """Async twin of :func:`_counted`."""
+    last = None
+    try:
+        async for last in chunks:
+            yield last
+    finally:
+        if last is not None:
+            record(last)
+
+
+async def _as_async(chunks: Iterator[Any]) -> AsyncIterator[Any]:
+    for chunk in chunks:
+        yield chunk
+
+
 def metered(llm: LLM) -> LLM:
     """``llm`` with its calls counted: a :class:`MeteredLLM` around it (itself if it already is one)."""
     return llm if isinstance(llm, MeteredLLM) else MeteredLLM(llm)
@@ -237,7 +310,7 @@ def usage_meter(llm: LLM) -> UsageMeter:
     """The meter of an LLM returned by :func:`metered`."""
     if not isinstance(llm, MeteredLLM):
         raise ValueError("This LLM is not metered: wrap it with metered(llm) first.")
-    return llm._meter
+    return llm.meter
 
 
 def is_metered(llm: Any) -> bool:

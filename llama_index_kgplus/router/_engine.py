@@ -21,15 +21,18 @@ from typing import Any, Union
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import RESPONSE_TYPE
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.query_engine import CustomQueryEngine
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.events import RouteDecisionEvent
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, is_metered
 from llama_index_kgplus.router._router import ROUTES, QuestionRouter, RouteDecision
 
 __all__ = ["EngineChoice", "RoutedQueryEngine", "choose_engine"]
 
+dispatcher = get_dispatcher(__name__)
 EngineChoice = Union[BaseQueryEngine, Callable[[], BaseQueryEngine]]
 
 
@@ -102,18 +105,24 @@ class RoutedQueryEngine(CustomQueryEngine):
             attach_usage(response, usage)
         return response
 
+    def _choose(self, decision: RouteDecision) -> tuple[str, str]:
+        """The route whose engine answers and the note on it, reported as a :class:`RouteDecisionEvent`."""
+        engine, note = choose_engine(decision, self.engines)
+        assert engine is not None  # from_defaults requires one engine
+        fields = decision.model_dump(include={"question", "route", "scores", "features", "reason", "decided_by"})
+        dispatcher.event(RouteDecisionEvent(**fields, engine=engine, fallback=note or None))
+        return engine, note
+
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
         """Route, then answer with the chosen engine."""
         usage = AnswerUsage(self.llm)
         decision = self.router.route(query_str)
-        engine, note = choose_engine(decision, self.engines)
-        assert engine is not None  # from_defaults requires one engine
+        engine, note = self._choose(decision)
         return self._with_route(self.engine_for(engine).query(query_str), decision, engine, note, usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
         """Async twin of :meth:`custom_query`."""
         usage = AnswerUsage(self.llm)
         decision = await self.router.aroute(query_str)
-        engine, note = choose_engine(decision, self.engines)
-        assert engine is not None
+        engine, note = self._choose(decision)
         return self._with_route(await self.engine_for(engine).aquery(query_str), decision, engine, note, usage)

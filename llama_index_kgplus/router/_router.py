@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from llama_index.core import Settings
+from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel, Field
 
 from llama_index_kgplus.errors import InputDataError, NotFittedError
@@ -33,6 +34,7 @@ __all__ = ["EXAMPLES_PATH", "ROUTES", "QuestionRouter", "RouteDecision", "RouteF
 #: The five kinds of question, in the order of the scores
 ROUTES = ("local", "multihop", "global", "kg", "sql")
 EXAMPLES_PATH = Path(__file__).with_name("examples.json")
+dispatcher = get_dispatcher(__name__)
 
 
 def load_examples(path: str | Path = EXAMPLES_PATH) -> dict[str, list[str]]:
@@ -203,6 +205,7 @@ class QuestionRouter:
         """The decision for one question."""
         return self.route_many([question])[0]
 
+    @dispatcher.span
     def route_many(self, questions: Iterable[str]) -> list[RouteDecision]:
         """Decisions for many questions, embedded in one batch."""
         questions = list(questions)
@@ -220,6 +223,7 @@ class QuestionRouter:
                 decisions[i] = self._selected(decision, close, result)
         return decisions
 
+    @dispatcher.span
     async def aroute(self, question: str) -> RouteDecision:
         """Async twin of :meth:`route`."""
         if not question.strip():

@@ -12,22 +12,27 @@ Example::
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from llama_index.core import Settings
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
+from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.llms import LLM
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, ConfigDict, Field
 
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
-from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
+from llama_index_kgplus.errors import InputDataError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus.events import SQLGeneratedEvent
 from llama_index_kgplus.llm import acomplete_text, complete_text
 from llama_index_kgplus.tables._tables import SQLResult, SQLTables
 
 __all__ = ["SQLAnswer", "TableQueryEngine", "TableRetriever"]
+
+dispatcher = get_dispatcher(__name__)
 
 SQL_PROMPT = """You write one DuckDB SQL SELECT statement that answers the question from these tables.
 
@@ -95,7 +100,7 @@ def _loop(tables: SQLTables, question: str) -> QueryLoop:
     def prompt(repair: str) -> str:
         return SQL_PROMPT.format(schema=tables.describe(), repair=repair, question=question)
 
-    return QueryLoop(
+    loop = QueryLoop(
         question,
         noun="SQL",
         language="SQL",
@@ -105,6 +110,43 @@ def _loop(tables: SQLTables, question: str) -> QueryLoop:
         execute=tables.run,
         retry_on=(InputDataError, QueryTimeoutError),
     )
+    loop.execute = partial(_run, tables, loop)
+    return loop
+
+
+def _run(tables: SQLTables, loop: QueryLoop, sql: str) -> SQLResult:
+    """``tables.run(sql)`` (the guard, then DuckDB), reported as an :class:`SQLGeneratedEvent`."""
+
+    def report(verdict: str, reason: str | None = None, result: SQLResult | None = None) -> None:
+        dispatcher.event(
+            SQLGeneratedEvent(
+                question=loop.question, query=sql, verdict=verdict, reason=reason, repair=loop.repaired,
+                executed_query=result.sql if result else None, rows=len(result.rows) if result else None,
+            )
+        )  # fmt: skip
+
+    try:
+        result = tables.run(sql)
+    except UnsafeQueryError as exc:
+        report("refused", str(exc))
+        raise
+    except (InputDataError, QueryTimeoutError) as exc:
+        report("failed", str(exc))
+        raise
+    report("ran", result=result)
+    return result
+
+
+def _written(loop: QueryLoop) -> QueryLoop:
+    """``loop`` after its end; a last reply with no SQL (the tables cannot answer) is reported too."""
+    if not loop.query:
+        dispatcher.event(
+            SQLGeneratedEvent(
+                question=loop.question, query="", verdict="none", reason=loop.refused, repair=loop.repaired,
+                executed_query=None, rows=None,
+            )
+        )  # fmt: skip
+    return loop
 
 
 def _read(reply: _SQLReply) -> tuple[str, str]:
@@ -142,11 +184,11 @@ class TableRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         loop = write_query(_loop(self.tables, query_bundle.query_str), self.llm, _SQLReply, _read, self.max_tokens)
-        return [_node(loop)]
+        return [_node(_written(loop))]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         loop = _loop(self.tables, query_bundle.query_str)
-        return [_node(await awrite_query(loop, self.llm, _SQLReply, _read, self.max_tokens))]
+        return [_node(_written(await awrite_query(loop, self.llm, _SQLReply, _read, self.max_tokens)))]
 
 
 class TableQueryEngine(CustomQueryEngine):
