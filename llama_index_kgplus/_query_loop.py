@@ -17,14 +17,17 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel
 
 from llama_index_kgplus.errors import QueryCheckError, UnsafeQueryError
+from llama_index_kgplus.events import GeneratedQueryEvent
 from llama_index_kgplus.structured import agenerate_json, generate_json
 
 __all__ = ["QueryLoop", "awrite_query", "write_query"]
 
 logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -38,7 +41,11 @@ class QueryLoop:
     list where a count was asked): the complaint goes to ``repair`` as a :class:`QueryCheckError`, once; if the
     repaired query is empty, refused by the guard or rejected by the database, the first query and its result
     stand (``second_try`` then sees them as usual). ``second_try(query, result)`` may replace both without the
-    LLM, returning ``(query, result, what it did)``."""
+    LLM, returning ``(query, result, what it did)``.
+
+    Each query the LLM writes is reported as an ``event`` (a :class:`~llama_index_kgplus.events.GeneratedQueryEvent`
+    class) with the verdict on it; ``ran(result)`` gives the query as it ran and its number of rows (default: the
+    guarded query and ``len(result)``)."""
 
     def __init__(
         self,
@@ -54,10 +61,13 @@ class QueryLoop:
         guard: Callable[[str], str] | None = None,
         second_try: Callable[[str, Any], tuple[str, Any, str] | None] | None = None,
         check: Callable[[str, Any], str | None] | None = None,
+        event: type[GeneratedQueryEvent] | None = None,
+        ran: Callable[[Any], tuple[str, int]] | None = None,
     ) -> None:
         self.question, self.noun, self.language, self.source = question, noun, language, source
         self.prompt, self.repair, self.execute, self.retry_on = prompt, repair, execute, retry_on
         self.guard, self.second_try, self.check = guard, second_try, check
+        self.event, self.ran = event, ran or (lambda result: (self.query, len(result)))
         self.query = ""
         self.result: Any = None
         self.refused: str | None = None
@@ -71,6 +81,7 @@ class QueryLoop:
         (done)."""
         self.query = query
         if not query:
+            self._report(query, "none", reason or None)
             self._fail(f"the {self.source} cannot answer this: {reason or f'no {self.noun} written'}")
             return None
         try:
@@ -79,14 +90,17 @@ class QueryLoop:
             self.result = self.execute(self.query)
         except UnsafeQueryError as exc:
             logger.warning("refused generated %s for %r: %s", self.language, self.question, exc)
+            self._report(query, "refused", str(exc))
             self._fail(str(exc))
             return None
         except self.retry_on as exc:
+            self._report(query, "failed", str(exc))
             if self._checked is None and not self.repaired:
                 self.repaired = True
                 return self.repair(query, exc)
             self._fail(f"the {self.noun} failed after one repair: {exc}")
             return None
+        self._report(query, "ran", ran=self.ran(self.result))
         if self.check is not None and not self.repaired:
             self.complaint = self.check(self.query, self.result)
             if self.complaint:
@@ -94,6 +108,16 @@ class QueryLoop:
                 return self.repair(self.query, QueryCheckError(self.complaint, self.query))
         self._try_again()
         return None
+
+    def _report(self, query: str, verdict: str, reason: str | None = None, ran: tuple[str, int] | None = None) -> None:
+        if self.event is not None:
+            executed, rows = ran if ran is not None else (None, None)
+            dispatcher.event(
+                self.event(
+                    question=self.question, query=query, verdict=verdict, reason=reason, repair=self.repaired,
+                    executed_query=executed, rows=rows,
+                )
+            )  # fmt: skip
 
     def _fail(self, reason: str) -> None:
         """Nothing usable ran: the checked first query and its result stand if there is one, else ``reason``."""

@@ -90,9 +90,7 @@ def build_index(
     return index
 
 
-def persist_index(
-    index: VectorStoreIndex, persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None
-) -> str:
+def persist_index(index: VectorStoreIndex, persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
     ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default."""
     embed_model = embed_model or index_embed_model(index)

@@ -235,3 +235,34 @@ def test_a_graph_without_an_import_id_is_described_anew_when_its_counts_change(t
         assert "lake" not in engine.description().text
         kg.dialect.run(kg.store, "CREATE (:Ent {id: 'constance', name: 'Lake Constance', category: 'lake'})")
         assert "n.category values: city, country, lake, river" in engine.description().text
+
+
+def test_each_written_query_is_traced_with_the_guards_verdict(rivers):
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    from llama_index_kgplus.events import CypherGeneratedEvent
+
+    class Recorder(BaseEventHandler):
+        seen: list = []
+
+        def handle(self, event, **kwargs):
+            if isinstance(event, CypherGeneratedEvent):
+                self.seen.append(event)
+
+    recorder = Recorder()
+    get_dispatcher().add_event_handler(recorder)
+    try:
+        _ask(rivers, "Which rivers flow through Basel?", "MATCH (n:Ent) DETACH DELETE n RETURN 1")
+        _ask(
+            rivers,
+            "Which places does Rhine flow through?",
+            "MATCH (a:Ent {name: 'Rhine'}) RETURN a.nope.x",
+            RHINE + "'flows_through' RETURN b.name AS name",
+        )
+    finally:
+        get_dispatcher().event_handlers.remove(recorder)
+    refused, failed, ran = recorder.seen  # a refused query is not run, so it gets no repair
+    assert refused.verdict == "refused" and "DELETE" in refused.query and refused.rows is None
+    assert failed.verdict == "failed" and failed.reason and not failed.repair
+    assert ran.verdict == "ran" and ran.repair and ran.rows == 2 and ran.executed_query.endswith("LIMIT 100")

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
 from llama_index_kgplus.errors import GraphStoreError, QueryCheckError, QueryTimeoutError
+from llama_index_kgplus.events import CypherGeneratedEvent
 from llama_index_kgplus.kg._cypher_checks import complaint
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.kg._cypher_policy import (
@@ -223,6 +224,7 @@ class CypherQueryEngine(CustomQueryEngine):
             retry_on=(GraphStoreError, QueryTimeoutError),
             second_try=second_try if tries else None,
             check=(lambda cypher, rows: complaint(q, cypher, checks)) if checks else None,
+            event=CypherGeneratedEvent,
         )
         return loop
 

@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from llama_index.core import Settings
@@ -25,7 +24,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, ConfigDict, Field
 
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
-from llama_index_kgplus.errors import InputDataError, QueryTimeoutError, UnsafeQueryError
+from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.events import SQLGeneratedEvent
 from llama_index_kgplus.llm import acomplete_text, complete_text
 from llama_index_kgplus.tables._tables import SQLResult, SQLTables
@@ -109,43 +108,9 @@ def _loop(tables: SQLTables, question: str) -> QueryLoop:
         repair=lambda sql, error: prompt(REPAIR.format(sql=sql, error=error)),
         execute=tables.run,
         retry_on=(InputDataError, QueryTimeoutError),
+        event=SQLGeneratedEvent,
+        ran=lambda result: (result.sql, len(result.rows)),  # the guard inside tables.run puts the LIMIT on
     )
-    loop.execute = partial(_run, tables, loop)
-    return loop
-
-
-def _run(tables: SQLTables, loop: QueryLoop, sql: str) -> SQLResult:
-    """``tables.run(sql)`` (the guard, then DuckDB), reported as an :class:`SQLGeneratedEvent`."""
-
-    def report(verdict: str, reason: str | None = None, result: SQLResult | None = None) -> None:
-        dispatcher.event(
-            SQLGeneratedEvent(
-                question=loop.question, query=sql, verdict=verdict, reason=reason, repair=loop.repaired,
-                executed_query=result.sql if result else None, rows=len(result.rows) if result else None,
-            )
-        )  # fmt: skip
-
-    try:
-        result = tables.run(sql)
-    except UnsafeQueryError as exc:
-        report("refused", str(exc))
-        raise
-    except (InputDataError, QueryTimeoutError) as exc:
-        report("failed", str(exc))
-        raise
-    report("ran", result=result)
-    return result
-
-
-def _written(loop: QueryLoop) -> QueryLoop:
-    """``loop`` after its end; a last reply with no SQL (the tables cannot answer) is reported too."""
-    if not loop.query:
-        dispatcher.event(
-            SQLGeneratedEvent(
-                question=loop.question, query="", verdict="none", reason=loop.refused, repair=loop.repaired,
-                executed_query=None, rows=None,
-            )
-        )  # fmt: skip
     return loop
 
 
@@ -184,11 +149,11 @@ class TableRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         loop = write_query(_loop(self.tables, query_bundle.query_str), self.llm, _SQLReply, _read, self.max_tokens)
-        return [_node(_written(loop))]
+        return [_node(loop)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         loop = _loop(self.tables, query_bundle.query_str)
-        return [_node(_written(await awrite_query(loop, self.llm, _SQLReply, _read, self.max_tokens)))]
+        return [_node(await awrite_query(loop, self.llm, _SQLReply, _read, self.max_tokens))]
 
 
 class TableQueryEngine(CustomQueryEngine):
