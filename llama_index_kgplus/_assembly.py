@@ -13,7 +13,7 @@ import functools
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core import Settings, VectorStoreIndex
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -32,7 +32,7 @@ from llama_index_kgplus.llm import (
     embed_model_identity,
     llm_from_spec,
     metered,
-    parse_model_spec,
+    resolve_model_spec,
 )
 
 __all__ = ["ENGINE_NAMES", "KGPlusSources"]
@@ -140,7 +140,9 @@ class KGPlusSources(BaseModel):
             raise InputDataError("Give at least one source: index, kg_store, graphrag or tables.")
         routes: list[str] = []
         self._check_model("llm", self.llm, LLM)
-        self._check_model("embed_model", self.embed_model, BaseEmbedding)
+        self._check_model(
+            "embed_model", self.embed_model, BaseEmbedding
+        )  # a bad spec fails now, before any model loads
         if self.index is not None:
             routes += ["local", *(["multihop"] if self._check_index() else [])]
         elif self.entity_graph is not None or self.glossary is not None:
@@ -165,10 +167,10 @@ class KGPlusSources(BaseModel):
         self._built["routes"] = routes
 
     @staticmethod
-    def _check_model(field: str, value: Any, accepted: type) -> None:
-        if isinstance(value, str):
-            parse_model_spec(value)  # a bad spec fails now, before any model loads
-        elif value is not None and not isinstance(value, (accepted, ModelSpec)):
+    def _check_model(field: Literal["llm", "embed_model"], value: Any, accepted: type) -> None:
+        if isinstance(value, (str, ModelSpec)):
+            resolve_model_spec(value, field)
+        elif value is not None and not isinstance(value, accepted):
             raise _refused(field, value, f"a LlamaIndex {accepted.__name__}, a model spec or None")
 
     def _check_index(self) -> bool:

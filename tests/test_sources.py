@@ -41,6 +41,7 @@ def _bad_sources(tmp_path, foreign_index):
         ({"index": keyword_index}, InputDataError, "a SimpleKeywordTableIndex is not a source; give an index folder"),
         ({"kg_store": 42}, InputDataError, "a int is not a source; give a graph store URI, a KnowledgeGraph"),
         ({"tables": {"t": SAMPLE_WEATHER_TABLE}, "llm": ""}, KGPlusSetupError, "spec is empty"),
+        ({"tables": {"t": SAMPLE_WEATHER_TABLE}, "embed_model": "bogus"}, KGPlusSetupError, "Unknown embedding model"),
         ({"tables": {"t": SAMPLE_WEATHER_TABLE}, "embed_model": object()}, InputDataError, "give a LlamaIndex"),
         ({"tables": {"t": SAMPLE_WEATHER_TABLE}, "glossary": "g.json"}, InputDataError, "belongs to an index"),
         ({"index": foreign_index, "glossary": tmp_path / "bad.json"}, InputDataError, "bad.json:1:12: terms[0]"),

@@ -163,11 +163,18 @@ def resolve_model_spec(
         resolve_model_spec(None, "embed_model")      # ModelSpec(kind='local', model='local') unless the env says
     """
     if isinstance(spec, ModelSpec):
-        return spec
-    env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, "local")
-    if spec is None:
-        spec = os.environ.get(env)
-    return parse_model_spec(default if spec is None else str(spec))
+        parsed = spec
+    else:
+        env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, "local")
+        if spec is None:
+            spec = os.environ.get(env)
+        parsed = parse_model_spec(default if spec is None else str(spec))
+    if kind == "embed_model" and parsed.kind == "local" and parsed.model not in LOCAL_EMBED_NAMES:
+        raise KGPlusSetupError(
+            f"Unknown embedding model spec {parsed.model!r}: the local one is 'local' (all-MiniLM-L6-v2); served "
+            "ones are openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
+        )
+    return parsed
 
 
 def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> dict[str, Any] | None:
@@ -294,11 +301,6 @@ def embed_model_from_spec(
     if parsed.kind == "factory":
         return _from_factory(parsed, BaseEmbedding, "embedding model")  # type: ignore[no-any-return]
     if parsed.kind == "local":
-        if parsed.model not in LOCAL_EMBED_NAMES:
-            raise KGPlusSetupError(
-                f"Unknown embedding model spec {parsed.model!r}: the local one is 'local' (all-MiniLM-L6-v2); served "
-                "ones are openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
-            )
         from llama_index_kgplus.llm._local import local_embed_model
 
         return local_embed_model(**kwargs)
