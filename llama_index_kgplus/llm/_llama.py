@@ -11,6 +11,7 @@ vocabulary come from a vocabulary-only load of the same GGUF file (:func:`llama_
 
 from __future__ import annotations
 
+import atexit
 import threading
 from functools import lru_cache
 from typing import Any
@@ -68,6 +69,11 @@ def _vocabulary(model_path: str) -> Any:
     import llama_cpp
 
     return llama_cpp.Llama(model_path=model_path, vocab_only=True, verbose=False)
+
+
+# closed at exit while llama.cpp's bindings still exist (a vocabulary closed in interpreter teardown prints a
+# traceback from Llama.__del__)
+atexit.register(_vocabulary.cache_clear)
 
 
 def llama_vocabulary(llm: Any) -> Any:
