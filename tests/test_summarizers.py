@@ -200,9 +200,12 @@ def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_poin
     assert stopped.raw["choices"][0]["finish_reason"] == "stop"
     assert 20 < stopped.raw["usage"]["completion_tokens"] < 80
     assert ends_sentence(stopped.text) and len(stopped.text.split()) >= 12
-    # its first sentence is still running at a bound of 22 tokens: llama.cpp gets room for it to end (up to 33)
+    # its first sentence is still running at a bound of 22 tokens: llama.cpp gets room for it to end (up to 33).
+    # Not compared with `stopped` token for token: llama.cpp reuses the cached prompt, and a near-tie between two
+    # tokens (". " or ")") can then go either way, so the reply may end its sentence later or run to the room's end
     running_on = complete_response(small_llm, prompt, max_tokens=22, sentence_stop=11)
-    assert running_on.text == stopped.text and 22 < running_on.raw["usage"]["completion_tokens"] <= 33
+    assert 22 < running_on.raw["usage"]["completion_tokens"] <= 33
+    assert running_on.raw["choices"][0]["finish_reason"] == "length" or ends_sentence(running_on.text)
 
     model = llama_vocabulary(small_llm)  # the criterion step by step, with the model's own tokens
     text = "Prices rose by 2.5 percent, said Dr. Lee. Then they fell."
