@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel
 
+from llama_index_kgplus._structured import agenerate_json, generate_json
 from llama_index_kgplus.errors import QueryCheckError, UnsafeQueryError
 from llama_index_kgplus.events import GeneratedQueryEvent
-from llama_index_kgplus.structured import agenerate_json, generate_json
 
 __all__ = ["QueryLoop", "awrite_query", "write_query"]
 

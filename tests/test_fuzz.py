@@ -57,7 +57,7 @@ def _parses_or_says_why(parse, *args) -> None:
 @fuzz
 @given(_records(("id", "title", "text")) | st.binary(max_size=60).map(bytes))
 def test_corpus_jsonl(content):
-    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus import load_corpus
 
     _parses_or_says_why(load_corpus, _write("corpus.jsonl", content))
 
@@ -205,7 +205,7 @@ def _glossary_parse(path: Path):
 
 
 def _corpus_parse(path: Path):
-    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus import load_corpus
 
     return load_corpus(path)
 

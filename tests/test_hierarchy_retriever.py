@@ -10,18 +10,15 @@ import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship, QueryBundle
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_kgplus import build_index, load_corpus, sample
+from llama_index_kgplus import _sample as sample
+from llama_index_kgplus import build_index, load_corpus
+from llama_index_kgplus._text import questions_in
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.hierarchy import (
-    HierarchicalRetriever,
-    SemanticChunkingSummaryNodeBuilder,
-    node_level,
-    read_manifest,
-    write_manifest,
-)
+from llama_index_kgplus.hierarchy import HierarchicalRetriever, SemanticChunkingSummaryNodeBuilder
+from llama_index_kgplus.hierarchy._parents import node_level
+from llama_index_kgplus.hierarchy._retriever import read_manifest, write_manifest
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
-from llama_index_kgplus.text import questions_in
 
 QUESTION = "Which animals and plants live in the Amazon rainforest?"
 

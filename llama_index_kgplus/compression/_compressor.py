@@ -24,10 +24,10 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.compression._units import Unit, join_units, split_units
 from llama_index_kgplus.events import CompressionEvent
-from llama_index_kgplus.llm import TokenCounter
-from llama_index_kgplus.vectors import unit_rows
+from llama_index_kgplus.llm._tokens import TokenCounter
 
 COMPRESSION_KEY = "compression"
 # Chosen in benchmarks/compression.py (benchmarks/README.md): the smallest budget at which the default 1.5B model

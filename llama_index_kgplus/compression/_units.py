@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llama_index_kgplus.text import split_sentences
+from llama_index_kgplus._text import split_sentences
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 # A line that starts like code, a list item, a table row or a prompt: the paragraph is read line by line.

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
 
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.entity_graph._names import entity_key, surface_forms
-from llama_index_kgplus.text import PhraseMatcher
 
 #: Relationship type of the edge between two entities that one of them names as an alias.
 SAME_AS = "SAME_AS"

@@ -33,10 +33,10 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.schema import BaseNode
 
+from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_open
 
 GRAPH_FILE = "entity_graph.npz"
 FORMAT = "kgplus-entity-graph"

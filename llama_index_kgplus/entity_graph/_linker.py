@@ -31,6 +31,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._structured import StructuredOutputError
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
@@ -49,7 +50,6 @@ from llama_index_kgplus.entity_graph._sources import (
     read_kg,
 )
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
-from llama_index_kgplus.structured import StructuredOutputError
 
 logger = logging.getLogger(__name__)
 

@@ -160,7 +160,7 @@ class EntityGraphRetriever(BaseRetriever):
     def from_persist_dir(cls, persist_dir: str | Path, embed_model: Any = None, **kwargs: Any) -> EntityGraphRetriever:
         """Over an index folder written by ``kgplus ingest --entities`` (``embed_model`` defaults to
         ``Settings.embed_model``)."""
-        from llama_index_kgplus.indexing import load_index
+        from llama_index_kgplus._indexing import load_index
 
         graph = EntityGraph.load(persist_dir)  # before the index: a folder without a graph fails fast
         index = load_index(persist_dir, embed_model=embed_model)

@@ -21,7 +21,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.errors import GraphStoreError
-from llama_index_kgplus.graph_stores import dialect_for_store
+from llama_index_kgplus.graph_stores._dialects import dialect_for_store
 
 if TYPE_CHECKING:
     from llama_index_kgplus.entity_graph._graph import EntityGraph

@@ -7,8 +7,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import id_field, iter_jsonl, text_field
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts.mixin import PromptDictType
 from pydantic import Field
 
+from llama_index_kgplus._structured import StructuredOutputError
+from llama_index_kgplus._vectors import cosine
 from llama_index_kgplus.evaluation import _judge
-from llama_index_kgplus.structured import StructuredOutputError
-from llama_index_kgplus.vectors import cosine
 
 
 class MetricResult(EvaluationResult):
@@ -196,7 +196,7 @@ class ContextRecall(_Metric):
     name, needs = "context_recall", ("contexts", "reference")
 
     async def _score(self, contexts: Sequence[str], reference: str, **_: Any) -> tuple[float, dict]:
-        from llama_index_kgplus.summarizers import split_sentences
+        from llama_index_kgplus._text import split_sentences
 
         sentences = split_sentences(reference) or [reference]
         verdicts = await _judge.judge_statements(self.llm, sentences, "\n\n".join(contexts))

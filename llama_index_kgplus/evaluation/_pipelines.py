@@ -45,7 +45,7 @@ class PipelineContext:
 
     @property
     def hierarchical(self) -> bool:
-        from llama_index_kgplus.hierarchy import read_manifest
+        from llama_index_kgplus.hierarchy._retriever import read_manifest
 
         return self.index_dir is not None and bool(read_manifest(self.index_dir))
 
@@ -58,7 +58,7 @@ class PipelineContext:
 
     def postprocessors(self) -> list[BaseNodePostprocessor]:
         """A ContextCompressor of ``context_budget`` tokens, or nothing."""
-        from llama_index_kgplus.compression import postprocessors_for
+        from llama_index_kgplus.compression._apply import postprocessors_for
 
         return postprocessors_for(None, self.context_budget, embed_model=self.embed_model, llm=self.llm)
 
@@ -96,7 +96,8 @@ def _kg(path_format: Literal["arrows", "facts"]) -> PipelineFactory:
 
 def _hierarchy(mode: str) -> PipelineFactory:
     def factory(ctx: PipelineContext) -> BaseQueryEngine:
-        from llama_index_kgplus.hierarchy import HierarchicalRetriever, read_manifest
+        from llama_index_kgplus.hierarchy import HierarchicalRetriever
+        from llama_index_kgplus.hierarchy._retriever import read_manifest
 
         if not ctx.hierarchical:
             raise InputDataError(

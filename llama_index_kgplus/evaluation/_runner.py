@@ -27,13 +27,13 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._files import atomic_write_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.evaluation._dataset import EvalSample
 from llama_index_kgplus.evaluation._metrics import METRICS
 from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
 from llama_index_kgplus.evaluation._short_answer import SHORT_ANSWER_METRICS
-from llama_index_kgplus.files import atomic_write_json
 
 RETRIEVAL_METRICS = ("hit@5", "recall@5", "recall@10", "mrr")
 DEFAULT_METRICS = ("answer_correctness", "answer_similarity", "answer_relevance", "faithfulness", *RETRIEVAL_METRICS)

@@ -32,7 +32,8 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
-from llama_index_kgplus.compression import (
+from llama_index_kgplus._indexing import index_embed_model
+from llama_index_kgplus.compression._apply import (
     arun_postprocessors,
     postprocessors_for,
     query_with_hints,
@@ -42,12 +43,11 @@ from llama_index_kgplus.glossary._fusion import DEFAULT_RRF_K, reciprocal_rank_f
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_GLOSSARY_CONTEXT_PROMPT
 from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
-from llama_index_kgplus.indexing import index_embed_model
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
-RetrievalMode = Literal["fused", "rewritten", "original"]
+GlossaryRetrievalMode = Literal["fused", "rewritten", "original"]
 RETRIEVAL_MODES: tuple[str, ...] = ("fused", "rewritten", "original")
-DEFAULT_MODE: RetrievalMode = "fused"
+DEFAULT_MODE: GlossaryRetrievalMode = "fused"
 
 
 @dataclass
@@ -84,7 +84,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         description="The LLM of the rewrite and the answer; metered (from_defaults), it gives Response.metadata"
         "['usage'] its token figures.",
     )
-    mode: RetrievalMode = Field(
+    mode: GlossaryRetrievalMode = Field(
         default=DEFAULT_MODE,
         description="Retrieve with the 'original' query, the 'rewritten' one, or both 'fused' by reciprocal rank.",
     )
@@ -117,7 +117,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         similarity_top_k: int = 5,
         llm: LLM | None = None,
         embed_model: BaseEmbedding | None = None,
-        mode: RetrievalMode = DEFAULT_MODE,
+        mode: GlossaryRetrievalMode = DEFAULT_MODE,
         streaming: bool = False,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         review_hook: ReviewHook | None = None,

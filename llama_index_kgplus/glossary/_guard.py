@@ -19,7 +19,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
-from llama_index_kgplus.vectors import cosine
+from llama_index_kgplus._vectors import cosine
 
 
 @dataclass(frozen=True)

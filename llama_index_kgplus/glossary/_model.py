@@ -18,10 +18,10 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from llama_index_kgplus.files import atomic_write_json
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import PhraseMatch, PhraseMatcher, normalize_phrase
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries, normalise, plural_forms, spelling
 from llama_index_kgplus.glossary._load import entries_from_data, load_entries, read_csv_entries, read_json_entries
-from llama_index_kgplus.text import PhraseMatch, PhraseMatcher, normalize_phrase
 
 
 class Glossary(BaseModel):

@@ -37,7 +37,7 @@ from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_REWRITE_PROMPT, clean_rewrite
 from llama_index_kgplus.glossary._selection import GlossarySelection, GlossaryTermSelector
-from llama_index_kgplus.llm import acomplete_response, complete_response, local_llama
+from llama_index_kgplus.llm._complete import acomplete_response, complete_response, local_llama
 
 dispatcher = get_dispatcher(__name__)
 

@@ -1,7 +1,7 @@
 """Pick the glossary entries relevant to one query, within a token budget.
 
 Two sources, in this order: the terms and aliases written in the query (whole words, via the shared
-:class:`~llama_index_kgplus.text.PhraseMatcher`), then the ``top_k`` entries whose ``"term: explanation"`` text is
+:class:`~llama_index_kgplus._text.PhraseMatcher`), then the ``top_k`` entries whose ``"term: explanation"`` text is
 most similar to the query by embedding (at least ``min_similarity``). Entries are added while the formatted text
 fits ``max_tokens``; long explanations are first cut to ``max_explanation_tokens`` at a sentence end.
 ``whole_glossary=True`` returns every entry, untruncated and without a budget (the recipe's original behaviour,
@@ -30,9 +30,9 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
-from llama_index_kgplus.files import atomic_open
+from llama_index_kgplus._files import atomic_open
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
-from llama_index_kgplus.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class GlossaryTermSelector(BaseModel):
     def _cache_path(self, texts: list[str]) -> Path | None:
         if not self.cache_embeddings:
             return None
-        from llama_index_kgplus.defaults import kgplus_home
+        from llama_index_kgplus._defaults import kgplus_home
         from llama_index_kgplus.summarizers._base import model_fingerprint
 
         key = hashlib.sha256(json.dumps([model_fingerprint(self.embed_model), texts], sort_keys=True).encode())

@@ -1,43 +1,39 @@
 """Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects and
 driver adapters; any other LlamaIndex property graph store read through its API."""
 
-from llama_index_kgplus.graph_stores._dialects import (
-    IDENTIFIER_RE,
-    MAX_HOPS_LIMIT,
-    GraphDialect,
-    GraphLayout,
-    NodeRecord,
-    RawPath,
-    RelRecord,
-    StoreAPIDialect,
-    dialect_for_engine,
-    dialect_for_store,
-    quote_identifier,
-)
-from llama_index_kgplus.graph_stores._drivers import GraphDriver, record_connection
+from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.graph_stores._open import open_graph_store
-from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri, ladybug_uri
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
 
 __all__ = [
-    "IDENTIFIER_RE",
-    "LadybugGraphStore",
-    "MAX_HOPS_LIMIT",
-    "GraphDialect",
-    "GraphDriver",
-    "GraphLayout",
-    "GraphStoreURI",
-    "NodeRecord",
-    "RawPath",
-    "RelRecord",
-    "StoreAPIDialect",
-    "default_graph_store_uri",
-    "dialect_for_engine",
-    "dialect_for_store",
-    "ladybug_uri",
     "open_graph_store",
-    "quote_identifier",
-    "record_connection",
+    "GraphStoreURI",
+    "LadybugGraphStore",
+    "ladybug_uri",
 ]
+set_public_module(__name__, globals(), ["open_graph_store", "GraphStoreURI", "ladybug_uri"])
+
+# Names that left the public API: importable for one more release, with a DeprecationWarning.
+_deprecated = deprecated_names(
+    __name__,
+    {
+        "default_graph_store_uri": "llama_index_kgplus.graph_stores._uri:default_graph_store_uri",
+        "dialect_for_engine": "llama_index_kgplus.graph_stores._dialects:dialect_for_engine",
+        "dialect_for_store": "llama_index_kgplus.graph_stores._dialects:dialect_for_store",
+        "GraphDialect": "llama_index_kgplus.graph_stores._dialect_base:GraphDialect",
+        "GraphDriver": "llama_index_kgplus.graph_stores._drivers:GraphDriver",
+        "GraphLayout": "llama_index_kgplus.graph_stores._dialect_base:GraphLayout",
+        "IDENTIFIER_RE": "llama_index_kgplus.graph_stores._dialect_base:IDENTIFIER_RE",
+        "MAX_HOPS_LIMIT": "llama_index_kgplus.graph_stores._dialect_base:MAX_HOPS_LIMIT",
+        "NodeRecord": "llama_index_kgplus.graph_stores._dialect_base:NodeRecord",
+        "quote_identifier": "llama_index_kgplus.graph_stores._dialect_base:quote_identifier",
+        "RawPath": "llama_index_kgplus.graph_stores._dialect_base:RawPath",
+        "record_connection": "llama_index_kgplus.graph_stores._drivers:record_connection",
+        "RelRecord": "llama_index_kgplus.graph_stores._dialect_base:RelRecord",
+        "StoreAPIDialect": "llama_index_kgplus.graph_stores._dialect_api:StoreAPIDialect",
+    },
+)
 
 
 def __getattr__(name: str) -> object:
@@ -45,5 +41,6 @@ def __getattr__(name: str) -> object:
     if name == "LadybugGraphStore":
         from llama_index_kgplus.graph_stores._ladybug_store import LadybugGraphStore
 
+        LadybugGraphStore.__module__ = __name__
         return LadybugGraphStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _deprecated(name)

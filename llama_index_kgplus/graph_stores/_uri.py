@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
-from llama_index_kgplus.defaults import GRAPH_STORE_ENV, default_graph_store_path
+from llama_index_kgplus._defaults import GRAPH_STORE_ENV, default_graph_store_path
 from llama_index_kgplus.errors import GraphStoreError
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")

@@ -27,10 +27,10 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._structured import StructuredOutputError, agenerate_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._prompts import EXTRACTION_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.structured import StructuredOutputError, agenerate_json
 
 logger = logging.getLogger(__name__)
 

@@ -135,7 +135,8 @@ class LadybugGraphSink(GraphSink):
     )
 
     def __init__(self, path: str | Path) -> None:
-        from llama_index_kgplus.graph_stores import dialect_for_engine, ladybug_uri, open_graph_store
+        from llama_index_kgplus.graph_stores import ladybug_uri, open_graph_store
+        from llama_index_kgplus.graph_stores._dialects import dialect_for_engine
 
         self.path = Path(path).resolve()
         self._dialect = dialect_for_engine("ladybug")  # the shared Ladybug dialect: unsanitised rows, clean close

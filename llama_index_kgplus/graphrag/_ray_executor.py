@@ -24,7 +24,7 @@ from pydantic import Field, PrivateAttr
 
 from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graphrag._executor import BaseExecutor, LLMTask, TaskOutcome, describe_error
-from llama_index_kgplus.llm import local_llama
+from llama_index_kgplus.llm._complete import local_llama
 from llama_index_kgplus.llm._usage import metered, usage_meter
 
 _WORKER_LLMS: dict[str, LLM] = {}

@@ -28,12 +28,12 @@ from typing import Any
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._structured import agenerate_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 from llama_index_kgplus.graphrag._prompts import REPORT_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.structured import agenerate_json
 
 
 class Finding(BaseModel):

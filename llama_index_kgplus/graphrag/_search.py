@@ -34,17 +34,17 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus._structured import agenerate_json
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.compression import arun_postprocessors
+from llama_index_kgplus.compression._apply import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.events import GlobalSearchMapEvent, GlobalSearchReduceEvent
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
 from llama_index_kgplus.graphrag._prompts import MAP_PROMPT, NO_DATA_ANSWER, REDUCE_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.llm import acomplete_text
+from llama_index_kgplus.llm._complete import acomplete_text
 from llama_index_kgplus.llm._usage import metered, usage_meter
-from llama_index_kgplus.structured import agenerate_json
 
 dispatcher = get_dispatcher(__name__)
 _CANNOT = re.compile(r"^\W*(cannot answer|can't answer|i do not know|i don't know|not relevant|no relevant)", re.I)

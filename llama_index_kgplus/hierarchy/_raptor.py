@@ -17,10 +17,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, NodeRelationship, TextNode
 
+from llama_index_kgplus._vectors import mean_pairwise_cosine
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._clustering import ClusterSettings, soft_cluster
 from llama_index_kgplus.hierarchy._parents import PARENT_IDS_KEY, related_info
-from llama_index_kgplus.vectors import mean_pairwise_cosine
 
 
 class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):

@@ -19,11 +19,11 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, No
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import questions_in
+from llama_index_kgplus._vectors import unit
 from llama_index_kgplus.errors import InputDataError, KGPlusError
-from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
-from llama_index_kgplus.text import questions_in
-from llama_index_kgplus.vectors import unit
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ _REQUIRED_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children
 # absent from files written before them
 _OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage", "split_questions")
 _SETTINGS = _REQUIRED_SETTINGS + _OPTIONAL_SETTINGS
-RetrievalMode = Literal["collapsed", "tree", "evidence"]
+HierarchicalRetrievalMode = Literal["collapsed", "tree", "evidence"]
 RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
 _POOL_FACTOR = 4  # evidence mode: candidates searched per result wanted
 
@@ -77,7 +77,7 @@ class HierarchicalRetriever(BaseRetriever):
         docstore: Any,
         embed_model: BaseEmbedding,
         *,
-        mode: RetrievalMode = "evidence",
+        mode: HierarchicalRetrievalMode = "evidence",
         similarity_top_k: int = 5,
         beam_width: int | None = None,
         expand_children: bool = False,
@@ -125,7 +125,7 @@ class HierarchicalRetriever(BaseRetriever):
     @classmethod
     def from_index(cls, index: Any, **kwargs: Any) -> HierarchicalRetriever:
         """From a ``VectorStoreIndex`` (its vector store, docstore and embedding model)."""
-        from llama_index_kgplus.indexing import index_embed_model
+        from llama_index_kgplus._indexing import index_embed_model
 
         kwargs.setdefault("embed_model", index_embed_model(index))
         return cls(index.vector_store, index.docstore, **kwargs)
@@ -143,7 +143,7 @@ class HierarchicalRetriever(BaseRetriever):
             raise InputDataError(
                 f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
             )
-        from llama_index_kgplus.indexing import check_index_files
+        from llama_index_kgplus._indexing import check_index_files
 
         check_index_files(persist_dir)
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
@@ -171,7 +171,7 @@ class HierarchicalRetriever(BaseRetriever):
         """
         from llama_index.core import StorageContext
 
-        from llama_index_kgplus.indexing import INGEST_FILE, persist_storage
+        from llama_index_kgplus._indexing import INGEST_FILE, persist_storage
 
         if (Path(persist_dir) / INGEST_FILE).is_file():
             raise InputDataError(
@@ -420,7 +420,7 @@ class HierarchicalRetriever(BaseRetriever):
         return await asyncio.to_thread(self._finish, hits, query)
 
 
-def default_mode(root_ids: Sequence[str] | None) -> RetrievalMode:
+def default_mode(root_ids: Sequence[str] | None) -> HierarchicalRetrievalMode:
     """The mode for an index folder: ``evidence`` when it has summaries (its manifest's root ids), else
     ``collapsed`` (plain top-k over the chunks, as a flat index always was)."""
     return "collapsed" if root_ids is None else "evidence"

@@ -23,9 +23,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, TextNode
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._parents import node_doc_ids
-from llama_index_kgplus.vectors import unit_rows
 
 _TOLERANCE = 1e-6  # similarities within this of the threshold do not cut (identical vectors, float noise)
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import read_utf8
 from llama_index_kgplus.graph_stores._dialects import IDENTIFIER_RE, NodeRecord, RelRecord
 
 #: Name columns tried in order when none is given.

@@ -59,7 +59,7 @@ from llama_index_kgplus.kg._cypher_repairs import (
 from llama_index_kgplus.kg._cypher_schema import DescriptionCache, GraphDescription, _mentions, describe_graph
 from llama_index_kgplus.kg._cypher_text import _found_nothing, _kind_mentions
 from llama_index_kgplus.kg._graph import KnowledgeGraph
-from llama_index_kgplus.llm import acomplete_text, complete_text
+from llama_index_kgplus.llm._complete import acomplete_text, complete_text
 
 __all__ = ["CypherAnswer", "CypherQueryEngine", "describe_graph"]
 

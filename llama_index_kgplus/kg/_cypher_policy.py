@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
-from llama_index_kgplus.graph_stores import quote_identifier
+from llama_index_kgplus.graph_stores._dialect_base import quote_identifier
 from llama_index_kgplus.kg._cypher_schema import _Form
 from llama_index_kgplus.kg._cypher_text import _COUNT_QUESTION, _YES_NO_QUESTION
 

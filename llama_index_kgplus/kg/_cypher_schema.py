@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
-from llama_index_kgplus.graph_stores import quote_identifier
+from llama_index_kgplus.graph_stores._dialect_base import quote_identifier
 from llama_index_kgplus.kg._graph import KnowledgeGraph
 
 

@@ -373,7 +373,7 @@ _SECRET_KWARGS = frozenset({"username", "password", "auth", "token"})
 def open_kg_store(uri: str | None = None, *, create: bool = True, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
     """Open a store for knowledge-graph use (the dialect's open options, e.g. no APOC schema refresh on Neo4j)."""
     if uri is None:
-        from llama_index_kgplus.graph_stores import default_graph_store_uri
+        from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
@@ -386,7 +386,7 @@ def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict
     if parsed.engine == "ladybug":
         assert parsed.path is not None
         return parsed.path.with_name(parsed.path.name + ".kgplus")
-    from llama_index_kgplus.defaults import kgplus_home
+    from llama_index_kgplus._defaults import kgplus_home
 
     env = "FALKORDB_GRAPH" if parsed.engine == "falkordb" else "NEO4J_DATABASE"
     database = store_kwargs.get("database") or os.environ.get(env) or ""

@@ -39,8 +39,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._files import fsync_dir
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
-from llama_index_kgplus.files import fsync_dir
 from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, NodeRecord, quote_identifier
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
@@ -109,7 +109,7 @@ def import_kg(
         on_unknown_id=on_unknown_id,
     )
     if not isinstance(graph, KnowledgeGraph):
-        from llama_index_kgplus.graph_stores import default_graph_store_uri
+        from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 
         parsed = GraphStoreURI.parse(graph or default_graph_store_uri())
         if parsed.engine == "ladybug":

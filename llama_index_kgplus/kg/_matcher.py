@@ -1,7 +1,7 @@
 """Dictionary entity recognition: the graph's entity names and synonyms over the shared Aho-Corasick matcher.
 
 Case-insensitive, whole words only, leftmost-longest and non-overlapping (see
-:class:`llama_index_kgplus.text.PhraseMatcher`); no LLM call, microseconds per question.
+:class:`llama_index_kgplus._text.PhraseMatcher`); no LLM call, microseconds per question.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.errors import InputDataError, NotFittedError
-from llama_index_kgplus.files import atomic_write_json
-from llama_index_kgplus.text import PhraseMatcher
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph

@@ -27,7 +27,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_kgplus.compression import (
+from llama_index_kgplus.compression._apply import (
     arun_postprocessors,
     postprocessors_for,
     query_with_hints,

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_open
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph

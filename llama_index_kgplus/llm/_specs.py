@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from llama_index_kgplus.defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
+from llama_index_kgplus._defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> d
     if parsed.kind == "factory":
         return None
     if parsed.kind == "local":
-        from llama_index_kgplus.defaults import embed_model_path
+        from llama_index_kgplus._defaults import embed_model_path
 
         return {"model_name": embed_model_path().name, "server": None}
     return {"model_name": parsed.model, "server": parsed.base_url}

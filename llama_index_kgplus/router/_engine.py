@@ -27,7 +27,8 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.events import RouteDecisionEvent
-from llama_index_kgplus.llm import AnswerUsage, attach_usage, is_metered
+from llama_index_kgplus.llm import AnswerUsage, attach_usage
+from llama_index_kgplus.llm._usage import is_metered
 from llama_index_kgplus.router._router import ROUTES, QuestionRouter, RouteDecision
 
 __all__ = ["EngineChoice", "RoutedQueryEngine", "choose_engine"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.router._router import RouteFeature
-from llama_index_kgplus.text import PhraseMatcher
 
 __all__ = ["kg_entity_feature", "table_feature"]
 

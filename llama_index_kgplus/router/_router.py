@@ -26,8 +26,8 @@ from llama_index.core import Settings
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel, Field
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import InputDataError, NotFittedError
-from llama_index_kgplus.vectors import unit_rows
 
 __all__ = ["EXAMPLES_PATH", "ROUTES", "QuestionRouter", "RouteDecision", "RouteFeature", "load_examples"]
 

@@ -19,7 +19,7 @@ from llama_index.core.schema import QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 from pydantic import BaseModel, Field, create_model
 
-from llama_index_kgplus.structured import agenerate_json, generate_json
+from llama_index_kgplus._structured import agenerate_json, generate_json
 
 __all__ = ["ROUTE_DESCRIPTIONS", "JSONSingleSelector"]
 

@@ -10,10 +10,10 @@ from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 from llama_index.core.llms import LLM
 
+from llama_index_kgplus._text import ends_sentence, split_sentences
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
-from llama_index_kgplus.llm import acomplete_response, complete_response, repeats_itself
+from llama_index_kgplus.llm._complete import acomplete_response, complete_response, repeats_itself
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
-from llama_index_kgplus.text import ends_sentence, split_sentences
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarize the passages below in one paragraph of at most {max_words} words.\n"

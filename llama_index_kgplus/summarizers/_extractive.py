@@ -11,14 +11,14 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 
+from llama_index_kgplus._text import split_sentences
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.summarizers._base import (
     BaseSummarizer,
     model_fingerprint,
     resolve_embed_model,
 )
-from llama_index_kgplus.text import split_sentences
-from llama_index_kgplus.vectors import unit_rows
 
 _CACHE_LIMIT = 50_000
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.events import SQLGeneratedEvent
-from llama_index_kgplus.llm import acomplete_text, complete_text
+from llama_index_kgplus.llm._complete import acomplete_text, complete_text
 from llama_index_kgplus.tables._tables import SQLResult, SQLTables
 
 __all__ = ["SQLAnswer", "TableQueryEngine", "TableRetriever"]

@@ -44,7 +44,7 @@ class WorkbenchConfig(BaseModel):
     def check(self) -> WorkbenchConfig:
         """A copy with every path resolved; raises :class:`InputDataError` (one line, with the fix) for a missing
         or wrong source, before any model loads or the server starts."""
-        from llama_index_kgplus.indexing import require_index
+        from llama_index_kgplus._indexing import require_index
 
         if not (self.index or self.kg_store or self.graphrag or self.tables or self.eval_dir):
             raise InputDataError(
@@ -55,7 +55,7 @@ class WorkbenchConfig(BaseModel):
             require_index(self.index)
             update["index"] = self.index.resolve()
         if self.graphrag is not None:
-            from llama_index_kgplus.graphrag import require_store
+            from llama_index_kgplus.graphrag._index import require_store
 
             update["graphrag"] = require_store(self.graphrag).resolve()
         if self.glossary is not None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index_kgplus import ENGINE_NAMES, KGPlusSources
+from llama_index_kgplus import KGPlusSources
+from llama_index_kgplus._assembly import ENGINE_NAMES
 from llama_index_kgplus.llm import resolve_model_spec
 from llama_index_kgplus.ui._config import WorkbenchConfig
 from llama_index_kgplus.ui._evidence import EvidenceItem, evidence_items, glossary_view, paths_dot
@@ -152,7 +153,7 @@ class Workbench:
             if self._docstore is None:
                 from llama_index.core.storage.docstore import SimpleDocumentStore
 
-                from llama_index_kgplus.indexing import check_index_files
+                from llama_index_kgplus._indexing import check_index_files
 
                 check_index_files(self.config.index)
                 self._docstore = SimpleDocumentStore.from_persist_dir(str(self.config.index))

@@ -22,8 +22,8 @@ from typing import Any
 
 import ahocorasick
 
+from llama_index_kgplus._files import atomic_write_json
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_write_json
 
 _FORMAT = "kgplus-phrase-matcher/2"
 _IRREGULAR_SPACE = re.compile(r"\s{2,}|[^\S ]")
