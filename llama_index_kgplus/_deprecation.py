@@ -38,14 +38,21 @@ def deprecation_message(module_name: str, name: str, target: str) -> str:
     return f"{old} is deprecated: import it from {module_path} (from {module_path} import {attribute})."
 
 
-def deprecated_names(module_name: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+def deprecated_names(
+    module_name: str, moved: Mapping[str, str], imported_on_first_use: Mapping[str, str] | None = None
+) -> Callable[[str], Any]:
     """A module ``__getattr__`` that hands out each old name of ``moved`` from its new home with a warning.
 
     :param module_name: the ``__name__`` of the module that lost the names.
     :param moved: every old name and its new home as ``"module.path:attribute"``.
+    :param imported_on_first_use: public names of the module that need an optional extra, as
+        ``"module.path:attribute"``: imported when first read, without a warning.
     """
 
     def __getattr__(name: str) -> Any:
+        if imported_on_first_use and name in imported_on_first_use:
+            module_path, _, attribute = imported_on_first_use[name].partition(":")
+            return getattr(importlib.import_module(module_path), attribute)
         target = moved.get(name)
         if target is None:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")

@@ -1,10 +1,15 @@
 """Graph stores named by URI, shared by the KG path retrieval and GraphRAG; per-engine Cypher dialects and
 driver adapters; any other LlamaIndex property graph store read through its API."""
 
+from typing import TYPE_CHECKING
+
 from llama_index_kgplus._deprecation import deprecated_names
 from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.graph_stores._open import open_graph_store
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
+
+if TYPE_CHECKING:  # imported on first use at run time (see __getattr__ below): it needs the `ladybug` extra
+    from llama_index_kgplus.graph_stores._ladybug_store import LadybugGraphStore
 
 __all__ = [
     "open_graph_store",
@@ -15,7 +20,7 @@ __all__ = [
 set_public_module(__name__, globals(), ["open_graph_store", "GraphStoreURI", "ladybug_uri"])
 
 # Names that left the public API: importable for one more release, with a DeprecationWarning.
-_deprecated = deprecated_names(
+__getattr__ = deprecated_names(
     __name__,
     {
         "default_graph_store_uri": "llama_index_kgplus.graph_stores._uri:default_graph_store_uri",
@@ -33,14 +38,6 @@ _deprecated = deprecated_names(
         "RelRecord": "llama_index_kgplus.graph_stores._dialect_base:RelRecord",
         "StoreAPIDialect": "llama_index_kgplus.graph_stores._dialect_api:StoreAPIDialect",
     },
+    # needs the optional `ladybug` extra: imported on first use, not with this package
+    imported_on_first_use={"LadybugGraphStore": "llama_index_kgplus.graph_stores._ladybug_store:LadybugGraphStore"},
 )
-
-
-def __getattr__(name: str) -> object:
-    # LadybugGraphStore needs the optional `ladybug` extra: imported on first use, not with this package
-    if name == "LadybugGraphStore":
-        from llama_index_kgplus.graph_stores._ladybug_store import LadybugGraphStore
-
-        LadybugGraphStore.__module__ = __name__
-        return LadybugGraphStore
-    return _deprecated(name)

@@ -279,3 +279,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# public as llama_index_kgplus.graph_stores.LadybugGraphStore, which imports this module on first use (it needs the
+# optional `ladybug` extra); named by that path in reprs, pickles and the API reference
+LadybugGraphStore.__module__ = "llama_index_kgplus.graph_stores"
