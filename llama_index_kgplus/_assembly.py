@@ -56,16 +56,18 @@ class KGPlusSources(BaseModel):
     models (LLM and embedding model objects, or model specs; None: ``Settings``). Each route's engine is built
     on its first question.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus import KGPlusSources
+    ```python
+    from llama_index_kgplus import KGPlusSources
 
-        with KGPlusSources(index="./index", tables={"weather": "seattle-weather.csv"},
-                           llm="qwen2.5-coder-1.5b", embed_model="local") as sources:
-            engine = sources.routed_query_engine()
-            response = engine.query("What was the total precipitation in 2014?")
-            response.metadata["route"], response.metadata["usage"]
-            sources.retriever("local").retrieve("How do I create a virtual environment?")
+    with KGPlusSources(index="./index", tables={"weather": "seattle-weather.csv"},
+                       llm="qwen2.5-coder-1.5b", embed_model="local") as sources:
+        engine = sources.routed_query_engine()
+        response = engine.query("What was the total precipitation in 2014?")
+        response.metadata["route"], response.metadata["usage"]
+        sources.retriever("local").retrieve("How do I create a virtual environment?")
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

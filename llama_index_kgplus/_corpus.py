@@ -4,10 +4,12 @@ Each record becomes a LlamaIndex ``Document`` whose ``id_`` and ``metadata["doc_
 every chunk, summary and citation can name its source document. ``metadata["title"]`` is the record's title
 (a file's name for a folder); a record without one has no title (its id is not a title).
 
-Example::
+Example:
 
-    docs = load_corpus("docs.jsonl")
-    docs[0].id_, docs[0].metadata["title"]
+```python
+docs = load_corpus("docs.jsonl")
+docs[0].id_, docs[0].metadata["title"]
+```
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """Files that are whole or absent: every state file of the pack is written beside its target, flushed to disk and
 renamed over it, so a crash, ``kill -9`` or a full disk leaves the old file or the new one, never a half.
 
-Example::
+Example:
 
-    from llama_index_kgplus._files import atomic_write_json
+```python
+from llama_index_kgplus._files import atomic_write_json
 
-    atomic_write_json("index/hierarchy.json", {"version": 1, ...})
+atomic_write_json("index/hierarchy.json", {"version": 1, ...})
 
-    with atomic_open("index/entity_graph.npz") as handle:   # any writer that takes a binary file
-        np.savez(handle, ...)
+with atomic_open("index/entity_graph.npz") as handle:   # any writer that takes a binary file
+    np.savez(handle, ...)
+```
 """
 
 from __future__ import annotations

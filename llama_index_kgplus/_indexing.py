@@ -8,10 +8,12 @@ leaves it broken or mixed: the new files are written whole into ``.ingest-stagin
 (``ingest.json``: ingest id, sha256 of every file), then moved into place; an interrupted move is finished by
 the next :func:`load_index` (or ingest), and files that do not match the stamp are refused with a clear error.
 
-Example::
+Example:
 
-    index = build_index(load_corpus("docs.jsonl"), "./index")
-    index = load_index("./index")
+```python
+index = build_index(load_corpus("docs.jsonl"), "./index")
+index = load_index("./index")
+```
 """
 
 from __future__ import annotations

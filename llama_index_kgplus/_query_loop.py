@@ -2,12 +2,14 @@
 guard and the database run it, a database error (or a ``check``'s complaint about a query that ran) goes back
 to the LLM once, and what happened is recorded.
 
-Example::
+Example:
 
-    loop = QueryLoop(question, noun="SQL", language="SQL", source="tables", prompt=make_prompt,
-                     repair=make_repair_prompt, execute=tables.run, retry_on=(InputDataError,))
-    write_query(loop, llm, SQLReply, lambda reply: (reply.sql.strip(), reply.reason))
-    loop.result, loop.refused, loop.repaired
+```python
+loop = QueryLoop(question, noun="SQL", language="SQL", source="tables", prompt=make_prompt,
+                 repair=make_repair_prompt, execute=tables.run, retry_on=(InputDataError,))
+write_query(loop, llm, SQLReply, lambda reply: (reply.sql.strip(), reply.reason))
+loop.result, loop.refused, loop.repaired
+```
 """
 
 from __future__ import annotations

@@ -12,12 +12,14 @@ limit (or with raw control characters in its strings) is first repaired by :func
 which keeps its complete items, before asking again: for long lists whose tail may be lost (GraphRAG's
 extraction and reports), not for answers that must be whole.
 
-Example::
+Example:
 
-    class Answer(BaseModel):
-        city: str = Field(max_length=60)
+```python
+class Answer(BaseModel):
+    city: str = Field(max_length=60)
 
-    answer = generate_json(llm, "Which city is the capital of France?", Answer)
+answer = generate_json(llm, "Which city is the capital of France?", Answer)
+```
 """
 
 from __future__ import annotations

@@ -5,14 +5,16 @@ LLM (prompts, parsing, retries, streaming, usage metering) runs for real. GraphR
 server on 127.0.0.1 for tests and benchmarks (the ``falkordb`` extra ships it), :func:`arcadedb_server` an
 ArcadeDB server whose Bolt listener stands in for Neo4j (``arcadedb-embedded``).
 
-Example::
+Example:
 
-    from llama_index_kgplus._testing import ScriptedLLM
+```python
+from llama_index_kgplus._testing import ScriptedLLM
 
-    llm = ScriptedLLM(rules=[(r"Rewritten query:\\s*\\Z", ["a rewrite"])], replies=['{"a": 1'], default="An answer.")
-    llm.complete("... Rewritten query:").text     # 'a rewrite' (a list reply is used up in order)
-    llm.complete("anything").text                 # '{"a": 1' (then the default)
-    llm.prompts                                   # every prompt, in order
+llm = ScriptedLLM(rules=[(r"Rewritten query:\\s*\\Z", ["a rewrite"])], replies=['{"a": 1'], default="An answer.")
+llm.complete("... Rewritten query:").text     # 'a rewrite' (a list reply is used up in order)
+llm.complete("anything").text                 # '{"a": 1' (then the default)
+llm.prompts                                   # every prompt, in order
+```
 """
 
 from __future__ import annotations
@@ -213,11 +215,13 @@ def arcadedb_server(workdir: str | Path, password: str) -> Iterator[ArcadeDB]:
     duration of the block, user ``root`` with ``password``, files and log (``server.log``) in ``workdir``. It has
     no APOC and no vector indexes. Raises ``KGPlusSetupError`` when it does not start.
 
-    Example::
+    Example:
 
-        with arcadedb_server(tmp_path, "secret") as arcade:
-            arcade.create_database("kg")
-            store = open_graph_store(f"bolt://127.0.0.1:{arcade.bolt_port}", database="kg")  # NEO4J_* set
+    ```python
+    with arcadedb_server(tmp_path, "secret") as arcade:
+        arcade.create_database("kg")
+        store = open_graph_store(f"bolt://127.0.0.1:{arcade.bolt_port}", database="kg")  # NEO4J_* set
+    ```
     """
     from llama_index_kgplus.errors import KGPlusSetupError
 
@@ -303,10 +307,12 @@ def llama_cpp_server(
     block; yields its base URL (``http://127.0.0.1:PORT/v1``), for specs such as ``openai-like:ALIAS@URL``.
     Its log is ``workdir/llama-server-PORT.log``.
 
-    Example::
+    Example:
 
-        with llama_cpp_server(defaults.gguf_path("qwen2.5-coder-0.5b"), tmp_path, alias="qwen") as url:
-            llm = llm_from_spec(f"openai-like:qwen@{url}")
+    ```python
+    with llama_cpp_server(defaults.gguf_path("qwen2.5-coder-0.5b"), tmp_path, alias="qwen") as url:
+        llm = llm_from_spec(f"openai-like:qwen@{url}")
+    ```
     """
     import httpx
 

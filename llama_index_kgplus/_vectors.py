@@ -1,12 +1,14 @@
 """The one home of vector arithmetic on embeddings: unit length and cosine similarity (zero vectors stay zero
 and have similarity 0).
 
-Example::
+Example:
 
-    from llama_index_kgplus._vectors import cosine, unit_rows
+```python
+from llama_index_kgplus._vectors import cosine, unit_rows
 
-    cosine([1, 0], [1, 1])          # 0.7071...
-    unit_rows(np.array([[3.0, 4.0]]))  # array([[0.6, 0.8]])
+cosine([1, 0], [1, 1])          # 0.7071...
+unit_rows(np.array([[3.0, 4.0]]))  # array([[0.6, 0.8]])
+```
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ One automaton finds every dictionary key in a text in a single pass, whatever th
 matches are then filtered to whole words and reduced to leftmost-longest, non-overlapping spans. Runs of
 whitespace count as one space on both sides: in the keys and in the text searched.
 
-Example::
+Example:
 
-    matcher = PhraseMatcher.from_pairs([("aspirin", "C1"), ("headache", "C2")])
-    [(m.start, m.end, m.values) for m in matcher.find("Aspirin for a headache?")]
-    # [(0, 7, ('C1',)), (14, 22, ('C2',))]
+```python
+matcher = PhraseMatcher.from_pairs([("aspirin", "C1"), ("headache", "C2")])
+[(m.start, m.end, m.values) for m in matcher.find("Aspirin for a headache?")]
+# [(0, 7, ('C1',)), (14, 22, ('C2',))]
+```
 """
 
 from __future__ import annotations

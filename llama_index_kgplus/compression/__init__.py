@@ -1,10 +1,12 @@
 """Query-aware context compression between retrieval and synthesis (a LlamaIndex node postprocessor).
 
-Example::
+Example:
 
-    from llama_index_kgplus.compression import ContextCompressor
+```python
+from llama_index_kgplus.compression import ContextCompressor
 
-    engine = index.as_query_engine(node_postprocessors=[ContextCompressor.from_defaults(1024, llm=llm)])
+engine = index.as_query_engine(node_postprocessors=[ContextCompressor.from_defaults(1024, llm=llm)])
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

@@ -48,14 +48,16 @@ def _unit_vectors(vectors: list[list[float]]) -> np.ndarray:
 class ContextCompressor(BaseNodePostprocessor):
     """Keep the most relevant sentences of the retrieved nodes within ``context_budget`` tokens.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus.compression import ContextCompressor
+    ```python
+    from llama_index_kgplus.compression import ContextCompressor
 
-        compressor = ContextCompressor.from_defaults(context_budget=1024, llm=llm)   # llm: count its tokens
-        engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
-        response = engine.query("When was the Normans' first raid?")
-        response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}
+    compressor = ContextCompressor.from_defaults(context_budget=1024, llm=llm)   # llm: count its tokens
+    engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
+    response = engine.query("When was the Normans' first raid?")
+    response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}
+    ```
     """
 
     method: Literal["sentences"] = Field(

@@ -6,13 +6,15 @@ from document titles, a knowledge graph, a glossary, spaCy's named entities or t
 any property graph store). :class:`EntityGraphRetriever` seeds a personalized PageRank with the question's
 entities and the top dense hits, and returns the passages the walk reaches, with the path that led to each.
 
-Example::
+Example:
 
-    linker = EntityLinker.from_defaults(sources=["titles"])
-    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
-    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
-    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=8)
-    retriever.retrieve("When did Lothair II's mother die?")
+```python
+linker = EntityLinker.from_defaults(sources=["titles"])
+index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=8)
+retriever.retrieve("When did Lothair II's mother die?")
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

@@ -4,11 +4,13 @@ Entities from different sources merge when their keys are equal (see :mod:`._nam
 that is the exact name of another makes the two ``SAME_AS``; an alias shared by several entities (``"Lloyd"``
 of ``"Lloyd (film)"`` and ``"Lloyd (actor)"``) is a mention of each of them.
 
-Example::
+Example:
 
-    entities = EntityDictionary()
-    entities.add("Lloyd (film)", "titles", aliases=["Lloyd"], doc_id="doc-17")
-    [m.key for m in entities.find("Lloyd was released in 1929.")]   # ['lloyd film']
+```python
+entities = EntityDictionary()
+entities.add("Lloyd (film)", "titles", aliases=["Lloyd"], doc_id="doc-17")
+[m.key for m in entities.find("Lloyd was released in 1929.")]   # ['lloyd film']
+```
 """
 
 from __future__ import annotations

@@ -11,12 +11,14 @@ It is saved as one file, ``entity_graph.npz`` (numeric arrays and one JSON membe
 index; documents are added or deleted by document id, like the docstore. :meth:`EntityGraph.write_to_store`
 copies it into any LlamaIndex ``PropertyGraphStore``.
 
-Example::
+Example:
 
-    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
-    graph.persist("./index", index_id=index.index_id)
-    graph = EntityGraph.load("./index", index_id=index.index_id)
-    graph.delete_ref_doc("Lothair II")
+```python
+graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+graph.persist("./index", index_id=index.index_id)
+graph = EntityGraph.load("./index", index_id=index.index_id)
+graph.delete_ref_doc("Lothair II")
+```
 """
 
 from __future__ import annotations

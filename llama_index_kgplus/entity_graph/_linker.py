@@ -67,11 +67,13 @@ class EntityLinker(TransformComponent):
     gave for these nodes), ``n_entities_``, ``n_linked_nodes_``, ``llm_calls_`` and ``usage_`` (the LLM's own
     call and token counts, retries included; zero without the ``llm`` source).
 
-    Example::
+    Example:
 
-        linker = EntityLinker.from_defaults(sources=["titles", "ner"])
-        index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
-        graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    ```python
+    linker = EntityLinker.from_defaults(sources=["titles", "ner"])
+    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    ```
     """
 
     sources: list[str] = Field(default_factory=lambda: ["titles"], description="Entity sources, in order.")

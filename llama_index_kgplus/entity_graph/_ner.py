@@ -6,11 +6,13 @@ The pipeline is Explosion's ``en_core_web_sm`` 3.8.0 (MIT; trained on OntoNotes 
 recorded here before the pipeline is used. Any other installed spaCy pipeline can be named instead (then
 without the check).
 
-Example::
+Example:
 
-    ner = SpacyEntityExtractor()
-    [e.name for e in ner.extract(["Lothair II was the son of Ermengarde of Tours."])[0]]
-    # ['Lothair II', 'Ermengarde of Tours']
+```python
+ner = SpacyEntityExtractor()
+[e.name for e in ner.extract(["Lothair II was the son of Ermengarde of Tours."])[0]]
+# ['Lothair II', 'Ermengarde of Tours']
+```
 """
 
 from __future__ import annotations

@@ -114,11 +114,13 @@ class EntityGraphRetriever(BaseRetriever):
     :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches. Settings: see
     :class:`GraphRetrievalSettings`.
 
-    Example::
+    Example:
 
-        retriever = EntityGraphRetriever.from_persist_dir("./index", similarity_top_k=8)
-        for hit in retriever.retrieve("When did Lothair II's mother die?"):
-            print(hit.node.metadata["doc_id"], hit.node.metadata["entity_graph"]["path"])
+    ```python
+    retriever = EntityGraphRetriever.from_persist_dir("./index", similarity_top_k=8)
+    for hit in retriever.retrieve("When did Lothair II's mother die?"):
+        print(hit.node.metadata["doc_id"], hit.node.metadata["entity_graph"]["path"])
+    ```
     """
 
     def __init__(

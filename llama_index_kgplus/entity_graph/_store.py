@@ -10,9 +10,11 @@ LlamaIndex's Ladybug store only links chunks to entities as a side effect of ent
 for it the ``MENTIONS`` edges are written into its own ``Chunk``/``MENTIONS``/``Entity`` tables with one
 parameterised statement per batch.
 
-Example::
+Example:
 
-    counts = graph.write_to_store(open_graph_store("falkordb://127.0.0.1:6379"), docstore=index.docstore)
+```python
+counts = graph.write_to_store(open_graph_store("falkordb://127.0.0.1:6379"), docstore=index.docstore)
+```
 """
 
 from __future__ import annotations

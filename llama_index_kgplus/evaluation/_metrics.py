@@ -17,11 +17,13 @@ Each evaluator returns a :class:`MetricResult` (a LlamaIndex ``EvaluationResult`
 statements, verdicts and generated questions. A judge that keeps returning unusable output gives
 ``invalid_result=True`` with the reason and ``score=None``: never a silent 0 or 1.
 
-Example::
+Example:
 
-    result = AnswerCorrectness(llm=llm, embed_model=embed).evaluate(
-        query="Who wrote Hamlet?", response="Shakespeare wrote it.", reference="William Shakespeare.")
-    result.score, result.details["f1"], result.details["answer_verdicts"]
+```python
+result = AnswerCorrectness(llm=llm, embed_model=embed).evaluate(
+    query="Who wrote Hamlet?", response="Shakespeare wrote it.", reference="William Shakespeare.")
+result.score, result.details["f1"], result.details["answer_verdicts"]
+```
 """
 
 from __future__ import annotations

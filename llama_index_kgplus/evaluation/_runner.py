@@ -5,11 +5,13 @@ The cache is two append-only JSONL files under ``<out>/cache``: an interrupted r
 while its question, ground truth, gold ids and short answers are. ``settings.json`` there records what the cached answers
 depend on (model, top-k, index, ...): a run with different settings is refused instead of mixing results.
 
-Example::
+Example:
 
-    runner = EvalRunner(samples, {"baseline": engine_a, "glossary": engine_b}, out_dir="eval-out",
-                        metrics=["answer_correctness", "answer_similarity"])
-    results = runner.run()          # or: await runner.arun()
+```python
+runner = EvalRunner(samples, {"baseline": engine_a, "glossary": engine_b}, out_dir="eval-out",
+                    metrics=["answer_correctness", "answer_similarity"])
+results = runner.run()          # or: await runner.arun()
+```
 """
 
 from __future__ import annotations

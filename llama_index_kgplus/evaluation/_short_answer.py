@@ -8,10 +8,12 @@
 Normalisation (SQuAD v1.1 ``evaluate-v1.1.py``): lower case, punctuation removed, the articles a/an/the removed,
 whitespace collapsed.
 
-Example::
+Example:
 
-    token_f1("It was founded in 1066 by William.", ["1066"])        # 0.25
-    answer_contains("It was founded in 1066 by William.", ["1066"])  # 1.0
+```python
+token_f1("It was founded in 1066 by William.", ["1066"])        # 0.25
+answer_contains("It was founded in 1066 by William.", ["1066"])  # 1.0
+```
 """
 
 from __future__ import annotations

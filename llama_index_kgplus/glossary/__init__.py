@@ -1,13 +1,15 @@
 """Glossary-aware querying: load a glossary, pick the terms a query needs, rewrite it, retrieve, answer.
 
-Example::
+Example:
 
-    from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
+```python
+from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
 
-    glossary = Glossary.load("glossary.json")
-    engine = GlossaryQueryEngine.from_defaults(glossary, index=index, llm=llm, mode="fused")
-    response = engine.query("How can I tell whether an object can be used as a dict key?")
-    response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+glossary = Glossary.load("glossary.json")
+engine = GlossaryQueryEngine.from_defaults(glossary, index=index, llm=llm, mode="fused")
+response = engine.query("How can I tell whether an object can be used as a dict key?")
+response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

@@ -65,15 +65,17 @@ class GlossaryRetrieval:
 class GlossaryQueryEngine(CustomQueryEngine):
     """Query engine that speaks the documents' terminology: glossary rewrite, guarded, fused retrieval.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
+    ```python
+    from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
 
-        engine = GlossaryQueryEngine.from_defaults(Glossary.load("glossary.json"), index=index, llm=llm)
-        response = engine.query("Why can't I use a list as a dict key?")
-        response.metadata["rewritten_query"], response.metadata["glossary_terms"]
-        streaming = GlossaryQueryEngine.from_defaults(glossary, index=index, streaming=True)
-        streaming.query("...").print_response_stream()
+    engine = GlossaryQueryEngine.from_defaults(Glossary.load("glossary.json"), index=index, llm=llm)
+    response = engine.query("Why can't I use a list as a dict key?")
+    response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+    streaming = GlossaryQueryEngine.from_defaults(glossary, index=index, streaming=True)
+    streaming.query("...").print_response_stream()
+    ```
     """
 
     retriever: BaseRetriever = Field(description="Any LlamaIndex retriever (vector, hierarchical, KG, ...).")

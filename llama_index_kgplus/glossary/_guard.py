@@ -4,11 +4,13 @@ A rewrite is refused when it is empty, longer than ``max_words`` words, or off-t
 cosine similarity to the original query's is below ``min_similarity``. The verdict names the reason, which the
 engine reports as ``fallback_reason`` while it carries on with the original query.
 
-Example::
+Example:
 
-    guard = DriftGuard.from_defaults(min_similarity=0.6)
-    verdict = guard.check("How do I sort a list?", "Which football teams won the cup?")
-    verdict.accepted, verdict.reason      # False, 'off-topic rewrite: similarity 0.05 < 0.60 to the original'
+```python
+guard = DriftGuard.from_defaults(min_similarity=0.6)
+verdict = guard.check("How do I sort a list?", "Which football teams won the cup?")
+verdict.accepted, verdict.reason      # False, 'off-topic rewrite: similarity 0.05 < 0.60 to the original'
+```
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ class GuardVerdict:
 class DriftGuard(BaseModel):
     """Refuses empty, overlong and off-topic rewrites (embedding similarity to the original query).
 
-    Example::
+    Example:
 
-        guard = DriftGuard.from_defaults()
-        guard.check(original, rewritten).reason   # None if the rewrite may be used
+    ```python
+    guard = DriftGuard.from_defaults()
+    guard.check(original, rewritten).reason   # None if the rewrite may be used
+    ```
     """
 
     max_words: int = Field(default=100, gt=0, description="Longest accepted rewrite, in words.")

@@ -1,10 +1,12 @@
 """The glossary model: validated entries (term, explanation, aliases, see-also) and a whole-word term matcher.
 
-Example::
+Example:
 
-    glossary = Glossary(entries=[GlossaryEntry(term="GIL", explanation="The global interpreter lock.")])
-    glossary["gil"].explanation         # case-insensitive look-up by term or alias
-    [e.term for e in glossary.match("Why does the GIL exist?")]   # ['GIL']
+```python
+glossary = Glossary(entries=[GlossaryEntry(term="GIL", explanation="The global interpreter lock.")])
+glossary["gil"].explanation         # case-insensitive look-up by term or alias
+[e.term for e in glossary.match("Why does the GIL exist?")]   # ['GIL']
+```
 
 Load files with :meth:`Glossary.load` (JSON or CSV), see :mod:`._load` for the formats and error messages.
 """
@@ -30,11 +32,13 @@ class Glossary(BaseModel):
     Names are matched ignoring case, except names that differ only in case from another entry's (``head`` and
     ``HEAD``): those match only as written.
 
-    Example::
+    Example:
 
-        glossary = Glossary.load("glossary.json")        # or .csv; Glossary.from_dict({...})
-        len(glossary), glossary.terms[:3]
-        glossary.match("How do I write a decorator?")     # entries whose term or alias is in the text
+    ```python
+    glossary = Glossary.load("glossary.json")        # or .csv; Glossary.from_dict({...})
+    len(glossary), glossary.terms[:3]
+    glossary.match("How do I write a decorator?")     # entries whose term or alias is in the text
+    ```
     """
 
     entries: list[GlossaryEntry] = Field(description="The glossary entries, in source order.")

@@ -96,12 +96,14 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
     it is used: return None to accept it as it is, another string to use that instead (an edit), or
     ``rewrite.original_query`` (or an empty string) to reject the rewrite.
 
-    Example::
+    Example:
 
-        rewriter = GlossaryQueryRewriter.from_defaults(Glossary.load("glossary.json"), llm=llm)
-        result = rewriter.rewrite("How do I stop a loop over a big file early?")
-        result.rewritten_query, result.glossary_terms, result.fallback_reason
-        bundle = rewriter.run("...")      # QueryBundle: query_str original, custom_embedding_strs [rewrite]
+    ```python
+    rewriter = GlossaryQueryRewriter.from_defaults(Glossary.load("glossary.json"), llm=llm)
+    result = rewriter.rewrite("How do I stop a loop over a big file early?")
+    result.rewritten_query, result.glossary_terms, result.fallback_reason
+    bundle = rewriter.run("...")      # QueryBundle: query_str original, custom_embedding_strs [rewrite]
+    ```
     """
 
     selector: GlossaryTermSelector = Field(description="Chooses the glossary entries shown to the LLM.")

@@ -7,12 +7,14 @@ fits ``max_tokens``; long explanations are first cut to ``max_explanation_tokens
 ``whole_glossary=True`` returns every entry, untruncated and without a budget (the recipe's original behaviour,
 kept for comparison).
 
-Example::
+Example:
 
-    selector = GlossaryTermSelector.from_defaults(glossary, top_k=3, max_tokens=400)
-    selection = selector.select("How do I stop a generator early?")
-    selection.terms, selection.tokens
-    print(selection.text)
+```python
+selector = GlossaryTermSelector.from_defaults(glossary, top_k=3, max_tokens=400)
+selection = selector.select("How do I stop a generator early?")
+selection.terms, selection.tokens
+print(selection.text)
+```
 """
 
 from __future__ import annotations
@@ -80,10 +82,12 @@ class GlossarySelection:
 class GlossaryTermSelector(BaseModel):
     """Selects the glossary entries for a query: whole-word mentions first, then embedding neighbours.
 
-    Example::
+    Example:
 
-        selector = GlossaryTermSelector.from_defaults(Glossary.load("glossary.json"))
-        selector.select("Why are dictionary keys immutable?").terms   # ['dictionary', 'immutable', ...]
+    ```python
+    selector = GlossaryTermSelector.from_defaults(Glossary.load("glossary.json"))
+    selector.select("Why are dictionary keys immutable?").terms   # ['dictionary', 'immutable', ...]
+    ```
     """
 
     glossary: Glossary = Field(description="The glossary to select from.")

@@ -21,11 +21,13 @@ chunks (an import) has no neighbourhood; its fixed columns drop every property t
 
 :func:`open_graph_store` returns it for ``ladybug://`` URIs.
 
-Example::
+Example:
 
-    store = open_graph_store("ladybug:///tmp/kg.lbug")          # a LadybugGraphStore
-    store.get_triplets(entity_names=["virus"])                    # virus -[Rel {relname: causes}]-> ...
-    store.get_rel_map(store.get(ids=["virus"]), depth=2)
+```python
+store = open_graph_store("ladybug:///tmp/kg.lbug")          # a LadybugGraphStore
+store.get_triplets(entity_names=["virus"])                    # virus -[Rel {relname: causes}]-> ...
+store.get_rel_map(store.get(ids=["virus"]), depth=2)
+```
 """
 
 from __future__ import annotations

@@ -2,15 +2,17 @@
 reports, map-reduce global search with citations, and incremental updates that regenerate only the reports of
 communities that changed.
 
-Example::
+Example:
 
-    from llama_index_kgplus import load_corpus
-    from llama_index_kgplus.graphrag import GraphRAGIndex
-    from llama_index_kgplus.llm import llm_from_spec
+```python
+from llama_index_kgplus import load_corpus
+from llama_index_kgplus.graphrag import GraphRAGIndex
+from llama_index_kgplus.llm import llm_from_spec
 
-    index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
-    index.build(load_corpus("docs.jsonl"))
-    print(index.as_query_engine(response_type="bulleted report").query("What are the main themes?"))
+index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
+index.build(load_corpus("docs.jsonl"))
+print(index.as_query_engine(response_type="bulleted report").query("What are the main themes?"))
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

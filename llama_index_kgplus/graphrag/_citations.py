@@ -9,10 +9,12 @@ extracted from a chunk) counts one match for that chunk and its document; the do
 is at or above the median of the cited documents' distribution are cited, each with its best supporting
 passages (the chunks with most matches).
 
-Example::
+Example:
 
-    citations = cite_sources(used, answer, communities, entities, relationships, chunk_lookup, titles)
-    citations.source_nodes[0].node.metadata["doc_id"], citations.documents
+```python
+citations = cite_sources(used, answer, communities, entities, relationships, chunk_lookup, titles)
+citations.source_nodes[0].node.metadata["doc_id"], citations.documents
+```
 """
 
 from __future__ import annotations

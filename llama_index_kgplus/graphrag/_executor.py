@@ -7,10 +7,12 @@ function and plain data (``functools.partial``) so that it can also be shipped t
 :class:`TaskOutcome` (a result or an error message; one failure never stops the batch) and ``on_result`` is
 called in this process as each one finishes, so the caller can persist results as they come.
 
-Example::
+Example:
 
-    executor = AsyncioExecutor(num_workers=4)
-    outcomes = executor.run([LLMTask("a", partial(summarise, "some text"))], llm)
+```python
+executor = AsyncioExecutor(num_workers=4)
+outcomes = executor.run([LLMTask("a", partial(summarise, "some text"))], llm)
+```
 """
 
 from __future__ import annotations
@@ -94,9 +96,11 @@ class AsyncioExecutor(BaseExecutor):
 
     A local llama.cpp model still generates one reply at a time; the concurrency pays off with remote LLMs.
 
-    Example::
+    Example:
 
-        outcomes = AsyncioExecutor(num_workers=8).run(tasks, llm, desc="Reports")
+    ```python
+    outcomes = AsyncioExecutor(num_workers=8).run(tasks, llm, desc="Reports")
+    ```
     """
 
     @classmethod

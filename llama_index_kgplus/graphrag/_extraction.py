@@ -5,11 +5,13 @@
 ``PropertyGraphIndex``), and :meth:`GraphExtractor.aextract_text` gives the typed result that the GraphRAG
 index merges and stores with each chunk.
 
-Example::
+Example:
 
-    extractor = GraphExtractor.from_defaults(llm=llm, max_entities=8)
-    result = extractor.extract_text("Guido van Rossum created Python at CWI.")
-    [e.name for e in result.entities]   # ['Guido van Rossum', 'Python', 'CWI']
+```python
+extractor = GraphExtractor.from_defaults(llm=llm, max_entities=8)
+result = extractor.extract_text("Guido van Rossum created Python at CWI.")
+[e.name for e in result.entities]   # ['Guido van Rossum', 'Python', 'CWI']
+```
 """
 
 from __future__ import annotations
@@ -89,11 +91,13 @@ def _schema_model(
 class GraphExtractor(TransformComponent):
     """Entities and relationships of a chunk from an LLM, as JSON constrained by a schema (retried and repaired).
 
-    Example::
+    Example:
 
-        extractor = GraphExtractor.from_defaults(llm=llm_from_spec("qwen2.5-coder-0.5b"))
-        nodes = extractor(nodes)            # fills KG_NODES_KEY / KG_RELATIONS_KEY like SimpleLLMPathExtractor
-        result = extractor.extract_text("Ada Lovelace wrote about the Analytical Engine.")
+    ```python
+    extractor = GraphExtractor.from_defaults(llm=llm_from_spec("qwen2.5-coder-0.5b"))
+    nodes = extractor(nodes)            # fills KG_NODES_KEY / KG_RELATIONS_KEY like SimpleLLMPathExtractor
+    result = extractor.extract_text("Ada Lovelace wrote about the Analytical Engine.")
+    ```
     """
 
     entity_types: list[str] = Field(

@@ -117,12 +117,14 @@ def _batches(rows: list[Any]) -> list[list[Any]]:
 class LadybugGraphSink(GraphSink):
     """The graph in an embedded Ladybug database (own tables; see the module docstring).
 
-    Example::
+    Example:
 
-        sink = LadybugGraphSink("./store/graph.lbug")
-        sink.write(entities, relationships, chunks, diff)
-        sink.query("MATCH (e:GraphRAGEntity) RETURN count(e) AS n")
-        sink.close()
+    ```python
+    sink = LadybugGraphSink("./store/graph.lbug")
+    sink.write(entities, relationships, chunks, diff)
+    sink.query("MATCH (e:GraphRAGEntity) RETURN count(e) AS n")
+    sink.close()
+    ```
     """
 
     _DDL = (
@@ -246,10 +248,12 @@ class PropertyGraphStoreSink(GraphSink):
     endpoints are deleted and written again with all their current relationships; after deleting, whatever of
     the new graph the store no longer holds is written again.
 
-    Example::
+    Example:
 
-        from llama_index.core.graph_stores import SimplePropertyGraphStore
-        sink = PropertyGraphStoreSink(SimplePropertyGraphStore())
+    ```python
+    from llama_index.core.graph_stores import SimplePropertyGraphStore
+    sink = PropertyGraphStoreSink(SimplePropertyGraphStore())
+    ```
     """
 
     def __init__(self, store: Any) -> None:

@@ -15,12 +15,14 @@ Indexing and updating are one procedure, each step resumable:
 4. communities are recomputed (same seed, warm start, matched to the previous ones by membership);
 5. a report is written for each community whose fingerprint has no stored report; the others are reused.
 
-Example::
+Example:
 
-    index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
-    stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
-    print(stats.reports_regenerated, "of", stats.reports_total)
-    response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")
+```python
+index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
+stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
+print(stats.reports_regenerated, "of", stats.reports_total)
+response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")
+```
 """
 
 from __future__ import annotations
@@ -92,12 +94,14 @@ async def _report_task(reporter_config: dict[str, Any], context: ReportContext, 
 class GraphRAGIndex(BaseModel):
     """Entities, communities and community reports of a corpus, kept in a store folder; see the module docstring.
 
-    Example::
+    Example:
 
-        index = GraphRAGIndex.from_defaults("./grag", llm=llm)
-        index.build(docs)
-        index.update(docs_with_one_more)     # prints nothing; returns IndexStats
-        index.as_query_engine().query("What are the main themes of the collection?")
+    ```python
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm)
+    index.build(docs)
+    index.update(docs_with_one_more)     # prints nothing; returns IndexStats
+    index.as_query_engine().query("What are the main themes of the collection?")
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -6,10 +6,12 @@ each worker calls it once and keeps the model), or pass a picklable LLM (API cli
 model is not). Workers count their LLM calls and tokens and send them back with each outcome, so the usage
 figures of a Ray run are complete.
 
-Example::
+Example:
 
-    executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
-    index = GraphRAGIndex.from_defaults("./store", executor=executor)
+```python
+executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
+index = GraphRAGIndex.from_defaults("./store", executor=executor)
+```
 """
 
 from __future__ import annotations
@@ -51,11 +53,13 @@ class RayExecutor(BaseExecutor):
     Starts a local Ray instance (``ray.init(num_cpus=..., include_dashboard=False)``) unless Ray is already
     initialised or ``address`` names a cluster; :meth:`shutdown` stops what it started.
 
-    Example::
+    Example:
 
-        executor = RayExecutor.from_defaults(llm_factory=make_llm, num_workers=2, num_cpus=2)
-        outcomes = executor.run(tasks, llm)
-        executor.shutdown()
+    ```python
+    executor = RayExecutor.from_defaults(llm_factory=make_llm, num_workers=2, num_cpus=2)
+    outcomes = executor.run(tasks, llm)
+    executor.shutdown()
+    ```
     """
 
     address: str | None = Field(

@@ -7,12 +7,14 @@ for the local model). The report's input, the community context, is a token-boun
 members and descriptions in that context and the generator's settings, so a report is regenerated exactly when
 its input changes.
 
-Example::
+Example:
 
-    reporter = CommunityReportGenerator.from_defaults(llm=llm)
-    context = reporter.context(community, entities, relationships)
-    report = reporter.generate(context)
-    report.title, report.rating, len(report.findings)
+```python
+reporter = CommunityReportGenerator.from_defaults(llm=llm)
+context = reporter.context(community, entities, relationships)
+report = reporter.generate(context)
+report.title, report.rating, len(report.findings)
+```
 """
 
 from __future__ import annotations
@@ -105,10 +107,12 @@ def _tokens(text: str) -> int:
 class CommunityReportGenerator(BaseModel):
     """Writes :class:`CommunityReport` objects with an LLM under a JSON schema; see the module docstring.
 
-    Example::
+    Example:
 
-        reporter = CommunityReportGenerator.from_defaults(llm=llm, max_context_tokens=1200)
-        report = reporter.generate(reporter.context(community, entities, relationships))
+    ```python
+    reporter = CommunityReportGenerator.from_defaults(llm=llm, max_context_tokens=1200)
+    report = reporter.generate(reporter.context(community, entities, relationships))
+    ```
     """
 
     max_context_tokens: int = Field(

@@ -11,11 +11,13 @@ its ``metadata`` (see :mod:`._citations`; ``usage`` holds the same figures as ev
 as one node, before its map prompt: with a compressor, a report keeps the sentences the question needs, within
 the compressor's budget, instead of being cut at ``map_context_tokens``.
 
-Example::
+Example:
 
-    engine = GlobalSearchEngine.from_index(index, response_type="bulleted report")
-    response = engine.query("What are the main themes of the collection?")
-    print(response.response, response.metadata["documents"])
+```python
+engine = GlobalSearchEngine.from_index(index, response_type="bulleted report")
+response = engine.query("What are the main themes of the collection?")
+print(response.response, response.metadata["documents"])
+```
 """
 
 from __future__ import annotations
@@ -92,11 +94,13 @@ def _truncate(text: str, max_tokens: int) -> str:
 class GlobalSearchEngine(CustomQueryEngine):
     """Map-reduce question answering over the community reports of a :class:`GraphRAGIndex`.
 
-    Example::
+    Example:
 
-        engine = index.as_query_engine(response_type="bulleted report", level=0)
-        response = engine.query("What are the main themes?")
-        [n.node.metadata["doc_id"] for n in response.source_nodes]
+    ```python
+    engine = index.as_query_engine(response_type="bulleted report", level=0)
+    response = engine.query("What are the main themes?")
+    [n.node.metadata["doc_id"] for n in response.source_nodes]
+    ```
     """
 
     llm: LLM = Field(description="The LLM of the map and reduce steps.")

@@ -8,11 +8,13 @@
 Chunks get ``metadata["level"] = 0``, summaries 1 and up; see ``_parents`` for the metadata of summaries.
 UMAP is imported only when the RAPTOR builder clusters with it.
 
-Example::
+Example:
 
-    builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model)
-    index = build_index(docs, "./index", embed_model=embed_model, extra_transformations=[builder])
-    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+```python
+builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model)
+index = build_index(docs, "./index", embed_model=embed_model, extra_transformations=[builder])
+retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

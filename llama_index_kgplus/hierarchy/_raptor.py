@@ -34,11 +34,13 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
     that share no topic; such a cluster (mean similarity below ``min_cluster_similarity``) gets no summary and
     its nodes go up unchanged (:attr:`unrelated_clusters_`): at the top they stay roots.
 
-    Example::
+    Example:
 
-        builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, max_levels=3)
-        nodes = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder]).run(documents=docs)
-        builder.n_clusters_, builder.bic_[0]
+    ```python
+    builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, max_levels=3)
+    nodes = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder]).run(documents=docs)
+    builder.n_clusters_, builder.bic_[0]
+    ```
     """
 
     max_levels: int = Field(default=3, ge=1, description="How many levels of summaries to build at most.")

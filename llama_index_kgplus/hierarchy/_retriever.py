@@ -64,11 +64,13 @@ class HierarchicalRetriever(BaseRetriever):
     The docstore must hold the nodes with their relationships (``build_index`` puts them there). Embeddings
     for tree traversal come from the docstore, the vector store, or (last resort) the embedding model.
 
-    Example::
+    Example:
 
-        index = build_index(docs, "./index", extra_transformations=[builder])
-        retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
-        retriever.retrieve("What does the text say about X overall?")
+    ```python
+    index = build_index(docs, "./index", extra_transformations=[builder])
+    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+    retriever.retrieve("What does the text say about X overall?")
+    ```
     """
 
     def __init__(
@@ -164,10 +166,12 @@ class HierarchicalRetriever(BaseRetriever):
         in-folder default (a server store keeps its own data: rebuild the retriever with :meth:`from_index`). An
         index folder written by ``kgplus ingest`` is refused: it would lose its index store and derived files.
 
-        Example::
+        Example:
 
-            retriever.persist("./tree-retriever")
-            retriever = HierarchicalRetriever.from_persist_dir("./tree-retriever", embed_model=embed_model)
+        ```python
+        retriever.persist("./tree-retriever")
+        retriever = HierarchicalRetriever.from_persist_dir("./tree-retriever", embed_model=embed_model)
+        ```
         """
         from llama_index.core import StorageContext
 

@@ -112,12 +112,14 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
     Put it after the splitter and the embedding model in an ``IngestionPipeline``; it returns the chunks
     (now with ``level`` 0 and a PARENT link) followed by the summary nodes (``level`` 1, CHILD links).
 
-    Example::
+    Example:
 
-        builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, cluster_size=5)
-        pipeline = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder])
-        nodes = pipeline.run(documents=docs)
-        builder.threshold_, builder.n_clusters_
+    ```python
+    builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, cluster_size=5)
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder])
+    nodes = pipeline.run(documents=docs)
+    builder.threshold_, builder.n_clusters_
+    ```
     """
 
     threshold_method: Literal["percentile", "stddev", "iqr"] = Field(

@@ -13,10 +13,12 @@ Header conventions (as ``neo4j-admin database import full`` reads them):
 The optional synonyms file has two columns: the node id (``cid``, ``id`` or the nodes file's id column name)
 and ``synonym``.
 
-Example::
+Example:
 
-    data = read_kg_csv("nodes.csv", "relationships.csv", synonyms="synonyms.csv")
-    data.node_count, data.relationship_count, data.name_property
+```python
+data = read_kg_csv("nodes.csv", "relationships.csv", synonyms="synonyms.csv")
+data.node_count, data.relationship_count, data.name_property
+```
 """
 
 from __future__ import annotations

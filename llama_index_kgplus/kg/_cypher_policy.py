@@ -12,15 +12,17 @@ A policy is one deterministic step around the query the LLM wrote, named so that
 Each sees a :class:`CypherQuestion`: the question, the graph's form and group values, the entities the question
 names, the relationship kinds it goes through, and the chains of them the graph has.
 
-Example::
+Example:
 
-    class NoVariableLength(CypherQueryCheck):
-        \"\"\"Variable-length patterns are sent back: this graph is too large for them.\"\"\"
+```python
+class NoVariableLength(CypherQueryCheck):
+    \"\"\"Variable-length patterns are sent back: this graph is too large for them.\"\"\"
 
-        name: ClassVar[str] = "no_variable_length"
+    name: ClassVar[str] = "no_variable_length"
 
-        def complain(self, q, cypher):
-            return ["Do not use variable-length relationships (*)."] if "*" in cypher else []
+    def complain(self, q, cypher):
+        return ["Do not use variable-length relationships (*)."] if "*" in cypher else []
+```
 """
 
 from __future__ import annotations

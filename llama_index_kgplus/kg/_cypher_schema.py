@@ -2,9 +2,11 @@
 is shown (:func:`describe_graph`), read once per graph and cached (:class:`DescriptionCache`), and the stored
 relationships of the entities a question names (:func:`_mentions`).
 
-Example::
+Example:
 
-    describe_graph(KnowledgeGraph.open("ladybug:///data/kg.lbug"))   # 'Nodes: (:Ent {...}); ...'
+```python
+describe_graph(KnowledgeGraph.open("ladybug:///data/kg.lbug"))   # 'Nodes: (:Ent {...}); ...'
+```
 """
 
 from __future__ import annotations

@@ -6,11 +6,13 @@ The import writes a small manifest into the store itself (a ``KGPlusMeta`` recor
 store (``<path>.kgplus/``) or, for a server, under ``$KGPLUS_HOME/kg-cache/``; a cache is used only if it
 belongs to the current import.
 
-Example::
+Example:
 
-    with KnowledgeGraph.open("ladybug:///tmp/kg.lbug") as kg:
-        matcher = kg.entity_matcher()
-        paths = kg.shortest_paths([("C1", "C2")], max_hops=2)
+```python
+with KnowledgeGraph.open("ladybug:///tmp/kg.lbug") as kg:
+    matcher = kg.entity_matcher()
+    paths = kg.shortest_paths([("C1", "C2")], max_hops=2)
+```
 """
 
 from __future__ import annotations

@@ -18,10 +18,12 @@ of its file, renamed over it when whole; on a server the new graph is written un
 (``KGPlusImporting_<label>``) and switched in one transaction (delete the old, relabel the new, write the
 manifest).
 
-Example::
+Example:
 
-    report = import_kg("ladybug:///tmp/kg.lbug", "nodes.csv", "relationships.csv", synonyms="synonyms.csv")
-    print(report.summary())
+```python
+report = import_kg("ladybug:///tmp/kg.lbug", "nodes.csv", "relationships.csv", synonyms="synonyms.csv")
+print(report.summary())
+```
 """
 
 from __future__ import annotations

@@ -47,11 +47,13 @@ class EntityMatcher:
     - ``ambiguous``: a name shared by several entities gives one mention per entity (``"all"``) or none
       (``"skip"``).
 
-    Example::
+    Example:
 
-        matcher = EntityMatcher.from_pairs([("C1", "aspirin"), ("C2", "headache")], synonyms=[("C1", "ASA")])
-        [(m.cid, m.start, m.end) for m in matcher.find("Does ASA help a headache?")]
-        # [('C1', 5, 8), ('C2', 16, 24)]
+    ```python
+    matcher = EntityMatcher.from_pairs([("C1", "aspirin"), ("C2", "headache")], synonyms=[("C1", "ASA")])
+    [(m.cid, m.start, m.end) for m in matcher.find("Does ASA help a headache?")]
+    # [('C1', 5, 8), ('C2', 16, 24)]
+    ```
     """
 
     def __init__(self, *, min_length: int = 1, ambiguous: Literal["all", "skip"] = "all") -> None:

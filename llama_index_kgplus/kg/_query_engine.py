@@ -105,15 +105,17 @@ def kg_section_node(result: KGPathResult, path_format: PathFormat = "arrows") ->
 class KGAugmentedQueryEngine(CustomQueryEngine):
     """Answers from retrieved passages plus the knowledge-graph paths between the question's entities.
 
-    Example::
+    Example:
 
-        engine = KGAugmentedQueryEngine.from_defaults(
-            retriever=index.as_retriever(similarity_top_k=3),
-            kg_retriever=KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_paths=10),
-            llm=llm,
-        )
-        response = engine.query("How does aspirin relate to migraine?")
-        response.metadata["kg_paths"]      # [{"nodes": ..., "relationships": ..., "length": 2, "text": ...}]
+    ```python
+    engine = KGAugmentedQueryEngine.from_defaults(
+        retriever=index.as_retriever(similarity_top_k=3),
+        kg_retriever=KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_paths=10),
+        llm=llm,
+    )
+    response = engine.query("How does aspirin relate to migraine?")
+    response.metadata["kg_paths"]      # [{"nodes": ..., "relationships": ..., "length": 2, "text": ...}]
+    ```
     """
 
     retriever: BaseRetriever | None = Field(description="Vector (or any) retriever for passages; None: KG only.")

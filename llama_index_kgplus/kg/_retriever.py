@@ -43,12 +43,14 @@ def path_node(path: KGPath) -> NodeWithScore:
 class KGPathRetriever(BaseRetriever):
     """Retrieves the relationship paths between the entities a question mentions.
 
-    Example::
+    Example:
 
-        retriever = KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_hops=2, max_paths=20)
-        for hit in retriever.retrieve("How does aspirin relate to migraine?"):
-            print(hit.score, hit.node.text)        # 0.5 aspirin -[TREATS]-> headache <-[ISA]- migraine
-        result = retriever.retrieve_paths("...")  # entities and structured paths
+    ```python
+    retriever = KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_hops=2, max_paths=20)
+    for hit in retriever.retrieve("How does aspirin relate to migraine?"):
+        print(hit.score, hit.node.text)        # 0.5 aspirin -[TREATS]-> headache <-[ISA]- migraine
+    result = retriever.retrieve_paths("...")  # entities and structured paths
+    ```
     """
 
     def __init__(
@@ -101,11 +103,13 @@ class KGPathSubRetriever(BasePGRetriever):
     """The relationship paths of :class:`KGPathRetriever` as a ``PropertyGraphIndex`` sub-retriever, beside
     LlamaIndex's own (``LLMSynonymRetriever``, ``VectorContextRetriever``, ...).
 
-    Example::
+    Example:
 
-        index = PropertyGraphIndex.from_existing(property_graph_store=store, embed_kg_nodes=False)
-        retriever = index.as_retriever(sub_retrievers=[KGPathSubRetriever(index.property_graph_store, max_hops=2)])
-        retriever.retrieve("Does a virus give you a headache?")
+    ```python
+    index = PropertyGraphIndex.from_existing(property_graph_store=store, embed_kg_nodes=False)
+    retriever = index.as_retriever(sub_retrievers=[KGPathSubRetriever(index.property_graph_store, max_hops=2)])
+    retriever.retrieve("Does a virus give you a headache?")
+    ```
 
     ``include_text`` (LlamaIndex's option: add the source chunks of what was found) is off by default: paths
     of an imported graph have no source chunks.

@@ -1,14 +1,16 @@
 """The home of LLM bookkeeping: model specs (which LLM or embedding model, local or served), token counting in
 the model's own vocabulary and usage metering.
 
-Example::
+Example:
 
-    from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
+```python
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
-    llm = metered(llm)                       # a MeteredLLM: counts every call of the LLM it wraps
-    usage = AnswerUsage(llm)
-    response = attach_usage(engine.query("..."), usage)
-    response.metadata["usage"]               # prompt/completion tokens, llm_calls, seconds, first_token_seconds
+llm = metered(llm)                       # a MeteredLLM: counts every call of the LLM it wraps
+usage = AnswerUsage(llm)
+response = attach_usage(engine.query("..."), usage)
+response.metadata["usage"]               # prompt/completion tokens, llm_calls, seconds, first_token_seconds
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

@@ -13,11 +13,13 @@ LLM too. A ``LlamaCPP`` LLM gets per-call llama.cpp options (``max_tokens``, ``g
 through a per-call copy, one generation at a time, and its async calls run in a worker thread (LlamaIndex's
 ``CustomLLM`` would run them in the event loop, inside a second LLM event).
 
-Example::
+Example:
 
-    llm = metered(llm_from_spec("qwen2.5-coder-0.5b"))
-    llm.complete("Hi")
-    usage_meter(llm).snapshot()   # LLMUsage(llm_calls=1, prompt_tokens=..., completion_tokens=...)
+```python
+llm = metered(llm_from_spec("qwen2.5-coder-0.5b"))
+llm.complete("Hi")
+usage_meter(llm).snapshot()   # LLMUsage(llm_calls=1, prompt_tokens=..., completion_tokens=...)
+```
 """
 
 from __future__ import annotations
@@ -127,11 +129,13 @@ _PROMPT_SETTINGS = (
 class MeteredLLM(CustomLLM):
     """Any LlamaIndex LLM, with each completion counted in a :class:`UsageMeter` (see the module docstring).
 
-    Example::
+    Example:
 
-        llm = metered(llm)
-        llm.complete("Hi")
-        llm.meter.snapshot().prompt_tokens
+    ```python
+    llm = metered(llm)
+    llm.complete("Hi")
+    llm.meter.snapshot().prompt_tokens
+    ```
     """
 
     _inner: LLM = PrivateAttr()
@@ -327,11 +331,13 @@ class AnswerUsage:
     metered; ``first_token_seconds`` is ``None`` unless the answer was streamed. Concurrent answers on one LLM
     share its meter, so their token figures mix.
 
-    Example::
+    Example:
 
-        usage = AnswerUsage(llm)
-        response = engine.query(question)
-        attach_usage(response, usage).metadata["usage"]   # {"prompt_tokens": 812, "completion_tokens": 41, ...}
+    ```python
+    usage = AnswerUsage(llm)
+    response = engine.query(question)
+    attach_usage(response, usage).metadata["usage"]   # {"prompt_tokens": 812, "completion_tokens": 41, ...}
+    ```
     """
 
     def __init__(self, llm: Any) -> None:

@@ -1,14 +1,16 @@
 """One entry point for every kind of question: a zero-LLM router (local, multihop, global, kg, sql) and a query
 engine that answers each question with the engine of its route.
 
-Example::
+Example:
 
-    from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, table_feature
+```python
+from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, table_feature
 
-    router = QuestionRouter.from_defaults(features=[table_feature(tables)])
-    engine = RoutedQueryEngine.from_defaults({"local": local_engine, "sql": table_engine}, router=router)
-    response = engine.query("What was the total precipitation in 2014?")
-    response.metadata["route"], response.metadata["routing"]["scores"]
+router = QuestionRouter.from_defaults(features=[table_feature(tables)])
+engine = RoutedQueryEngine.from_defaults({"local": local_engine, "sql": table_engine}, router=router)
+response = engine.query("What was the total precipitation in 2014?")
+response.metadata["route"], response.metadata["routing"]["scores"]
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

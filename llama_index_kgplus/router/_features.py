@@ -1,9 +1,11 @@
 """Route features built from the configured sources: what a question names of a knowledge graph or of tables.
 
-Example::
+Example:
 
-    features = [kg_entity_feature(EntityMatcher.from_graph(kg)), table_feature(tables)]
-    router = QuestionRouter.from_defaults(features=features)
+```python
+features = [kg_entity_feature(EntityMatcher.from_graph(kg)), table_feature(tables)]
+router = QuestionRouter.from_defaults(features=features)
+```
 """
 
 from __future__ import annotations

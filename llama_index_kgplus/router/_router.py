@@ -6,11 +6,13 @@ configured sources then add evidence: entities of the knowledge graph found in t
 to a path question), table columns and values (a table question). The route is the best score; every score and
 every feature that fired is kept, so each decision explains itself.
 
-Example::
+Example:
 
-    router = QuestionRouter.from_defaults(features=[table_feature(tables)])
-    decision = router.route("What was the total precipitation in 2014?")
-    decision.route, decision.scores, decision.reason
+```python
+router = QuestionRouter.from_defaults(features=[table_feature(tables)])
+decision = router.route("What was the total precipitation in 2014?")
+decision.route, decision.scores, decision.reason
+```
 """
 
 from __future__ import annotations
@@ -65,9 +67,11 @@ class RouteFeature:
     ``min_hits`` of them, ``weight`` is added to ``route``'s score, else ``absent_weight`` (zero or negative:
     e.g. a table question that names nothing of the tables is unlikely).
 
-    Example::
+    Example:
 
-        RouteFeature("kg", "knowledge-graph entities", lambda q: [m.text for m in matcher.find(q)], min_hits=2)
+    ```python
+    RouteFeature("kg", "knowledge-graph entities", lambda q: [m.text for m in matcher.find(q)], min_hits=2)
+    ```
     """
 
     route: str
@@ -96,11 +100,13 @@ class QuestionRouter:
     ``selector`` (e.g. :class:`~llama_index_kgplus.router.JSONSingleSelector`), a close call (the best scores
     within ``ambiguity_margin`` of each other) is put to the LLM among those routes.
 
-    Example::
+    Example:
 
-        router = QuestionRouter.from_defaults()
-        router.route("How is insulin related to diabetes?").route        # 'kg'
-        [d.route for d in router.route_many(["What are the main themes?", "Who founded it?"])]
+    ```python
+    router = QuestionRouter.from_defaults()
+    router.route("How is insulin related to diabetes?").route        # 'kg'
+    [d.route for d in router.route_many(["What are the main themes?", "Who founded it?"])]
+    ```
     """
 
     def __init__(

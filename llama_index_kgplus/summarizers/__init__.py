@@ -4,11 +4,13 @@ Every summarizer has ``summarize(texts) -> str`` and ``async asummarize(texts) -
 :class:`Summarizer` protocol); this pack's own are pydantic components whose settings enter the ingestion
 cache key of the builder that holds them.
 
-Example::
+Example:
 
-    from llama_index_kgplus.summarizers import TwoStageSummarizer
-    summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model)
-    summarizer.summarize(["chunk one ...", "chunk two ..."])
+```python
+from llama_index_kgplus.summarizers import TwoStageSummarizer
+summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model)
+summarizer.summarize(["chunk one ...", "chunk two ..."])
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

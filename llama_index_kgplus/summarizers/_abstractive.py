@@ -50,10 +50,12 @@ class AbstractiveSummarizer(BaseSummarizer):
     A builder does not retry either when the LLM would only repeat itself (a llama.cpp model at temperature 0:
     ``retryable`` is False).
 
-    Example::
+    Example:
 
-        summarizer = AbstractiveSummarizer(llm=llm_from_spec("qwen2.5-coder-0.5b"), max_words=80)
-        summarizer.summarize(["Passage one ...", "Passage two ..."])
+    ```python
+    summarizer = AbstractiveSummarizer(llm=llm_from_spec("qwen2.5-coder-0.5b"), max_words=80)
+    summarizer.summarize(["Passage one ...", "Passage two ..."])
+    ```
     """
 
     llm: LLM | None = Field(default=None, description="Writes the summary; None: Settings.llm.")

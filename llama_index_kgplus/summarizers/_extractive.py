@@ -30,10 +30,12 @@ class ExtractiveSummarizer(BaseSummarizer):
     builder: the pipeline's own). ``k`` is ``ratio`` of the sentences, clamped to ``[min_sentences,
     max_sentences]``; a text with no more than ``k`` sentences comes back unchanged. No LLM call.
 
-    Example::
+    Example:
 
-        summarizer = ExtractiveSummarizer(embed_model=embed_model_from_spec(), max_sentences=3)
-        summarizer.summarize(["First passage ...", "Second passage ..."])
+    ```python
+    summarizer = ExtractiveSummarizer(embed_model=embed_model_from_spec(), max_sentences=3)
+    summarizer.summarize(["First passage ...", "Second passage ..."])
+    ```
     """
 
     embed_model: BaseEmbedding | None = Field(

@@ -31,10 +31,12 @@ class TwoStageSummarizer(BaseSummarizer):
     instead of failing the cluster (``extractive_fallback``); the count is in ``usage_["extractive_fallbacks"]``.
     :meth:`from_defaults` does not ask again after a copy: told not to copy, the local models mostly copied again.
 
-    Example::
+    Example:
 
-        summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=3)
-        summarizer.summarize(chunk_texts)
+    ```python
+    summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=3)
+    summarizer.summarize(chunk_texts)
+    ```
     """
 
     extractive: Any = Field(description="Condenses each text (an ExtractiveSummarizer or any Summarizer).")

@@ -1,14 +1,16 @@
 """Table questions: CSV, Parquet, SQLite and DuckDB files in an embedded DuckDB database, answered with
 text-to-SQL behind a read-only guard.
 
-Example::
+Example:
 
-    from llama_index_kgplus.tables import SQLTables, TableQueryEngine
+```python
+from llama_index_kgplus.tables import SQLTables, TableQueryEngine
 
-    tables = SQLTables()
-    tables.add("weather", "seattle-weather.csv")
-    response = TableQueryEngine.from_defaults(tables, llm=llm).query("What was the total precipitation in 2014?")
-    print(response, response.metadata["sql"])
+tables = SQLTables()
+tables.add("weather", "seattle-weather.csv")
+response = TableQueryEngine.from_defaults(tables, llm=llm).query("What was the total precipitation in 2014?")
+print(response, response.metadata["sql"])
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

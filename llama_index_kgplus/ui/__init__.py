@@ -5,10 +5,12 @@ The logic lives here in plain classes and functions (:class:`Workbench`, :class:
 escaping helpers); ``app.py`` is the Streamlit page code, run by ``streamlit run`` in a process that ``kgplus ui``
 starts with the checked :class:`WorkbenchConfig` in ``$KGPLUS_UI_CONFIG``.
 
-Example::
+Example:
 
-    bench = Workbench(WorkbenchConfig(index="./index").check())
-    bench.documents()[:3]
+```python
+bench = Workbench(WorkbenchConfig(index="./index").check())
+bench.documents()[:3]
+```
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

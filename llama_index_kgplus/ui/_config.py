@@ -20,10 +20,12 @@ CONFIG_ENV = "KGPLUS_UI_CONFIG"
 class WorkbenchConfig(BaseModel):
     """The sources and settings of one workbench; every path is resolved and checked by :meth:`check`.
 
-    Example::
+    Example:
 
-        config = WorkbenchConfig(index="./index", tables={"weather": "seattle-weather.csv"}).check()
-        os.environ[CONFIG_ENV] = config.to_json()      # what `kgplus ui` hands to `streamlit run`
+    ```python
+    config = WorkbenchConfig(index="./index", tables={"weather": "seattle-weather.csv"}).check()
+    os.environ[CONFIG_ENV] = config.to_json()      # what `kgplus ui` hands to `streamlit run`
+    ```
     """
 
     index: Path | None = Field(default=None, description="persisted index (kgplus ingest): local, multi-hop")

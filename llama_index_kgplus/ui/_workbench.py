@@ -38,13 +38,15 @@ class Answer:
 class Workbench:
     """The sources of one ``kgplus ui`` session; models load on the first question, not at start-up.
 
-    Example::
+    Example:
 
-        bench = Workbench(WorkbenchConfig(index="./index").check())
-        response = bench.query("How do I create a virtual environment?")
-        text = "".join(bench.tokens(response))          # the stream, as the Ask page shows it
-        answer = bench.finish("How do I ...?", response, text)
-        [item.title for item in answer.items]
+    ```python
+    bench = Workbench(WorkbenchConfig(index="./index").check())
+    response = bench.query("How do I create a virtual environment?")
+    text = "".join(bench.tokens(response))          # the stream, as the Ask page shows it
+    answer = bench.finish("How do I ...?", response, text)
+    [item.title for item in answer.items]
+    ```
     """
 
     _shared: dict[str, Workbench] = {}
