@@ -103,6 +103,7 @@ class ContextCompressor(BaseNodePostprocessor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "ContextCompressor"
 
     @classmethod

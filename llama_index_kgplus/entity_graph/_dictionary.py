@@ -138,6 +138,7 @@ class EntityDictionary:
         return orphans
 
     def remove(self, keys: Iterable[str]) -> None:
+        """Drop the entities ``keys`` and every relationship that touches one of them."""
         drop = set(keys)
         for key in drop:
             self.entities.pop(key, None)
@@ -158,6 +159,7 @@ class EntityDictionary:
 
     @property
     def matcher(self) -> PhraseMatcher:
+        """The whole-word matcher of every entity name and alias (built on first use, rebuilt after a change)."""
         if self._matcher is None:
             self._matcher = PhraseMatcher.from_pairs(self._surfaces())
         return self._matcher

@@ -70,14 +70,17 @@ class EntityGraph:
 
     @property
     def n_passages(self) -> int:
+        """Number of passages in the graph."""
         return len(self.passage_ids)
 
     @property
     def n_entities(self) -> int:
+        """Number of entities in the graph."""
         return len(self._entity_keys)
 
     @property
     def n_mentions(self) -> int:
+        """Number of passage-entity links (mentions)."""
         return int(self._mention_passage.size)
 
     @property

@@ -117,6 +117,7 @@ class EntityLinker(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "EntityLinker"
 
     @classmethod
@@ -154,18 +155,22 @@ class EntityLinker(TransformComponent):
 
     @property
     def dictionary_(self) -> EntityDictionary:
+        """The entities found in the nodes the linker ran on (:class:`EntityDictionary`); set when it runs."""
         return self._get("dictionary")
 
     @property
     def n_entities_(self) -> int:
+        """Number of entities in :attr:`dictionary_`; set when the linker runs."""
         return len(self._get("dictionary"))
 
     @property
     def n_linked_nodes_(self) -> int:
+        """Number of nodes that got at least one entity; set when the linker runs."""
         return self._get("n_linked_nodes")
 
     @property
     def llm_calls_(self) -> int:
+        """LLM calls made by the ``llm`` source in the last run (0 without it)."""
         return self.usage_.llm_calls
 
     @property
@@ -344,6 +349,7 @@ class EntityLinker(TransformComponent):
         return nodes
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Async ``__call__``: link the entities of ``nodes`` (spaCy runs in a thread, LLM reads concurrently)."""
         show_progress = kwargs.get("show_progress", self.show_progress)
         readings = self._start(nodes)
         if "ner" in self.sources:

@@ -81,6 +81,8 @@ class SpacyEntityExtractor:
         self._nlp: Any = None
 
     def warm_up(self) -> None:
+        """Load the spaCy pipeline now (it loads on first use otherwise); raises :class:`KGPlusSetupError` with the
+        install hint when spaCy or the model is missing."""
         if self._nlp is not None:
             return
         try:

@@ -142,6 +142,7 @@ class EntityGraphRetriever(BaseRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "EntityGraphRetriever"
 
     # ------------------------------------------------------------------ construction

@@ -45,6 +45,7 @@ class PipelineContext:
 
     @property
     def hierarchical(self) -> bool:
+        """Whether the index folder has summary nodes (a ``hierarchy.json`` manifest)."""
         from llama_index_kgplus.hierarchy._retriever import read_manifest
 
         return self.index_dir is not None and bool(read_manifest(self.index_dir))

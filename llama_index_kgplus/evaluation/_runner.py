@@ -263,6 +263,8 @@ class EvalRunner:
         return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
 
     def run(self) -> list[ScoreRecord]:
+        """Run every pipeline on every sample and score it (blocking :meth:`arun`); returns one record per sample,
+        pipeline and metric."""
         return run_sync(self.arun())
 
 

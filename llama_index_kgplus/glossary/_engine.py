@@ -107,6 +107,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryQueryEngine"
 
     @classmethod
@@ -204,6 +205,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self.rewriter.rewrite(self._query_str(query), use_llm=self.mode != "original")
 
     async def arewrite(self, query: QueryType) -> QueryRewrite:
+        """Async :meth:`rewrite`."""
         return await self.rewriter.arewrite(self._query_str(query), use_llm=self.mode != "original")
 
     def retrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
@@ -218,6 +220,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return GlossaryRetrieval(rewrite, self.mode, nodes)
 
     async def aretrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
+        """Async :meth:`retrieve_with` (in ``fused`` mode both retrievals run concurrently)."""
         original = QueryBundle(rewrite.original_query)
         if self.mode == "original" or not rewrite.changed:
             nodes = await self.retriever.aretrieve(original)
@@ -235,12 +238,15 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self.retrieve_with(self.rewrite(query))
 
     async def arewrite_and_retrieve(self, query: QueryType) -> GlossaryRetrieval:
+        """Async :meth:`rewrite_and_retrieve`."""
         return await self.aretrieve_with(await self.arewrite(query))
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The nodes this engine retrieves for ``query_bundle`` (rewrite, then retrieve in the engine's mode)."""
         return self.rewrite_and_retrieve(query_bundle).nodes
 
     async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`retrieve`."""
         return (await self.arewrite_and_retrieve(query_bundle)).nodes
 
     # ------------------------------------------------------------------ synthesis
@@ -262,6 +268,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return run_postprocessors(self.node_postprocessors, retrieval.nodes, self.compression_query(retrieval.rewrite))
 
     async def apostprocess(self, retrieval: GlossaryRetrieval) -> list[NodeWithScore]:
+        """Async :meth:`postprocess`."""
         query = self.compression_query(retrieval.rewrite)
         return await arun_postprocessors(self.node_postprocessors, retrieval.nodes, query)
 
@@ -277,15 +284,19 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self._finish(response, retrieval, usage)
 
     async def asynthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
+        """Async :meth:`synthesize_from`."""
         usage = usage or AnswerUsage(self.llm)
         nodes = await self.apostprocess(retrieval)
         response = await self.response_synthesizer.asynthesize(self.synthesis_query(retrieval.rewrite), nodes)
         return self._finish(response, retrieval, usage)
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Rewrite, retrieve and answer ``query_str``; the response's metadata holds the rewrite, the glossary terms
+        and the usage."""
         usage = AnswerUsage(self.llm)
         return self.synthesize_from(self.rewrite_and_retrieve(query_str), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Async :meth:`custom_query`."""
         usage = AnswerUsage(self.llm)
         return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str), usage)

@@ -61,16 +61,19 @@ class DriftGuard(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "DriftGuard"
 
     @classmethod
     def from_defaults(cls, embed_model: BaseEmbedding | None = None, **kwargs: Any) -> DriftGuard:
+        """A guard with ``embed_model`` (default: ``Settings.embed_model``) and the other settings as keywords."""
         from llama_index.core import Settings
 
         return cls(embed_model=embed_model or Settings.embed_model, **kwargs)
 
     @property
     def embed_model(self) -> BaseEmbedding:
+        """The embedding model that compares the two queries (``Settings.embed_model`` unless one was given)."""
         if self._embed_model is None:
             from llama_index.core import Settings
 
@@ -104,6 +107,7 @@ class DriftGuard(BaseModel):
     async def acheck(
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
+        """Async :meth:`check`."""
         if verdict := self._static_verdict(rewritten):
             return verdict
         if original_embedding is None:

@@ -59,6 +59,7 @@ class Glossary(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "Glossary"
 
     # ------------------------------------------------------------------ loading (see _load.py)
@@ -101,6 +102,7 @@ class Glossary(BaseModel):
 
     @property
     def terms(self) -> list[str]:
+        """The terms of the entries, in file order."""
         return [e.term for e in self.entries]
 
     def _name_index(self) -> dict[str, int]:

@@ -65,10 +65,12 @@ class QueryRewrite:
 
     @property
     def glossary_terms(self) -> list[str]:
+        """The terms of the glossary entries the rewrite was given."""
         return self.selection.terms
 
     @property
     def changed(self) -> bool:
+        """Whether the rewritten query differs from the original."""
         return self.rewritten_query != self.original_query
 
     def to_metadata(self) -> dict[str, Any]:
@@ -132,6 +134,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryQueryRewriter"
 
     @classmethod
@@ -169,6 +172,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @property
     def llm(self) -> LLM:
+        """The LLM that rewrites (``Settings.llm`` unless one was given)."""
         if self._llm is None:
             from llama_index.core import Settings
 
@@ -177,6 +181,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @property
     def glossary(self) -> Glossary:
+        """The glossary of the term selector."""
         return self.selector.glossary
 
     # ------------------------------------------------------------------ prompts (PromptMixin)
@@ -189,6 +194,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             self.rewrite_prompt = prompts["rewrite_prompt"]
 
     def format_prompt(self, query: str, selection: GlossarySelection) -> str:
+        """The rewrite prompt for ``query`` with the selected entries (what the LLM is sent)."""
         return self.rewrite_prompt.format(glossary_str=selection.text, query_str=query, max_words=self.guard.max_words)
 
     # ------------------------------------------------------------------ the rewrite

@@ -129,6 +129,7 @@ class GlossaryTermSelector(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryTermSelector"
 
     @classmethod
@@ -149,6 +150,7 @@ class GlossaryTermSelector(BaseModel):
 
     @property
     def embed_model(self) -> BaseEmbedding:
+        """The embedding model of the entries and queries (``Settings.embed_model`` unless one was given)."""
         if self._embed_model is None:
             from llama_index.core import Settings
 
@@ -157,6 +159,7 @@ class GlossaryTermSelector(BaseModel):
 
     @property
     def tokenizer(self) -> Callable[[str], list]:
+        """The tokenizer that counts the tokens of the glossary context (LlamaIndex's default unless one was given)."""
         if self._tokenizer is None:
             from llama_index.core.utils import get_tokenizer
 
@@ -164,6 +167,7 @@ class GlossaryTermSelector(BaseModel):
         return self._tokenizer
 
     def count_tokens(self, text: str) -> int:
+        """Number of tokens of ``text`` with :attr:`tokenizer`."""
         return len(self.tokenizer(text))
 
     @property
@@ -191,6 +195,7 @@ class GlossaryTermSelector(BaseModel):
         self._entry_embeddings = cached
 
     async def awarm_up(self) -> None:
+        """Async :meth:`warm_up`."""
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
         texts = self._entry_texts()
@@ -280,6 +285,7 @@ class GlossaryTermSelector(BaseModel):
         return self._choose(query, similarities)
 
     async def aselect(self, query: str, query_embedding: list[float] | None = None) -> GlossarySelection:
+        """Async :meth:`select`."""
         if self.whole_glossary:
             return self._all(query)
         similarities = None

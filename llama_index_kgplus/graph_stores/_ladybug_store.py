@@ -143,6 +143,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
     # ------------------------------------------------------------------ writes: the properties, whole
 
     def upsert_nodes(self, nodes: Sequence[LabelledNode]) -> None:
+        """Insert or update ``nodes``, keeping every property (the upstream store keeps a fixed set of columns; the
+        rest goes into a JSON column)."""
         super().upsert_nodes(list(nodes))
         for kind, table in _NODE_TABLES.items():
             # the upstream store keys an entity by its name and a chunk by its id_
@@ -157,6 +159,7 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
                 )
 
     def upsert_relations(self, relations: list[Relation]) -> None:
+        """Insert or update ``relations``, keeping every property in the JSON column."""
         super().upsert_relations(relations)
         rows = [{"s": r.source_id, "t": r.target_id, "l": r.label, "p": _json(r.properties)} for r in relations]
         if rows and _LINKS in self._property_tables:
@@ -173,6 +176,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
         properties: dict | None = None,
         ids: list[str] | None = None,
     ) -> None:
+        """Delete nodes by entity name, relation label, id or property (a property kept in the JSON column matches
+        too)."""
         if properties:  # resolved here, so a property kept in the JSON column counts too
             ids = [*(ids or []), *self._ids_with(properties)]
         super().delete(

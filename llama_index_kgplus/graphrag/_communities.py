@@ -189,6 +189,7 @@ class CommunityDetector(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "CommunityDetector"
 
     def fit(

@@ -105,6 +105,7 @@ class AsyncioExecutor(BaseExecutor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "AsyncioExecutor"
 
     async def arun(
@@ -116,6 +117,9 @@ class AsyncioExecutor(BaseExecutor):
         desc: str | None = None,
         show_progress: bool = False,
     ) -> list[TaskOutcome]:
+        """Run ``tasks`` on ``llm`` at most ``num_workers`` at a time; a failed task is recorded in its outcome and the
+        batch goes on. ``on_result`` sees each outcome as it arrives."""
+
         async def job(task: LLMTask) -> TaskOutcome:
             try:
                 outcome = TaskOutcome(task.key, result=await task.fn(llm))

@@ -128,6 +128,7 @@ class GraphExtractor(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GraphExtractor"
 
     @classmethod
@@ -155,6 +156,7 @@ class GraphExtractor(TransformComponent):
         return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
     def prompt(self, text: str) -> str:
+        """The extraction prompt for ``text``."""
         return EXTRACTION_PROMPT.format(
             entity_types=", ".join(self.entity_types),
             max_entities=self.max_entities,
@@ -224,6 +226,7 @@ class GraphExtractor(TransformComponent):
         return node
 
     async def acall(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
+        """Async ``__call__``: extract the entities and relationships of ``nodes`` into their metadata."""
         jobs = [self._aextract_node(node) for node in nodes]
         return await run_jobs(jobs, workers=self.num_workers, show_progress=show_progress, desc="Extracting entities")
 

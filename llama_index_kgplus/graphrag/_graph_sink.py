@@ -159,6 +159,7 @@ class LadybugGraphSink(GraphSink):
         chunks: Mapping[str, ChunkRecord],
         diff: GraphDiff,
     ) -> None:
+        """Write the complete new graph: delete what is no longer in it, then upsert what the diff changed."""
         q = self.query
         # Deletions reconcile with the complete new graph, so whatever an interrupted write left behind goes too.
         q("MATCH ()-[r:GRAPHRAG_RELATED]->() WHERE NOT r.id IN $ids DELETE r", {"ids": sorted(relationships)})
@@ -227,6 +228,7 @@ class LadybugGraphSink(GraphSink):
             )
 
     def counts(self) -> dict[str, int]:
+        """Numbers of entities, relationships, chunks and mentions in the store."""
         one = lambda cypher: int(self.query(cypher)[0]["n"])  # noqa: E731
         return {
             "entities": one("MATCH (e:GraphRAGEntity) RETURN count(e) AS n"),
@@ -236,6 +238,7 @@ class LadybugGraphSink(GraphSink):
         }
 
     def close(self) -> None:
+        """Close the store connection (a later write opens it again)."""
         store, self._store = self._store, None
         if store is not None:
             self._dialect.close(store)
@@ -266,6 +269,8 @@ class PropertyGraphStoreSink(GraphSink):
         chunks: Mapping[str, ChunkRecord],
         diff: GraphDiff,
     ) -> None:
+        """Write the complete new graph into the property graph store: delete what is gone, upsert what the diff
+        changed."""
         from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
         rewired = set(diff.deleted_relationship_endpoints)

@@ -135,6 +135,7 @@ class GraphRAGIndex(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GraphRAGIndex"
 
     def __getstate__(self) -> dict[str, Any]:
@@ -183,6 +184,7 @@ class GraphRAGIndex(BaseModel):
 
     @property
     def llm(self) -> LLM:
+        """The metered LLM of extraction and reports (``Settings.llm`` unless one was given)."""
         if self._llm is None:
             from llama_index.core import Settings
 
@@ -191,6 +193,8 @@ class GraphRAGIndex(BaseModel):
 
     @property
     def state(self) -> GraphRAGState:
+        """The index state stored in ``store_dir`` (documents, chunks, graph, communities, reports), opened on first
+        use."""
         if self._state is None:
             try:
                 self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -228,6 +232,7 @@ class GraphRAGIndex(BaseModel):
         return run_sync(self.abuild(documents))
 
     async def abuild(self, documents: Sequence[Document]) -> IndexStats:
+        """Async :meth:`build`."""
         return await self._arefresh(documents, "index")
 
     def update(self, documents: Sequence[Document]) -> IndexStats:
@@ -236,6 +241,7 @@ class GraphRAGIndex(BaseModel):
         return run_sync(self.aupdate(documents))
 
     async def aupdate(self, documents: Sequence[Document]) -> IndexStats:
+        """Async :meth:`update`."""
         return await self._arefresh(documents, "update")
 
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
@@ -400,18 +406,23 @@ class GraphRAGIndex(BaseModel):
     # ------------------------------------------------------------------ reading
 
     def documents(self) -> dict[str, DocumentRecord]:
+        """The indexed documents by id."""
         return self.state.documents()
 
     def chunks(self, chunk_ids: Sequence[str] | None = None) -> list[ChunkRecord]:
+        """The chunks with ``chunk_ids`` (default: all)."""
         return self.state.chunks(chunk_ids)
 
     def entities(self) -> dict[str, Entity]:
+        """The merged entities by id."""
         return self.state.entities()
 
     def relationships(self) -> dict[str, Relationship]:
+        """The merged relationships by id."""
         return self.state.relationships()
 
     def communities(self) -> list[Community]:
+        """The communities of every level."""
         return [c for c, _ in self.state.communities()]
 
     def reports(self, level: int | None = None) -> list[StoredReport]:

@@ -75,6 +75,7 @@ class RayExecutor(BaseExecutor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "RayExecutor"
 
     @classmethod
@@ -110,6 +111,8 @@ class RayExecutor(BaseExecutor):
         desc: str | None = None,
         show_progress: bool = False,
     ) -> list[TaskOutcome]:
+        """Run ``tasks`` on Ray workers, each with its own LLM (from ``llm_factory``, or ``llm`` pickled); a failed
+        task is recorded in its outcome and the batch goes on."""
         if not tasks:
             return []
         ray = self._ensure_ray()

@@ -136,6 +136,7 @@ class CommunityReportGenerator(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "CommunityReportGenerator"
 
     @classmethod
@@ -222,6 +223,7 @@ class CommunityReportGenerator(BaseModel):
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:24]
 
     def prompt(self, context: ReportContext) -> str:
+        """The report prompt for one community's entities and relationships."""
         return REPORT_PROMPT.format(
             min_findings=self.min_findings,
             max_findings=self.max_findings,

@@ -130,6 +130,7 @@ class GlobalSearchEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlobalSearchEngine"
 
     @classmethod
@@ -141,9 +142,12 @@ class GlobalSearchEngine(CustomQueryEngine):
         return engine
 
     def custom_query(self, query_str: str) -> Response:
+        """Answer ``query_str`` by map-reduce over the community reports (blocking :meth:`acustom_query`)."""
         return run_sync(self.acustom_query(query_str))
 
     async def acustom_query(self, query_str: str) -> Response:
+        """Map: rate and summarize each batch of community reports; reduce: answer from the best key points, with
+        citations and usage in the metadata."""
         started = time.perf_counter()
         meter = usage_meter(self.llm)
         before = meter.snapshot()

@@ -78,6 +78,7 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "RaptorSummaryNodeBuilder"
 
     # ------------------------------------------------------------------ learned attributes

@@ -140,6 +140,7 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "SemanticChunkingSummaryNodeBuilder"
 
     # ------------------------------------------------------------------ learned attributes

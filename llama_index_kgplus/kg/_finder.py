@@ -106,6 +106,7 @@ class KGPathFinder(BaseComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathFinder"
 
     @classmethod
@@ -125,6 +126,7 @@ class KGPathFinder(BaseComponent):
 
     @property
     def matcher(self) -> EntityMatcher:
+        """The entity matcher of the graph's dictionary (built on first use)."""
         if self._matcher is None:
             self._matcher = self.graph.entity_matcher()
         return self._matcher

@@ -205,6 +205,8 @@ class KnowledgeGraph:
 
     @property
     def manifest(self) -> KGManifest:
+        """What the import recorded about the graph (labels, property names, counts), or what was discovered in a
+        property graph."""
         if self._manifest is None:
             raw = self.dialect.read_meta(self.store, manifest_key(self.node_label))
             discovered = self._property_graph_layout() if raw is None else None
@@ -237,6 +239,7 @@ class KnowledgeGraph:
 
     @property
     def layout(self) -> GraphLayout:
+        """The node label and property names the path queries use."""
         return self.manifest.layout()
 
     def exists(self) -> bool:
@@ -321,6 +324,7 @@ class KnowledgeGraph:
         return self._snapshots.get(self)
 
     async def apath_snapshot(self, engine: str | None = None) -> GraphSnapshot | None:
+        """Async :meth:`path_snapshot`."""
         if not uses_snapshot(engine or self.path_engine, self.dialect.engine):
             return None
         return self._snapshots.fresh() or await asyncio.to_thread(self._snapshots.get, self)
@@ -328,6 +332,8 @@ class KnowledgeGraph:
     def shortest_paths(
         self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
     ) -> list[RawPath]:
+        """Shortest paths of at most ``max_hops`` between each pair of node ids (on the snapshot or in the store, per
+        ``engine``)."""
         snapshot = self.path_snapshot(engine)
         if snapshot is not None:
             return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
@@ -336,18 +342,21 @@ class KnowledgeGraph:
     async def ashortest_paths(
         self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
     ) -> list[RawPath]:
+        """Async :meth:`shortest_paths`."""
         snapshot = await self.apath_snapshot(engine)
         if snapshot is not None:
             return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
         return await self.dialect.ashortest_paths(self.store, self.layout, pairs, max_hops, limit)
 
     def neighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        """One-hop paths from each node of ``ids`` (at most ``limit``)."""
         snapshot = self.path_snapshot(engine) if ids else None
         if snapshot is not None:
             return snapshot_neighbours(snapshot, ids, limit)
         return self.dialect.neighbours(self.store, self.layout, ids, limit)
 
     async def aneighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        """Async :meth:`neighbours`."""
         snapshot = await self.apath_snapshot(engine) if ids else None
         if snapshot is not None:
             return snapshot_neighbours(snapshot, ids, limit)

@@ -67,6 +67,7 @@ class ImportReport(BaseModel):
     warnings: list[str] = Field(default_factory=list, description="Things worth knowing (skipped rows, ...).")
 
     def summary(self) -> str:
+        """One line of counts and timing, then one line per warning."""
         text = (
             f"imported {self.nodes} nodes, {self.relationships} relationships "
             f"({', '.join(self.rel_types) or 'no types'}) and {self.synonyms} synonyms into {self.engine} "

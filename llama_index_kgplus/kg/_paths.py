@@ -38,10 +38,12 @@ class KGPath(BaseModel):
 
     @property
     def length(self) -> int:
+        """Number of relationships (hops)."""
         return len(self.relationships)
 
     @property
     def text(self) -> str:
+        """The path as text, e.g. ``Virus -[CAUSES]-> Headache``."""
         return render_path([n.name for n in self.nodes], [(r.type, r.direction) for r in self.relationships])
 
     @property
@@ -51,6 +53,7 @@ class KGPath(BaseModel):
 
     @property
     def endpoints(self) -> tuple[str, str]:
+        """The ids of the first and last node."""
         return self.nodes[0].cid, self.nodes[-1].cid
 
     def identity(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

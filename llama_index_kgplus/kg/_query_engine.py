@@ -135,6 +135,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGAugmentedQueryEngine"
 
     @classmethod
@@ -195,6 +196,8 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return query_with_hints(query_str, "; ".join(p.facts for p in kg.paths))
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Answer ``query_str`` from the graph paths and the retrieved passages; the metadata holds the paths, the
+        entities and the usage."""
         usage = AnswerUsage(self.llm)
         kg = self.kg_retriever.retrieve_paths(query_str)
         passages = self.retriever.retrieve(query_str) if self.retriever is not None else []
@@ -203,6 +206,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return attach_usage(self._annotate(response, kg), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Async :meth:`custom_query` (paths and passages are retrieved concurrently)."""
         usage = AnswerUsage(self.llm)
         if self.retriever is not None:
             kg, passages = await asyncio.gather(

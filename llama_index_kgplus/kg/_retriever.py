@@ -61,6 +61,7 @@ class KGPathRetriever(BaseRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathRetriever"
 
     @classmethod
@@ -83,6 +84,7 @@ class KGPathRetriever(BaseRetriever):
 
     @property
     def finder(self) -> KGPathFinder:
+        """The path finder that does the work."""
         return self._finder
 
     def retrieve_paths(self, query: str | QueryBundle) -> KGPathResult:
@@ -90,6 +92,7 @@ class KGPathRetriever(BaseRetriever):
         return self._finder.find(query.query_str if isinstance(query, QueryBundle) else query)
 
     async def aretrieve_paths(self, query: str | QueryBundle) -> KGPathResult:
+        """Async :meth:`retrieve_paths`."""
         return await self._finder.afind(query.query_str if isinstance(query, QueryBundle) else query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -129,14 +132,18 @@ class KGPathSubRetriever(BasePGRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathSubRetriever"
 
     @property
     def finder(self) -> KGPathFinder:
+        """The path finder that does the work."""
         return self._finder
 
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The paths between the question's entities, one node each."""
         return [path_node(p) for p in self._finder.find(query_bundle.query_str).paths]
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`retrieve_from_graph`."""
         return [path_node(p) for p in (await self._finder.afind(query_bundle.query_str)).paths]

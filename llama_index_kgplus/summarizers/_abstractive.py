@@ -99,6 +99,7 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "AbstractiveSummarizer"
 
     @field_serializer("llm")
@@ -177,6 +178,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """One summary of ``texts`` by the LLM; asked once more when it copied a passage."""
         llm = self.llm or _settings_llm()
         summary = self._clean(complete_response(llm, self.format_prompt(texts), **self._bounds()))
         copied = self.copied_passage(summary, texts)
@@ -186,6 +188,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         return self._check_copy(self._clean(complete_response(llm, prompt, **self._bounds())), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         llm = self.llm or _settings_llm()
         reply = await acomplete_response(llm, self.format_prompt(texts), **self._bounds())
         summary = self._clean(reply)

@@ -21,9 +21,11 @@ class Summarizer(Protocol):
     :class:`BaseSummarizer`, which also makes their settings part of the ingestion cache key.
     """
 
-    def summarize(self, texts: Sequence[str]) -> str: ...
+    def summarize(self, texts: Sequence[str]) -> str:
+        """One summary of ``texts``."""
 
-    async def asummarize(self, texts: Sequence[str]) -> str: ...
+    async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
 
 
 class BaseSummarizer(BaseComponent):

@@ -50,6 +50,7 @@ class ExtractiveSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "ExtractiveSummarizer"
 
     @field_serializer("embed_model")
@@ -120,12 +121,14 @@ class ExtractiveSummarizer(BaseSummarizer):
         return resolve_embed_model(self.embed_model or self._default_embed_model, self.class_name())
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """The sentences of ``texts`` nearest the centroids of their embeddings, in text order."""
         sentences, k, known, missing = self._plan(texts)
         if missing:
             self._remember(known, missing, self._embedder().get_text_embedding_batch(missing))
         return self._finish(sentences, k, known)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         sentences, k, known, missing = self._plan(texts)
         if missing:
             self._remember(known, missing, await self._embedder().aget_text_embedding_batch(missing))

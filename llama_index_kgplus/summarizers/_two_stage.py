@@ -59,6 +59,7 @@ class TwoStageSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "TwoStageSummarizer"
 
     @field_validator("extractive", "abstractive")
@@ -99,6 +100,7 @@ class TwoStageSummarizer(BaseSummarizer):
         )
 
     def set_default_embed_model(self, embed_model: BaseEmbedding | None) -> None:
+        """Give both stages ``embed_model`` when they have none (a builder passes its own)."""
         super().set_default_embed_model(embed_model)
         for stage in (self.extractive, self.abstractive):
             if hasattr(stage, "set_default_embed_model"):
@@ -146,6 +148,8 @@ class TwoStageSummarizer(BaseSummarizer):
         return self.extractive.model_copy(update={"max_sentences": 1})
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """Condense ``texts`` extractively, then summarize abstractively; the extractive summary when the LLM gives
+        none (``extractive_fallback``)."""
         try:
             return self.abstractive.summarize(self.condense(texts))
         except SummarizationError:
@@ -155,6 +159,7 @@ class TwoStageSummarizer(BaseSummarizer):
         return self.extractive.summarize(texts)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         try:
             return await self.abstractive.asummarize(await self.acondense(texts))
         except SummarizationError:
