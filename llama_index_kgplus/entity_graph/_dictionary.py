@@ -61,7 +61,18 @@ class EntityMatch:
 
 
 class EntityDictionary:
-    """Entities by key, their relationships, and a matcher over their names and aliases (built on first use)."""
+    """Entities by key, their relationships, and a matcher over their names and aliases (built on first use).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.entity_graph import EntityDictionary
+
+    entities = EntityDictionary()
+    entities.add("Lothair II", "titles", aliases=["Lothar II"])
+    [m.key for m in entities.find("When did Lothar II's mother die?")]
+    ```
+    """
 
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}

@@ -52,6 +52,18 @@ class EntityGraph:
     Attributes: ``entities`` (:class:`EntityDictionary`), ``passage_ids`` and ``passage_doc_ids`` (parallel
     lists), ``index_id`` (the vector index it belongs to, when known), ``revision`` (counts the edits, so a
     retriever knows when to rebuild its matrices). Build it with :meth:`from_nodes` or :meth:`load`.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EntityGraph, EntityLinker, build_index, load_corpus
+
+    linker = EntityLinker.from_defaults(sources=["titles"])
+    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    graph.persist("./index")
+    print(EntityGraph.load("./index").n_entities)
+    ```
     """
 
     def __init__(self) -> None:

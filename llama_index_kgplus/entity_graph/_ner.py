@@ -61,11 +61,21 @@ class NamedEntity:
 
 class SpacyEntityExtractor:
     """Entity names in texts: spaCy's named entities with ``labels``, plus (``noun_phrases``) the runs of proper
-        nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case
-        "the" and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or
-        more gets its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word
-    ("Lloyd") as aliases. The pipeline loads on first use (:meth:`warm_up`); the
-        lemmatizer is not loaded (nothing here needs it)."""
+    nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case "the"
+    and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or more gets
+    its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word ("Lloyd") as
+    aliases. The pipeline loads on first use (:meth:`warm_up`); the lemmatizer is not loaded (nothing here needs
+    it).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.entity_graph import SpacyEntityExtractor
+
+    (found,) = SpacyEntityExtractor().extract(["The singer Nicki Minaj met Frank Sinatra's daughter."])
+    [(e.name, e.aliases) for e in found]
+    ```
+    """
 
     def __init__(
         self,

@@ -38,7 +38,18 @@ dispatcher = get_dispatcher(__name__)
 
 
 class GraphRetrievalSettings(BaseModel):
-    """The settings of :class:`EntityGraphRetriever` (validated; every one can be passed as a keyword)."""
+    """The settings of :class:`EntityGraphRetriever` (validated; every one can be passed as a keyword).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EntityGraphRetriever
+    from llama_index_kgplus.entity_graph import GraphRetrievalSettings
+
+    settings = GraphRetrievalSettings(similarity_top_k=8, max_hops=4, dense_seeds=3)
+    retriever = EntityGraphRetriever.from_index(index, persist_dir="./index", **settings.model_dump())
+    ```
+    """
 
     similarity_top_k: int = Field(default=8, ge=1, description="Passages returned.")
     damping: float = Field(default=0.85, ge=0.0, lt=1.0, description="Probability that the walk goes on (vs restarts).")

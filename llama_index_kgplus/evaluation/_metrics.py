@@ -115,7 +115,18 @@ class _Metric(BaseEvaluator):
 
 
 class AnswerSimilarity(_Metric):
-    """Cosine similarity of the answer's and the ground truth's embeddings."""
+    """Cosine similarity of the answer's and the ground truth's embeddings.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerSimilarity
+
+    result = AnswerSimilarity(embed_model=embed_model).evaluate(
+        query="Who wrote Hamlet?", response="Shakespeare.", reference="William Shakespeare wrote Hamlet.")
+    result.score
+    ```
+    """
 
     name, needs = "answer_similarity", ("response", "reference")
 
@@ -129,7 +140,18 @@ async def _similarity(embed_model: BaseEmbedding, response: str, reference: str)
 
 
 class AnswerCorrectness(_Metric):
-    """``w_f1 * statement F1 + w_sim * answer similarity`` (RAGAS weights 0.75 / 0.25 by default)."""
+    """``w_f1 * statement F1 + w_sim * answer similarity`` (RAGAS weights 0.75 / 0.25 by default).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerCorrectness
+
+    result = AnswerCorrectness(llm=llm, embed_model=embed_model).evaluate(
+        query="Who wrote Hamlet?", response="Shakespeare.", reference="William Shakespeare wrote Hamlet.")
+    print(result.score, result.details["answer_verdicts"])
+    ```
+    """
 
     name, needs = "answer_correctness", ("query", "response", "reference")
 
@@ -162,7 +184,17 @@ class AnswerCorrectness(_Metric):
 
 
 class AnswerRelevance(_Metric):
-    """Mean cosine between the question and questions generated back from the answer; 0 if noncommittal."""
+    """Mean cosine between the question and questions generated back from the answer; 0 if noncommittal.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerRelevance
+
+    metric = AnswerRelevance(llm=llm, embed_model=embed_model)
+    print(metric.evaluate(query="Who wrote Hamlet?", response="Shakespeare wrote it.").score)
+    ```
+    """
 
     name, needs = "answer_relevance", ("query", "response")
 
@@ -179,7 +211,17 @@ class AnswerRelevance(_Metric):
 
 
 class Faithfulness(_Metric):
-    """Share of the answer's statements supported by the retrieved contexts."""
+    """Share of the answer's statements supported by the retrieved contexts.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import Faithfulness
+
+    contexts = ["Hamlet is a tragedy written by William Shakespeare."]
+    score = Faithfulness(llm=llm).evaluate(query="Who wrote Hamlet?", response="Shakespeare.", contexts=contexts).score
+    ```
+    """
 
     name, needs = "faithfulness", ("query", "response", "contexts")
 
@@ -193,7 +235,17 @@ class Faithfulness(_Metric):
 
 
 class ContextRecall(_Metric):
-    """Share of the ground truth's sentences supported by the retrieved contexts."""
+    """Share of the ground truth's sentences supported by the retrieved contexts.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import ContextRecall
+
+    result = ContextRecall(llm=llm).evaluate(
+        query="Who wrote Hamlet?", contexts=["Hamlet is a tragedy by Shakespeare."], reference="Shakespeare wrote Hamlet.")
+    ```
+    """
 
     name, needs = "context_recall", ("contexts", "reference")
 
@@ -206,7 +258,17 @@ class ContextRecall(_Metric):
 
 
 class ContextPrecision(_Metric):
-    """Average precision of the retrieved contexts, relevance judged against the ground truth."""
+    """Average precision of the retrieved contexts, relevance judged against the ground truth.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import ContextPrecision
+
+    hits = [n.node.get_content() for n in retriever.retrieve("Who wrote Hamlet?")]
+    result = ContextPrecision(llm=llm).evaluate(query="Who wrote Hamlet?", contexts=hits, reference="Shakespeare.")
+    ```
+    """
 
     name, needs = "context_precision", ("query", "contexts", "reference")
 

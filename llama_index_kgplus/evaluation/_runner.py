@@ -90,7 +90,18 @@ class _Stopped(Exception):
 
 
 class EvalRunner:
-    """Answers every sample with every pipeline, then scores each answer with each applicable metric."""
+    """Answers every sample with every pipeline, then scores each answer with each applicable metric.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EvalRunner
+    from llama_index_kgplus.evaluation import load_dataset, write_report
+
+    records = EvalRunner(load_dataset("questions.jsonl"), {"baseline": engine_a, "mine": engine_b}, "out").run()
+    write_report(records, ["baseline", "mine"], "out")
+    ```
+    """
 
     def __init__(
         self,

@@ -46,6 +46,9 @@ from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRew
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
 GlossaryRetrievalMode = Literal["fused", "rewritten", "original"]
+"""What :class:`GlossaryQueryEngine` retrieves with: ``fused`` (the original and the rewritten query, fused by
+reciprocal rank), ``rewritten`` (the rewrite only) or ``original`` (the question as asked; the glossary only
+informs synthesis)."""
 RETRIEVAL_MODES: tuple[str, ...] = ("fused", "rewritten", "original")
 DEFAULT_MODE: GlossaryRetrievalMode = "fused"
 

@@ -52,6 +52,15 @@ class QueryRewrite:
     ``rewritten_query`` is the query retrieval will use: the LLM's rewrite if it passed the guard, the reviewer's
     edit if there was one, else the original query (then ``fallback_reason`` says why). ``proposed_query`` is the
     LLM's cleaned output, kept even when it was refused.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.glossary import GlossaryQueryRewriter
+
+    rewrite = GlossaryQueryRewriter.from_defaults(glossary, llm=llm).rewrite("Why is the GIL a problem?")
+    print(rewrite.rewritten_query if rewrite.changed else rewrite.fallback_reason, rewrite.glossary_terms)
+    ```
     """
 
     original_query: str

@@ -117,7 +117,18 @@ def _json(properties: dict[str, Any]) -> str:
 
 
 class LadybugGraphStore(LadybugPropertyGraphStore):
-    """``LadybugPropertyGraphStore`` whose reads keep core's property graph contract (see the module)."""
+    """``LadybugPropertyGraphStore`` whose reads keep core's property graph contract (see the module).
+
+    Example:
+
+    ```python
+    from llama_index.core import PropertyGraphIndex
+    from llama_index_kgplus import open_graph_store
+
+    store = open_graph_store("ladybug:///data/graph.lbug")  # a LadybugGraphStore
+    index = PropertyGraphIndex.from_documents(documents, property_graph_store=store, embed_kg_nodes=False)
+    ```
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -22,7 +22,17 @@ SCHEMES = ("ladybug", "falkordb", *NEO4J_SCHEMES)
 
 @dataclass(frozen=True)
 class GraphStoreURI:
-    """A parsed graph store URI. ``engine`` is ``"ladybug"``, ``"falkordb"`` or ``"neo4j"``."""
+    """A parsed graph store URI. ``engine`` is ``"ladybug"``, ``"falkordb"`` or ``"neo4j"``.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.graph_stores import GraphStoreURI
+
+    uri = GraphStoreURI.parse("neo4j://localhost:7687")
+    uri.engine, uri.host, uri.port  # ('neo4j', 'localhost', 7687)
+    ```
+    """
 
     uri: str
     engine: str

@@ -57,7 +57,18 @@ def describe_error(exc: BaseException) -> str:
 
 
 class BaseExecutor(BaseModel, ABC):
-    """Runs a batch of :class:`LLMTask` with one LLM; sync ``run`` and async ``arun``."""
+    """Runs a batch of :class:`LLMTask` with one LLM; sync ``run`` and async ``arun``.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import GraphRAGIndex
+    from llama_index_kgplus.graphrag import AsyncioExecutor
+
+    # an executor runs the LLM calls of extraction and reports; AsyncioExecutor and RayExecutor are the two kinds
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm, executor=AsyncioExecutor(num_workers=8))
+    ```
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -90,7 +90,19 @@ class GraphDiff:
 
 
 class GraphSink(ABC):
-    """Where the merged graph is written."""
+    """Where the merged graph is written.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import GraphRAGIndex, open_graph_store
+    from llama_index_kgplus.graphrag import PropertyGraphStoreSink
+
+    # the default sink is a LadybugGraphSink in the store folder; any LlamaIndex property graph store works too
+    sink = PropertyGraphStoreSink(open_graph_store("neo4j://localhost:7687"))
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm, graph_sink=sink)
+    ```
+    """
 
     @abstractmethod
     def write(

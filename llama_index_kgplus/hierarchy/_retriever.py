@@ -34,6 +34,8 @@ _REQUIRED_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children
 _OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage", "split_questions")
 _SETTINGS = _REQUIRED_SETTINGS + _OPTIONAL_SETTINGS
 HierarchicalRetrievalMode = Literal["collapsed", "tree", "evidence"]
+"""How :class:`HierarchicalRetriever` searches the levels: ``evidence`` (summaries lead to the chunks under them),
+``collapsed`` (top-k over all levels at once) or ``tree`` (top-down from the top level)."""
 RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
 _POOL_FACTOR = 4  # evidence mode: candidates searched per result wanted
 

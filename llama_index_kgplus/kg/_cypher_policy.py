@@ -178,7 +178,17 @@ def _entities(form: _Form, question: str, var: str) -> str:
 
 
 class CypherRepair(BaseModel):
-    """One named repair policy (see the module docstring); ``name`` is what a response's metadata calls it."""
+    """One named repair policy (see the module docstring); ``name`` is what a response's metadata calls it.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.kg import CypherQueryEngine, default_cypher_repairs
+
+    [repair.name for repair in default_cypher_repairs()]
+    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    ```
+    """
 
     model_config = ConfigDict(frozen=True)
 

@@ -119,6 +119,19 @@ class KnowledgeGraph:
     Any LlamaIndex ``PropertyGraphStore`` works: a store without a Cypher dialect (``SimplePropertyGraphStore``,
     the default store of ``PropertyGraphIndex``) is read through its API, its entities and their relations, and
     its paths always run on the snapshot.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import KnowledgeGraph, import_kg
+    from llama_index_kgplus.graph_stores import ladybug_uri
+
+    uri = ladybug_uri("umls.lbug")
+    import_kg(uri, "nodes.csv", "relationships.csv")
+    with KnowledgeGraph.open(uri) as kg:
+        mentions = kg.entity_matcher().find("Can a virus cause a disease or syndrome?")
+        paths = kg.shortest_paths([(mentions[0].cid, mentions[1].cid)], max_hops=2)
+    ```
     """
 
     def __init__(

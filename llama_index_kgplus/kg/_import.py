@@ -51,7 +51,17 @@ from llama_index_kgplus.kg._matcher import EntityMatcher
 
 
 class ImportReport(BaseModel):
-    """What an import wrote."""
+    """What an import wrote.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import import_kg
+
+    report = import_kg("ladybug:///data/umls.lbug", "nodes.csv", "relationships.csv")
+    print(report.summary())  # imported 135 nodes, ... into ladybug in 0.4 s; ...
+    ```
+    """
 
     engine: str = Field(description="ladybug, falkordb or neo4j.")
     import_id: str = Field(description="Id of this import (recorded in the store's manifest).")

@@ -31,7 +31,17 @@ class PathRelationship(BaseModel):
 
 
 class KGPath(BaseModel):
-    """A path between two entities; ``text`` renders it in arrow notation."""
+    """A path between two entities; ``text`` renders it in arrow notation.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import KGPathRetriever
+
+    for path in KGPathRetriever.from_defaults(kg, max_hops=2).retrieve_paths("Can a virus cause a disease or syndrome?").paths:
+        print(path.length, path.text)  # 1 virus -[causes]-> disease or syndrome
+    ```
+    """
 
     nodes: list[PathNode] = Field(description="Entities in reading order (length + 1 of them).")
     relationships: list[PathRelationship] = Field(description="Relationships in reading order.")

@@ -78,7 +78,19 @@ class LLMUsage:
 
 
 class UsageMeter:
-    """A thread-safe running total of :class:`LLMUsage`."""
+    """A thread-safe running total of :class:`LLMUsage`.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.llm import metered
+
+    llm = metered(llm)
+    before = llm.meter.snapshot()
+    llm.complete("Say hello.")
+    used = llm.meter.snapshot() - before  # llm_calls, prompt_tokens, completion_tokens
+    ```
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

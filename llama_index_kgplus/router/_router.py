@@ -83,7 +83,17 @@ class RouteFeature:
 
 
 class RouteDecision(BaseModel):
-    """One routing decision with its explanation."""
+    """One routing decision with its explanation.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.router import QuestionRouter
+
+    decision = QuestionRouter.from_defaults(embed_model=embed_model).route("What are the main themes?")
+    decision.route, decision.scores, decision.reason  # ('global', {...}, '...')
+    ```
+    """
 
     question: str
     route: str = Field(description="the kind of question: one of ROUTES")
