@@ -2,14 +2,12 @@
 
 Import a graph from neo4j-admin CSV files (:func:`import_kg`), find the entities a question mentions with a
 dictionary matcher (:class:`EntityMatcher`), compute the bounded shortest paths between every pair of them in
-one query or on an in-process snapshot of the graph (:class:`GraphSnapshot`; :class:`KGPathFinder`,
-:class:`KGPathRetriever`) and answer with those paths next to the retrieved passages
+one query or on an in-process snapshot of the graph (:class:`KGPathFinder`, :class:`KGPathRetriever`) and answer with those paths next to the retrieved passages
 (:class:`KGAugmentedQueryEngine`). Works on Ladybug (embedded, default), FalkorDB and Neo4j.
 
 Questions the path templates do not cover go to read-only text-to-Cypher (:class:`CypherQueryEngine`), whose
-deterministic steps around the LLM's query are named repair policies (:data:`DEFAULT_CYPHER_REPAIRS`; switch one
-off with ``repairs=default_cypher_repairs(exclude={"arrow_reversal"})``; write your own on
-:class:`CypherQueryRewrite`, :class:`CypherQueryCheck` or :class:`CypherSecondTry`).
+deterministic steps around the LLM's query are named repair policies (:class:`CypherRepair`; the defaults are
+:func:`default_cypher_repairs`, switch one off with ``repairs=default_cypher_repairs(exclude={"arrow_reversal"})``).
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

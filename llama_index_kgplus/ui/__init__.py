@@ -1,9 +1,10 @@
 """The browser workbench (``kgplus ui``, optional extra ``ui``): ask with the routed engines and see why, browse an
 index, a knowledge graph and GraphRAG communities, compare ``kgplus eval`` runs.
 
-The logic lives here in plain classes and functions (:class:`Workbench`, :class:`EvalFolder`, the evidence and
-escaping helpers); ``app.py`` is the Streamlit page code, run by ``streamlit run`` in a process that ``kgplus ui``
-starts with the checked :class:`WorkbenchConfig` in ``$KGPLUS_UI_CONFIG``.
+The logic lives in plain classes and functions (:class:`Workbench`, and in this package's private modules the
+eval-folder reader and the evidence and escaping helpers); ``app.py`` is the Streamlit page code, run by
+``streamlit run`` in a process that ``kgplus ui`` starts with the checked :class:`WorkbenchConfig` in
+``$KGPLUS_UI_CONFIG``.
 
 Example:
 
