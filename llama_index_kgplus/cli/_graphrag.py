@@ -105,7 +105,7 @@ def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from llama_index_kgplus._corpus import load_corpus
+    from llama_index_kgplus import load_corpus
     from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
 
     store = Path(args.store)
@@ -140,7 +140,7 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
-    from llama_index_kgplus._corpus import load_corpus
+    from llama_index_kgplus import load_corpus
     from llama_index_kgplus.graphrag._index import require_store
 
     require_store(args.store)

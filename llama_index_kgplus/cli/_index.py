@@ -121,8 +121,7 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from llama_index_kgplus._corpus import load_corpus
-    from llama_index_kgplus._indexing import build_index
+    from llama_index_kgplus import build_index, load_corpus
     from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
