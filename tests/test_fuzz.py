@@ -146,7 +146,7 @@ def test_kg_csv(headers, rows):
     | st.text(max_size=40)
 )
 def test_graph_store_uri(uri):
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
     _parses_or_says_why(GraphStoreURI.parse, uri)
 
@@ -267,7 +267,7 @@ def test_mutated_kg_csv():
 
 
 def test_mutated_store_uris():
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
     rng = random.Random(0)
     seeds = ("ladybug:///data/kg.lbug", "falkordb://127.0.0.1:6379", "neo4j://localhost:7687", "bolt+s://[::1]:7687")

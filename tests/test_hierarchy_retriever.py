@@ -127,7 +127,7 @@ def test_evidence_replaces_a_summary_hit_by_the_chunks_under_it(semantic_index):
     ].node.node_id == (summary.node_id)
     hits = retriever.retrieve(question)
     assert len(hits) == 4 and all(node_level(h.node) == 0 for h in hits)  # summaries never take a place
-    under = {n.node_id for n in retriever._leaves_under(summary)}
+    under = {n.node_id for n in retriever.leaves_under(summary)}
     assert len(under) > 4 and all(node_level(docs[i]) == 0 for i in under)  # through both levels
     assert {h.node.node_id for h in hits} & under
     # a summary that matches much better than every chunk under it is kept, before the chunks

@@ -338,7 +338,7 @@ def test_a_manifest_with_wrong_types_is_a_clear_error(tmp_path, capsys):
 
 
 def test_store_paths_with_spaces_percent_signs_and_hashes(tmp_path):
-    from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
     from llama_index_kgplus.kg import import_kg
 
     path = tmp_path / "my graphs #1 (100%)" / "kg.lbug"

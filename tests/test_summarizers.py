@@ -10,7 +10,8 @@ from llama_index_kgplus._text import split_sentences
 from llama_index_kgplus.errors import SummarizationError
 from llama_index_kgplus.llm import metered
 from llama_index_kgplus.llm._complete import repeats_itself
-from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, Summarizer, TwoStageSummarizer
+from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+from llama_index_kgplus.summarizers._base import Summarizer
 
 CATS = [
     "Cats are small domesticated carnivores that people keep as pets.",

@@ -27,7 +27,7 @@ from llama_index_kgplus.errors import InputDataError
 
 
 def _import(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
     from llama_index_kgplus.kg import import_kg
     from llama_index_kgplus.kg._import import neo4j_admin_import_command
 

@@ -14,6 +14,7 @@ from llama_index_kgplus.evaluation._metrics import (
 from llama_index_kgplus.evaluation._pipelines import PipelineContext, build_pipelines, register_pipeline
 from llama_index_kgplus.evaluation._report import write_report
 from llama_index_kgplus.evaluation._runner import EvalRunner
+from llama_index_kgplus.evaluation._short_answer import answer_contains, token_f1
 
 __all__ = [
     "EvalRunner",
@@ -29,6 +30,8 @@ __all__ = [
     "ContextPrecision",
     "ContextRecall",
     "Faithfulness",
+    "answer_contains",
+    "token_f1",
 ]
 set_public_module(__name__, globals(), __all__)
 
@@ -36,7 +39,6 @@ set_public_module(__name__, globals(), __all__)
 __getattr__ = deprecated_names(
     __name__,
     {
-        "answer_contains": "llama_index_kgplus.evaluation._short_answer:answer_contains",
         "average_precision": "llama_index_kgplus.evaluation._metrics:average_precision",
         "DEFAULT_METRICS": "llama_index_kgplus.evaluation._runner:DEFAULT_METRICS",
         "exact_match": "llama_index_kgplus.evaluation._short_answer:exact_match",
@@ -55,6 +57,5 @@ __getattr__ = deprecated_names(
         "ScoreRecord": "llama_index_kgplus.evaluation._runner:ScoreRecord",
         "SHORT_ANSWER_METRICS": "llama_index_kgplus.evaluation._short_answer:SHORT_ANSWER_METRICS",
         "summarize": "llama_index_kgplus.evaluation._report:summarize",
-        "token_f1": "llama_index_kgplus.evaluation._short_answer:token_f1",
     },
 )

@@ -27,7 +27,7 @@ class GraphStoreURI:
     Example:
 
     ```python
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
     uri = GraphStoreURI.parse("neo4j://localhost:7687")
     uri.engine, uri.host, uri.port  # ('neo4j', 'localhost', 7687)

@@ -285,6 +285,16 @@ class HierarchicalRetriever(BaseRetriever):
             frontier = [n for n in (self._node(i) for i in child_ids) if n is not None]
         return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: limit or self.similarity_top_k]
 
+    def leaves_under(self, node: BaseNode) -> list[BaseNode]:
+        """The chunks (level 0) below the summary node ``node``, at any depth (``[]`` for a chunk).
+
+        ```python
+        summary = next(h.node for h in retriever.retrieve("How do I make a venv?") if h.node.metadata["level"])
+        print([leaf.node_id for leaf in retriever.leaves_under(summary)])
+        ```
+        """
+        return self._leaves_under(node)
+
     def _leaves_under(self, node: BaseNode, query: np.ndarray | None = None) -> list[BaseNode]:
         """The chunks (level 0) below a summary. With ``query``, only the ``beam_width`` (else
         ``similarity_top_k``) summaries most similar to it are followed at each level; without, every one."""

@@ -17,7 +17,7 @@ from llama_index_kgplus.kg._cypher_policy import CypherRepair
 from llama_index_kgplus.kg._cypher_repairs import default_cypher_repairs
 from llama_index_kgplus.kg._finder import KGPathFinder
 from llama_index_kgplus.kg._graph import KnowledgeGraph
-from llama_index_kgplus.kg._import import ImportReport, import_kg
+from llama_index_kgplus.kg._import import import_kg
 from llama_index_kgplus.kg._matcher import EntityMatcher
 from llama_index_kgplus.kg._paths import KGPath
 from llama_index_kgplus.kg._query_engine import KGAugmentedQueryEngine
@@ -33,7 +33,6 @@ __all__ = [
     "CypherQueryEngine",
     "EntityMatcher",
     "KGPath",
-    "ImportReport",
     "CypherRepair",
     "default_cypher_repairs",
 ]
@@ -43,6 +42,7 @@ set_public_module(__name__, globals(), __all__)
 __getattr__ = deprecated_names(
     __name__,
     {
+        "ImportReport": "llama_index_kgplus.kg._import:ImportReport",
         "ArrowReversal": "llama_index_kgplus.kg._cypher_repairs:ArrowReversal",
         "ChainCheck": "llama_index_kgplus.kg._cypher_checks:ChainCheck",
         "CountCheck": "llama_index_kgplus.kg._cypher_checks:CountCheck",

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
-from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.graph_stores import open_graph_store
 from llama_index_kgplus.graph_stores._dialects import (
     GraphDialect,
     GraphLayout,
@@ -37,6 +37,7 @@ from llama_index_kgplus.graph_stores._dialects import (
     dialect_for_engine,
     dialect_for_store,
 )
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 from llama_index_kgplus.kg._matcher import EntityMatcher
 from llama_index_kgplus.kg._path_engine import DEFAULT_MAX_EDGES, SnapshotCache, check_path_engine, uses_snapshot
 from llama_index_kgplus.kg._snapshot import GraphSnapshot

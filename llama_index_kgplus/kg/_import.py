@@ -43,8 +43,8 @@ from tqdm.auto import tqdm
 
 from llama_index_kgplus._files import fsync_dir
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
-from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, NodeRecord, quote_identifier
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
 from llama_index_kgplus.kg._csv import KGData, read_kg_csv
 from llama_index_kgplus.kg._graph import KGManifest, KnowledgeGraph, default_cache_dir, manifest_key, rel_table_for
 from llama_index_kgplus.kg._matcher import EntityMatcher

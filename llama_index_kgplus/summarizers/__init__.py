@@ -16,12 +16,11 @@ summarizer.summarize(["chunk one ...", "chunk two ..."])
 from llama_index_kgplus._deprecation import deprecated_names
 from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.summarizers._abstractive import AbstractiveSummarizer
-from llama_index_kgplus.summarizers._base import BaseSummarizer, Summarizer
+from llama_index_kgplus.summarizers._base import BaseSummarizer
 from llama_index_kgplus.summarizers._extractive import ExtractiveSummarizer
 from llama_index_kgplus.summarizers._two_stage import TwoStageSummarizer
 
 __all__ = [
-    "Summarizer",
     "BaseSummarizer",
     "ExtractiveSummarizer",
     "AbstractiveSummarizer",
@@ -35,6 +34,7 @@ __getattr__ = deprecated_names(
     {
         "DEFAULT_SUMMARY_PROMPT": "llama_index_kgplus.summarizers._abstractive:DEFAULT_SUMMARY_PROMPT",
         "split_sentences": "llama_index_kgplus._text:split_sentences",
+        "Summarizer": "llama_index_kgplus.summarizers._base:Summarizer",
         "SummarizationError": "llama_index_kgplus.errors:SummarizationError",
     },
 )

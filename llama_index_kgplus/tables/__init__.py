@@ -16,12 +16,14 @@ print(response, response.metadata["sql"])
 from llama_index_kgplus._deprecation import deprecated_names
 from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.tables._engine import TableQueryEngine, TableRetriever
+from llama_index_kgplus.tables._guard import read_only_select
 from llama_index_kgplus.tables._tables import SQLTables
 
 __all__ = [
     "TableQueryEngine",
     "TableRetriever",
     "SQLTables",
+    "read_only_select",
 ]
 set_public_module(__name__, globals(), __all__)
 
@@ -29,7 +31,6 @@ set_public_module(__name__, globals(), __all__)
 __getattr__ = deprecated_names(
     __name__,
     {
-        "read_only_select": "llama_index_kgplus.tables._guard:read_only_select",
         "SQLAnswer": "llama_index_kgplus.tables._engine:SQLAnswer",
         "SQLResult": "llama_index_kgplus.tables._tables:SQLResult",
         "table_kind": "llama_index_kgplus.tables._tables:table_kind",

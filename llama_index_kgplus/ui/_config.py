@@ -76,7 +76,7 @@ class WorkbenchConfig(BaseModel):
                 raise InputDataError(f"--eval {self.eval_dir} is not a `kgplus eval` output (no per_question.csv).")
             update["eval_dir"] = self.eval_dir.resolve()
         if self.kg_store is not None:
-            from llama_index_kgplus.graph_stores import GraphStoreURI
+            from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
             GraphStoreURI.parse(self.kg_store)
         return self.model_copy(update=update)
