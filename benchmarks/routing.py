@@ -1,5 +1,5 @@
 """Question routing and table answers on a labelled set written from the shared data (``routing_questions.jsonl``,
-105 questions: see benchmarks/README.md for how it was built).
+105 questions; its figures: docs/benchmarks/index.md, "Routing and table questions").
 
 Routers compared (same sources: the bundled UMLS knowledge graph's entity dictionary and the bundled tables
 ``weather`` and ``stocks``):

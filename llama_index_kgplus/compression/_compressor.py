@@ -30,7 +30,7 @@ from llama_index_kgplus.events import CompressionEvent
 from llama_index_kgplus.llm._tokens import TokenCounter
 
 COMPRESSION_KEY = "compression"
-# Chosen in benchmarks/compression.py (benchmarks/README.md): the smallest budget at which the default 1.5B model
+# Chosen in benchmarks/compression.py (figures: docs/benchmarks/index.md): the smallest budget at which the default 1.5B model
 # answers as well as from whole passages on 42 SQuAD questions; 256 and 512 lost 19 and 14 points of answer_contains.
 DEFAULT_CONTEXT_BUDGET = 1024
 _CACHE_SIZE = 20_000

@@ -3,7 +3,7 @@
 The paths go to the synthesizer as ONE leading node, a clearly delimited "knowledge graph relationship paths"
 section, followed by the retrieved passages. ``path_format="arrows"`` writes ``a -[R]-> b <-[S]- c`` and the
 prompt tells the model how to read the arrows; ``"facts"`` writes ``a R b; c S b``, which small local models
-turn into prose instead of copying the notation (see benchmarks/README.md). Any standard LlamaIndex response
+turn into prose instead of copying the notation (figures: docs/benchmarks/index.md). Any standard LlamaIndex response
 synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's ``metadata`` gains
 ``kg_entities`` (the mentions), ``kg_paths`` (the structured paths used) and ``usage``. ``node_postprocessors`` (or
 ``context_budget`` in ``from_defaults``) run on the passages only, with the paths' facts as a hint to a query-aware
