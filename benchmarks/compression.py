@@ -56,7 +56,7 @@ def run_config(index, llm, questions, budget, embed_model):
     from llama_index.core.schema import MetadataMode
 
     from llama_index_kgplus.compression import ContextCompressor
-    from llama_index_kgplus.evaluation import answer_contains, exact_match, token_f1
+    from llama_index_kgplus.evaluation._short_answer import answer_contains, exact_match, token_f1
     from llama_index_kgplus.llm import AnswerUsage, attach_usage
 
     post = [] if budget is None else [ContextCompressor.from_defaults(budget, embed_model=embed_model, llm=llm)]
@@ -106,7 +106,7 @@ def demo_questions(model, budget):
     first run; the usage figures start at each question, so they do not include the indexing)."""
     import io
 
-    from llama_index_kgplus.demo import run_demo
+    from llama_index_kgplus._demo import run_demo
     from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
 
     llm = metered(llm_from_spec(model))
@@ -131,21 +131,20 @@ def main() -> None:
     parser.add_argument("--answers", type=Path, help="write every answer to this JSONL file")
     args = parser.parse_args()
 
-    from llama_index_kgplus import defaults
-    from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
-    from llama_index_kgplus.indexing import build_index
+    from llama_index_kgplus import _defaults, build_index
+    from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
     from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
 
-    os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
-    os.environ[defaults.HOME_ENV] = tempfile.mkdtemp(prefix="kgplus-compression-")
+    os.environ.setdefault(_defaults.MODELS_DIR_ENV, str(_defaults.models_dir()))
+    os.environ[_defaults.HOME_ENV] = tempfile.mkdtemp(prefix="kgplus-compression-")
     budgets = [int(b) for b in args.budgets.split(",") if b]
     demo_budget = DEFAULT_CONTEXT_BUDGET if DEFAULT_CONTEXT_BUDGET in budgets else budgets[0]
     if args.demo_only:
-        demo_questions(defaults.DEFAULT_LLM, demo_budget)
+        demo_questions(_defaults.DEFAULT_LLM, demo_budget)
         return
     docs, questions = load(args.per_article)
     embed_model = embed_model_from_spec()
-    index = build_index(docs, Path(os.environ[defaults.HOME_ENV]) / "index", embed_model=embed_model, chunk_size=384,
+    index = build_index(docs, Path(os.environ[_defaults.HOME_ENV]) / "index", embed_model=embed_model, chunk_size=384,
                         chunk_overlap=32, show_progress=False)  # fmt: skip
     print(f"## Context compression: {len(questions)} SQuAD questions over {', '.join(ARTICLES)} "
           f"({len(index.docstore.docs)} chunks of 384 tokens), top {TOP_K}")  # fmt: skip
@@ -166,7 +165,7 @@ def main() -> None:
         print_table(model, results)
         del llm
     if not args.no_demo:
-        demo_questions(defaults.DEFAULT_LLM, demo_budget)
+        demo_questions(_defaults.DEFAULT_LLM, demo_budget)
 
 
 if __name__ == "__main__":

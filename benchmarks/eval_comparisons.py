@@ -111,9 +111,9 @@ def glossary(limit: int, llm: str, judge: str | None) -> Path:
     out = OUT / "glossary"
     data = BENCH / "glossary-pydocs"
     # the index glossary_retrieval.py builds (same chunking) saves re-ingesting 488 pages
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus import _defaults
 
-    index = defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
+    index = _defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
     source = (
         ["--index", str(index)] if (index / "docstore.json").is_file() else ["--corpus", str(data / "corpus.jsonl")]
     )

@@ -42,11 +42,9 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.prompts.default_prompts import DEFAULT_TEXT_QA_PROMPT
 from llama_index.core.schema import QueryBundle
 
-from llama_index_kgplus import defaults
-from llama_index_kgplus.corpus import load_corpus
+from llama_index_kgplus import _defaults, build_index, load_corpus, load_index
 from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine, GlossaryTermSelector
 from llama_index_kgplus.glossary._rewrite import NO_TERMS
-from llama_index_kgplus.indexing import build_index, load_index
 from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 from llama_index_kgplus.llm._local import local_model_path
 
@@ -167,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--index-dir", type=Path, default=None, help="default $KGPLUS_HOME/bench/glossary-pydocs-index")
-    parser.add_argument("--llm", default=defaults.DEFAULT_LLM, help="local model name (default: the 1.5B model)")
+    parser.add_argument("--llm", default=_defaults.DEFAULT_LLM, help="local model name (default: the 1.5B model)")
     parser.add_argument("--cache", type=Path, default=CACHE, help="JSON cache of the LLM's rewrites")
     parser.add_argument("--depth", type=int, default=50, help="chunks retrieved per query (default 50)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
@@ -178,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     embed_model = embed_model_from_spec()
-    index_dir = args.index_dir or defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
+    index_dir = args.index_dir or _defaults.kgplus_home() / "bench" / "glossary-pydocs-index"
     index = load_or_build_index(index_dir, args.data, embed_model)
     glossary = Glossary.load(args.data / "glossary.json")
     questions = [json.loads(line) for line in (args.data / "questions.jsonl").read_text().splitlines() if line.strip()]

@@ -39,7 +39,7 @@ from pathlib import Path
 from llama_index.core import Document
 
 from llama_index_kgplus.graphrag import GraphRAGIndex
-from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 
 DATA = Path("/work/shared/bench-data/longdocs-squad/docs.jsonl")
 

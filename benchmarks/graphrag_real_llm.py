@@ -26,14 +26,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from graphrag_incremental import DATA, paragraphs  # noqa: E402
 from llama_index.core import Document  # noqa: E402
 
-from llama_index_kgplus import defaults  # noqa: E402
+from llama_index_kgplus import _defaults  # noqa: E402
 from llama_index_kgplus.graphrag import CommunityReportGenerator, GraphExtractor, GraphRAGIndex  # noqa: E402
 from llama_index_kgplus.llm import llm_from_spec
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llm", default=defaults.FAST_LLM)
+    parser.add_argument("--llm", default=_defaults.FAST_LLM)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--docs", type=int, default=6)
     parser.add_argument("--chars", type=int, default=500)

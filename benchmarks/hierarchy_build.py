@@ -98,17 +98,17 @@ def run_system(
     from llama_index.core.node_parser import SentenceSplitter
     from llama_index.core.schema import NodeRelationship
 
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus import _defaults
     from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
-    package = Path(defaults.__file__).resolve().parent
+    package = Path(_defaults.__file__).resolve().parent
     if (variant == "before") == (package.parent == Path(__file__).resolve().parents[1]):
         raise SystemExit(
             f"--variant before needs an older checkout on PYTHONPATH, the other variants this one's; imported: {package}"
         )
     embed_model = embed_model_from_spec()
     legacy, extractive = variant == "legacy", variant == "extractive"
-    llm = None if extractive else CountingLLM(llm_from_spec(llm_name or defaults.FAST_LLM, max_new_tokens=256))
+    llm = None if extractive else CountingLLM(llm_from_spec(llm_name or _defaults.FAST_LLM, max_new_tokens=256))
     embed_model.get_text_embedding("warm up")  # model loading is not part of the build
     docs = load_articles(articles)
     if smoke:  # a quick check of the script itself: one short document

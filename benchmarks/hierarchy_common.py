@@ -19,7 +19,8 @@ from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, TextNode
 
-from llama_index_kgplus.llm import MeteredLLM, usage_meter
+from llama_index_kgplus.llm import MeteredLLM
+from llama_index_kgplus.llm._usage import usage_meter
 
 BENCH_DATA = Path(os.environ.get("KGPLUS_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data"))
 LONGDOCS = BENCH_DATA / "longdocs-squad"

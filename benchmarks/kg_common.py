@@ -60,7 +60,7 @@ def ms(samples: list[float]) -> str:
 
 
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
-    """A Markdown table, so the output can be pasted into benchmarks/README.md."""
+    """A Markdown table, so the output can be pasted into docs/benchmarks/index.md."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |")

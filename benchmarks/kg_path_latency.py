@@ -46,9 +46,10 @@ import networkx as nx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kg_common import BENCH, ms, print_table, write_random_graph  # noqa: E402
 
-from llama_index_kgplus.graph_stores import RawPath, ladybug_uri  # noqa: E402
+from llama_index_kgplus._testing import falkordb_server  # noqa: E402
+from llama_index_kgplus.graph_stores import ladybug_uri
+from llama_index_kgplus.graph_stores._dialect_base import RawPath  # noqa: E402
 from llama_index_kgplus.kg import KGPathFinder, KnowledgeGraph, import_kg  # noqa: E402
-from llama_index_kgplus.testing import falkordb_server  # noqa: E402
 
 GRAPHS = {"famplex": None, "gen20k": (20_000, 100_000), "gen100k": (100_000, 1_000_000)}
 
@@ -133,7 +134,7 @@ def path_keys(paths: list[RawPath]) -> list[tuple]:
 
 def build_snapshot(kg: KnowledgeGraph) -> dict[str, float]:
     """Build the snapshot from the store (no file yet), then time loading it back from its file."""
-    from llama_index_kgplus.kg import GraphSnapshot
+    from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
     kg.refresh()
     seconds, snapshot = timed(lambda: kg.path_snapshot("snapshot"))

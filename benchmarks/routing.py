@@ -1,5 +1,5 @@
 """Question routing and table answers on a labelled set written from the shared data (``routing_questions.jsonl``,
-105 questions: see benchmarks/README.md for how it was built).
+105 questions; its figures: docs/benchmarks/index.md, "Routing and table questions").
 
 Routers compared (same sources: the bundled UMLS knowledge graph's entity dictionary and the bundled tables
 ``weather`` and ``stocks``):
@@ -23,17 +23,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from llama_index_kgplus._sample import SAMPLE_STOCKS_TABLE
 from llama_index_kgplus.kg import EntityMatcher
 from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
-from llama_index_kgplus.router import (
-    ROUTE_DESCRIPTIONS,
-    ROUTES,
-    JSONSingleSelector,
-    QuestionRouter,
-    kg_entity_feature,
-    table_feature,
-)
-from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_STOCKS_TABLE, SAMPLE_WEATHER_TABLE
+from llama_index_kgplus.router import QuestionRouter
+from llama_index_kgplus.router._features import kg_entity_feature, table_feature
+from llama_index_kgplus.router._router import ROUTES
+from llama_index_kgplus.router._selector import ROUTE_DESCRIPTIONS, JSONSingleSelector
+from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_WEATHER_TABLE
 from llama_index_kgplus.tables import SQLTables, TableRetriever
 
 QUESTIONS = Path(__file__).with_name("routing_questions.jsonl")

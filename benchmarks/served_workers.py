@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from graphrag_incremental import DATA, paragraphs  # noqa: E402
 from llama_index.core import Document  # noqa: E402
 
-from llama_index_kgplus import defaults  # noqa: E402
+from llama_index_kgplus import _defaults  # noqa: E402
+from llama_index_kgplus._testing import llama_cpp_server  # noqa: E402
 from llama_index_kgplus.graphrag import (  # noqa: E402
     AsyncioExecutor,
     CommunityReportGenerator,
@@ -36,7 +37,6 @@ from llama_index_kgplus.graphrag import (  # noqa: E402
 )
 from llama_index_kgplus.llm import llm_from_spec  # noqa: E402
 from llama_index_kgplus.llm._local import local_model_path  # noqa: E402
-from llama_index_kgplus.testing import llama_cpp_server  # noqa: E402
 
 
 def run(llm, docs: list[Document], workers: int) -> dict:
@@ -59,7 +59,7 @@ def run(llm, docs: list[Document], workers: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--llm", default=defaults.FAST_LLM, help="packaged model name or .gguf path")
+    parser.add_argument("--llm", default=_defaults.FAST_LLM, help="packaged model name or .gguf path")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--docs", type=int, default=4)
     parser.add_argument("--chars", type=int, default=400)

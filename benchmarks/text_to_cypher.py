@@ -201,7 +201,8 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
-    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine, KnowledgeGraph, default_cypher_repairs, import_kg
+    from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph, default_cypher_repairs, import_kg
+    from llama_index_kgplus.kg._cypher import CypherAnswer
     from llama_index_kgplus.llm import llm_from_spec
 
     llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)

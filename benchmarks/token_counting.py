@@ -31,10 +31,11 @@ from llama_index.core import Document, Settings  # noqa: E402
 from llama_index.core.callbacks import CallbackManager, TokenCountingHandler  # noqa: E402
 from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
 
-from llama_index_kgplus import defaults  # noqa: E402
-from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered, usage_meter  # noqa: E402
-from llama_index_kgplus.sample import (  # noqa: E402
-    SAMPLE_DIR,
+from llama_index_kgplus import _defaults  # noqa: E402
+from llama_index_kgplus._sample import SAMPLE_DIR
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
+from llama_index_kgplus.llm._usage import usage_meter  # noqa: E402
+from llama_index_kgplus.sample import (
     SAMPLE_DOCS,
     SAMPLE_KG_NODES,
     SAMPLE_KG_RELATIONSHIPS,
@@ -57,7 +58,7 @@ class Sources:
     """The small data every engine reads, built once."""
 
     def __init__(self, llm: Any, embed_model: Any, workdir: Path) -> None:
-        from llama_index_kgplus.indexing import build_index
+        from llama_index_kgplus import build_index
         from llama_index_kgplus.tables import SQLTables
 
         self.llm, self.embed_model, self.workdir = llm, embed_model, workdir
@@ -69,7 +70,7 @@ class Sources:
         self._graphrag = self.graphrag_index()  # by the rule-based test LLM, before any figure is taken
 
     def compressor(self) -> list[Any]:
-        from llama_index_kgplus.compression import postprocessors_for
+        from llama_index_kgplus.compression._apply import postprocessors_for
 
         return postprocessors_for(None, 512, embed_model=self.embed_model, llm=self.llm)
 
@@ -92,8 +93,8 @@ class Sources:
 
     def summary_index(self, kind: str) -> Any:
         """The first 5000 characters of the long sample document in 128-token chunks, with summaries."""
+        from llama_index_kgplus import build_index
         from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
-        from llama_index_kgplus.indexing import build_index
 
         [doc] = [Document(id_=r["id"], text=r["text"][:5000]) for r in records(SAMPLE_LONGDOC)]
         builder_cls = SemanticChunkingSummaryNodeBuilder if kind == "semantic" else RaptorSummaryNodeBuilder
@@ -125,8 +126,8 @@ class Sources:
         return KGAugmentedQueryEngine.from_defaults(paths, self.index.as_retriever(similarity_top_k=2), llm=self.llm)
 
     def multihop(self) -> Any:
+        from llama_index_kgplus import build_index
         from llama_index_kgplus.entity_graph import EntityGraph, EntityGraphRetriever, EntityLinker
-        from llama_index_kgplus.indexing import build_index
 
         rows = records(SAMPLE_MULTIHOP_DOCS)
         docs = [Document(id_=r["id"], text=r["text"], metadata={"doc_id": r["id"], "title": r["title"]})
@@ -140,7 +141,7 @@ class Sources:
 
     def graphrag_index(self) -> Any:
         from llama_index_kgplus.graphrag import GraphRAGIndex
-        from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+        from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 
         texts = {
             "curie": "Marie Curie was born in Warsaw. Marie Curie worked in Paris with Pierre Curie.",
@@ -165,13 +166,14 @@ class Sources:
         return TableQueryEngine.from_defaults(self.tables, llm=self.llm)
 
     def routed(self) -> Any:
-        from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, table_feature
+        from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine
+        from llama_index_kgplus.router._features import table_feature
 
         router = QuestionRouter.from_defaults(self.embed_model, features=[table_feature(self.tables)])
         return RoutedQueryEngine.from_defaults({"local": self.vector(), "sql": self.sql()}, router=router)
 
     def selector(self) -> Any:
-        from llama_index_kgplus.router import ROUTE_DESCRIPTIONS, JSONSingleSelector
+        from llama_index_kgplus.router._selector import ROUTE_DESCRIPTIONS, JSONSingleSelector
 
         selector = JSONSingleSelector(llm=self.llm)
         return lambda: selector.select(list(ROUTE_DESCRIPTIONS.values()), "How is a virus related to a disease?")
@@ -239,7 +241,7 @@ def measure(name: str, run: Callable[[], Any], llm: Any, handler: TokenCountingH
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--llm", default=defaults.FAST_LLM)
+    parser.add_argument("--llm", default=_defaults.FAST_LLM)
     parser.add_argument("--only", help="comma-separated engine names")
     parser.add_argument("--json", action="store_true", help="one JSON line per engine")
     args = parser.parse_args()

@@ -1,5 +1,4 @@
-from llama_index_kgplus import build_index, load_corpus
-from llama_index_kgplus.compression import ContextCompressor
+from llama_index_kgplus import ContextCompressor, build_index, load_corpus
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, embed_model_from_spec, llm_from_spec, metered
 from llama_index_kgplus.sample import SAMPLE_DOCS
 

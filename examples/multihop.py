@@ -1,5 +1,4 @@
-from llama_index_kgplus import EntityGraph, EntityGraphRetriever, build_index, load_corpus
-from llama_index_kgplus.entity_graph import EntityLinker
+from llama_index_kgplus import EntityGraph, EntityGraphRetriever, EntityLinker, build_index, load_corpus
 from llama_index_kgplus.llm import embed_model_from_spec
 from llama_index_kgplus.sample import SAMPLE_MULTIHOP_DOCS
 

@@ -13,4 +13,3 @@ with KGPlusSources(index="index", kg_store=kg, tables=tables, llm=llm, embed_mod
     response = engine.query("What was the total precipitation in 2014?")
     print(response.metadata["route"], response.metadata["sql"], response.metadata["usage"]["llm_calls"])
     print(sources.router().route("How is a virus related to a disease or syndrome?").route)  # kg
-    hits = sources.retriever("local").retrieve("How do I create a virtual environment?")

@@ -23,17 +23,12 @@ from llama_index.core.graph_stores.types import PropertyGraphStore
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
+from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
-from llama_index_kgplus.glossary import DEFAULT_MODE, Glossary, RetrievalMode
-from llama_index_kgplus.llm import (
-    ModelSpec,
-    embed_model_from_spec,
-    embed_model_identity,
-    llm_from_spec,
-    metered,
-    resolve_model_spec,
-)
+from llama_index_kgplus.glossary import Glossary, GlossaryRetrievalMode
+from llama_index_kgplus.glossary._engine import DEFAULT_MODE
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered, resolve_model_spec
+from llama_index_kgplus.llm._specs import ModelSpec, embed_model_identity
 
 __all__ = ["ENGINE_NAMES", "KGPlusSources"]
 
@@ -61,16 +56,18 @@ class KGPlusSources(BaseModel):
     models (LLM and embedding model objects, or model specs; None: ``Settings``). Each route's engine is built
     on its first question.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus import KGPlusSources
+    ```python
+    from llama_index_kgplus import KGPlusSources
 
-        with KGPlusSources(index="./index", tables={"weather": "seattle-weather.csv"},
-                           llm="qwen2.5-coder-1.5b", embed_model="local") as sources:
-            engine = sources.routed_query_engine()
-            response = engine.query("What was the total precipitation in 2014?")
-            response.metadata["route"], response.metadata["usage"]
-            sources.retriever("local").retrieve("How do I create a virtual environment?")
+    with KGPlusSources(index="./index", tables={"weather": "seattle-weather.csv"},
+                       llm="qwen2.5-coder-1.5b", embed_model="local") as sources:
+        engine = sources.routed_query_engine()
+        response = engine.query("What was the total precipitation in 2014?")
+        response.metadata["route"], response.metadata["usage"]
+        sources.retriever("local").retrieve("How do I create a virtual environment?")
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -104,7 +101,7 @@ class KGPlusSources(BaseModel):
         description="more settings of a route's retriever: {'local': {...} of HierarchicalRetriever, 'multihop': "
         "{...} of EntityGraphRetriever (damping, max_hops, include_parents...), 'kg': {...} of KGPathRetriever}",
     )
-    glossary_mode: RetrievalMode = Field(
+    glossary_mode: GlossaryRetrievalMode = Field(
         default=DEFAULT_MODE, description="with a glossary: rewritten, original or fused"
     )
     streaming: bool = Field(default=False, description="the engines that can stream their answers do")
@@ -149,7 +146,8 @@ class KGPlusSources(BaseModel):
             what = "entity_graph" if self.entity_graph is not None else "glossary"
             raise InputDataError(f"{what} belongs to an index: give index too.")
         if self.graphrag is not None:
-            from llama_index_kgplus.graphrag import GraphRAGIndex, require_store
+            from llama_index_kgplus.graphrag import GraphRAGIndex
+            from llama_index_kgplus.graphrag._index import require_store
 
             if isinstance(self.graphrag, _PATH):
                 require_store(self.graphrag)
@@ -176,8 +174,8 @@ class KGPlusSources(BaseModel):
     def _check_index(self) -> bool:
         """Check the index (and, for a folder, that it was built with this embedding model); whether it has an
         entity graph."""
+        from llama_index_kgplus._indexing import check_embed_model, require_index
         from llama_index_kgplus.entity_graph import EntityGraph
-        from llama_index_kgplus.indexing import check_embed_model, require_index
 
         if isinstance(self.index, _PATH):
             require_index(self.index)
@@ -298,7 +296,7 @@ class KGPlusSources(BaseModel):
         def load() -> VectorStoreIndex:
             if isinstance(self.index, VectorStoreIndex):
                 return self.index
-            from llama_index_kgplus.indexing import load_index
+            from llama_index_kgplus._indexing import load_index
 
             return load_index(self.index, embed_model=self.get_embed_model(), check=False)
 
@@ -328,7 +326,8 @@ class KGPlusSources(BaseModel):
         and the terms of the tables as features."""
 
         def build() -> Any:
-            from llama_index_kgplus.router import QuestionRouter, kg_entity_feature, table_feature
+            from llama_index_kgplus.router import QuestionRouter
+            from llama_index_kgplus.router._features import kg_entity_feature, table_feature
 
             features = []
             if self.knowledge_graph is not None:
@@ -360,7 +359,8 @@ class KGPlusSources(BaseModel):
         return self._once(f"retriever:{route}", builders[route])  # type: ignore[no-any-return]
 
     def _local_retriever(self) -> BaseRetriever:
-        from llama_index_kgplus.hierarchy import HierarchicalRetriever, default_mode, manifest_root_ids
+        from llama_index_kgplus.hierarchy import HierarchicalRetriever
+        from llama_index_kgplus.hierarchy._retriever import default_mode, manifest_root_ids
 
         index = self.get_index()
         roots = manifest_root_ids(self.index, index.docstore) if isinstance(self.index, _PATH) else None
@@ -401,7 +401,7 @@ class KGPlusSources(BaseModel):
     def node_postprocessors(self, llm: LLM | None = None) -> list[Any]:
         """What the passage engines put between retrieval and the LLM: the context compressor (nothing without
         ``context_budget``), its budget counted in ``llm``'s tokens (None: a generic tokenizer, no LLM loads)."""
-        from llama_index_kgplus.compression import postprocessors_for
+        from llama_index_kgplus.compression._apply import postprocessors_for
 
         return postprocessors_for(None, self.context_budget, embed_model=self.get_embed_model(), llm=llm)
 

@@ -2,12 +2,14 @@
 guard and the database run it, a database error (or a ``check``'s complaint about a query that ran) goes back
 to the LLM once, and what happened is recorded.
 
-Example::
+Example:
 
-    loop = QueryLoop(question, noun="SQL", language="SQL", source="tables", prompt=make_prompt,
-                     repair=make_repair_prompt, execute=tables.run, retry_on=(InputDataError,))
-    write_query(loop, llm, SQLReply, lambda reply: (reply.sql.strip(), reply.reason))
-    loop.result, loop.refused, loop.repaired
+```python
+loop = QueryLoop(question, noun="SQL", language="SQL", source="tables", prompt=make_prompt,
+                 repair=make_repair_prompt, execute=tables.run, retry_on=(InputDataError,))
+write_query(loop, llm, SQLReply, lambda reply: (reply.sql.strip(), reply.reason))
+loop.result, loop.refused, loop.repaired
+```
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any, TypeVar
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel
 
+from llama_index_kgplus._structured import agenerate_json, generate_json
 from llama_index_kgplus.errors import QueryCheckError, UnsafeQueryError
 from llama_index_kgplus.events import GeneratedQueryEvent
-from llama_index_kgplus.structured import agenerate_json, generate_json
 
 __all__ = ["QueryLoop", "awrite_query", "write_query"]
 

@@ -43,7 +43,22 @@ __all__ = [
 
 
 class GlossaryRewriteEvent(BaseEvent):
-    """A question rewritten with the glossary (``GlossaryQueryRewriter.rewrite``), with the drift guard's verdict."""
+    """A question rewritten with the glossary (``GlossaryQueryRewriter.rewrite``), with the drift guard's verdict.
+
+    Example:
+
+    ```python
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    class RewriteLog(BaseEventHandler):
+        def handle(self, event, **kwargs):
+            if isinstance(event, GlossaryRewriteEvent) and not event.accepted:
+                print("kept the question:", event.fallback_reason)
+
+    get_dispatcher().add_event_handler(RewriteLog())
+    ```
+    """
 
     original_query: str = Field(description="The question as asked.")
     rewritten_query: str = Field(description="What retrieval uses: the rewrite if accepted, else the question.")
@@ -61,7 +76,16 @@ class GlossaryRewriteEvent(BaseEvent):
 
 
 class KGEntitiesEvent(BaseEvent):
-    """The knowledge-graph entities a question mentions (``KGPathFinder.find``)."""
+    """The knowledge-graph entities a question mentions (``KGPathFinder.find``).
+
+    Example:
+
+    ```python
+    # in the handle(event) method of a BaseEventHandler added with get_dispatcher().add_event_handler(...)
+    if isinstance(event, KGEntitiesEvent):
+        names = [mention["name"] for mention in event.entities]
+    ```
+    """
 
     text: str = Field(description="The question.")
     entities: list[dict[str, Any]] = Field(description="Mentions in text order: cid, name, start, end.")
@@ -73,7 +97,16 @@ class KGEntitiesEvent(BaseEvent):
 
 
 class KGPathsEvent(BaseEvent):
-    """The relationship paths found between the question's entities (``KGPathFinder.find``)."""
+    """The relationship paths found between the question's entities (``KGPathFinder.find``).
+
+    Example:
+
+    ```python
+    # in the handle(event) method of a BaseEventHandler on LlamaIndex's root dispatcher
+    if isinstance(event, KGPathsEvent):
+        print(f"{event.pairs} pairs:", *event.paths, sep="\n  ")
+    ```
+    """
 
     text: str = Field(description="The question.")
     pairs: int = Field(description="Entity pairs searched (0 with one entity: its neighbours).")
@@ -86,7 +119,16 @@ class KGPathsEvent(BaseEvent):
 
 
 class EntityGraphSeedsEvent(BaseEvent):
-    """Where the personalized PageRank walk of ``EntityGraphRetriever`` starts."""
+    """Where the personalized PageRank walk of ``EntityGraphRetriever`` starts.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, EntityGraphSeedsEvent):
+        print(event.entities, event.passages, f"dense share {event.dense_share:.0%}")
+    ```
+    """
 
     question: str = Field(description="The question.")
     entities: list[str] = Field(description="The question's entities that seed the walk (names).")
@@ -100,7 +142,16 @@ class EntityGraphSeedsEvent(BaseEvent):
 
 
 class EntityGraphWalkEvent(BaseEvent):
-    """What the walk ranked: the returned passages, best first."""
+    """What the walk ranked: the returned passages, best first.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, EntityGraphWalkEvent):
+        best = event.results[0] if event.results else None
+    ```
+    """
 
     question: str = Field(description="The question.")
     results: list[dict[str, Any]] = Field(
@@ -114,7 +165,22 @@ class EntityGraphWalkEvent(BaseEvent):
 
 
 class RouteDecisionEvent(BaseEvent):
-    """A routed question (``RoutedQueryEngine``): the router's decision and the engine that answers."""
+    """A routed question (``RoutedQueryEngine``): the router's decision and the engine that answers.
+
+    Example:
+
+    ```python
+    from llama_index.core.instrumentation import get_dispatcher
+    from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+
+    class Routes(BaseEventHandler):
+        def handle(self, event, **kwargs):
+            if isinstance(event, RouteDecisionEvent):
+                print(event.route, event.engine, event.scores, event.reason)
+
+    get_dispatcher().add_event_handler(Routes())
+    ```
+    """
 
     question: str = Field(description="The question.")
     route: str = Field(description="The kind of question: local, multihop, global, kg or sql.")
@@ -132,7 +198,17 @@ class RouteDecisionEvent(BaseEvent):
 
 
 class CompressionEvent(BaseEvent):
-    """Retrieved nodes compressed to a token budget (``ContextCompressor``)."""
+    """Retrieved nodes compressed to a token budget (``ContextCompressor``).
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, CompressionEvent):
+        saved = event.tokens_before - event.tokens_after
+        print(f"kept {event.kept_units}/{event.units} sentences, {saved} tokens saved (budget {event.budget})")
+    ```
+    """
 
     query: str = Field(description="The question the sentences were scored against.")
     nodes: int = Field(description="Nodes in.")
@@ -151,7 +227,16 @@ class CompressionEvent(BaseEvent):
 
 
 class GeneratedQueryEvent(BaseEvent):
-    """A database query the LLM wrote and the guard's verdict on it (base of the SQL and Cypher events)."""
+    """A database query the LLM wrote and the guard's verdict on it (base of the SQL and Cypher events).
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event): SQL and Cypher alike
+    if isinstance(event, GeneratedQueryEvent) and event.verdict != "ok":
+        print(type(event).__name__, event.query, event.reason)
+    ```
+    """
 
     question: str = Field(description="The question.")
     query: str = Field(description="The query as the LLM wrote it (empty: it wrote none).")
@@ -171,7 +256,16 @@ class GeneratedQueryEvent(BaseEvent):
 
 
 class SQLGeneratedEvent(GeneratedQueryEvent):
-    """Text-to-SQL (``TableRetriever``): one generated statement and its verdict."""
+    """Text-to-SQL (``TableRetriever``): one generated statement and its verdict.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, SQLGeneratedEvent):
+        print(event.executed_query or event.query, event.rows)
+    ```
+    """
 
     @classmethod
     def class_name(cls) -> str:
@@ -180,7 +274,16 @@ class SQLGeneratedEvent(GeneratedQueryEvent):
 
 
 class CypherGeneratedEvent(GeneratedQueryEvent):
-    """Text-to-Cypher: one generated query and its verdict."""
+    """Text-to-Cypher: one generated query and its verdict.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, CypherGeneratedEvent) and event.repair:
+        print("second try:", event.query)
+    ```
+    """
 
     @classmethod
     def class_name(cls) -> str:
@@ -189,7 +292,16 @@ class CypherGeneratedEvent(GeneratedQueryEvent):
 
 
 class GlobalSearchMapEvent(BaseEvent):
-    """The map step of GraphRAG's global search: community reports read with the question."""
+    """The map step of GraphRAG's global search: community reports read with the question.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, GlobalSearchMapEvent):
+        print(len(event.reports), "reports,", event.points_kept, "of", event.points, "key points kept")
+    ```
+    """
 
     question: str = Field(description="The question.")
     reports: list[str] = Field(description="Community ids of the reports mapped.")
@@ -204,7 +316,16 @@ class GlobalSearchMapEvent(BaseEvent):
 
 
 class GlobalSearchReduceEvent(BaseEvent):
-    """The reduce step of GraphRAG's global search: the best key points written into one answer."""
+    """The reduce step of GraphRAG's global search: the best key points written into one answer.
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, GlobalSearchReduceEvent) and not event.answered:
+        print("no usable key point for", event.question)
+    ```
+    """
 
     question: str = Field(description="The question.")
     points_used: int = Field(description="Key points that fit the reduce context.")
@@ -218,7 +339,16 @@ class GlobalSearchReduceEvent(BaseEvent):
 
 
 class SummaryLevelEvent(BaseEvent):
-    """One level of a summary hierarchy built (``SemanticChunkingSummaryNodeBuilder``, ``RaptorSummaryNodeBuilder``)."""
+    """One level of a summary hierarchy built (``SemanticChunkingSummaryNodeBuilder``, ``RaptorSummaryNodeBuilder``).
+
+    Example:
+
+    ```python
+    # in a BaseEventHandler.handle(event) on get_dispatcher()
+    if isinstance(event, SummaryLevelEvent):
+        print(event.builder, "level", event.level, event.clusters, "clusters,", event.usage)
+    ```
+    """
 
     builder: str = Field(description="The builder's class name.")
     level: int = Field(description="The level built (1: summaries of the leaves).")

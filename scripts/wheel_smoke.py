@@ -8,10 +8,11 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import llama_index_kgplus as kp
-from llama_index_kgplus import EntityMatcher, open_graph_store, sample
+from llama_index_kgplus import open_graph_store, sample
 from llama_index_kgplus.compression import ContextCompressor
 from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.glossary import Glossary
+from llama_index_kgplus.kg import EntityMatcher
 
 missing = [name for name in kp.__all__ if not hasattr(kp, name)]
 assert not missing, missing

@@ -1,4 +1,4 @@
-"""Save the README's screenshots of the workbench: start ``kgplus ui`` on the given sources, ask in headless
+"""Save the screenshots of the workbench's docs page: start ``kgplus ui`` on the given sources, ask in headless
 Chromium (Debian's chromium + chromium-driver), open the first source, save ``docs/workbench.png``; then ask a KG
 question and save ``docs/workbench-kg.png``. Loads the local LLM: run it under the LLM lock on shared machines.
 

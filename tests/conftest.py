@@ -12,24 +12,24 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from llama_index_kgplus import defaults  # noqa: E402
+from llama_index_kgplus import _defaults  # noqa: E402
+from llama_index_kgplus._testing import arcadedb_server, falkordb_server  # noqa: E402
 from llama_index_kgplus.llm import (
     _local,  # noqa: E402
     embed_model_from_spec,
     llm_from_spec,
 )
-from llama_index_kgplus.testing import arcadedb_server, falkordb_server  # noqa: E402
 
 # Keep the assembled GGUF files where `make setup` put them; everything else goes to a temporary home.
-os.environ.setdefault(defaults.MODELS_DIR_ENV, str(defaults.models_dir()))
+os.environ.setdefault(_defaults.MODELS_DIR_ENV, str(_defaults.models_dir()))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _kgplus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("kgplus-home")
-    os.environ[defaults.HOME_ENV] = str(home)
-    os.environ.pop(defaults.GRAPH_STORE_ENV, None)
-    os.environ.pop(defaults.LLM_ENV, None)
+    os.environ[_defaults.HOME_ENV] = str(home)
+    os.environ.pop(_defaults.GRAPH_STORE_ENV, None)
+    os.environ.pop(_defaults.LLM_ENV, None)
     return home
 
 
@@ -70,7 +70,7 @@ def embed_model():
 @pytest.fixture(scope="session")
 def small_llm():
     """The real local LLM, the fast 0.5B model, loaded once; greedy decoding."""
-    return llm_from_spec(defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
+    return llm_from_spec(_defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
 
 
 def _is_local(address: object) -> bool:

@@ -16,7 +16,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index_kgplus import sample
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.glossary import GlossaryQueryEngine
-from llama_index_kgplus.llm import AnswerUsage, TokenCounter, attach_usage, format_usage, metered, usage_meter
+from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
+from llama_index_kgplus.llm._tokens import TokenCounter
+from llama_index_kgplus.llm._usage import format_usage, usage_meter
 
 QUESTION = "How do I create a virtual environment?"
 USAGE_FIELDS = {"prompt_tokens", "completion_tokens", "llm_calls", "seconds", "first_token_seconds"}

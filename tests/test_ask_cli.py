@@ -7,12 +7,9 @@ import json
 
 import pytest
 
+from llama_index_kgplus._sample import SAMPLE_STOCKS_TABLE
 from llama_index_kgplus.cli import main
-from llama_index_kgplus.sample import (
-    SAMPLE_DOCS,
-    SAMPLE_STOCKS_TABLE,
-    SAMPLE_WEATHER_TABLE,
-)
+from llama_index_kgplus.sample import SAMPLE_DOCS, SAMPLE_WEATHER_TABLE
 
 TABLES = ["--table", f"weather={SAMPLE_WEATHER_TABLE}", "--table", f"stocks={SAMPLE_STOCKS_TABLE}"]
 
@@ -100,7 +97,7 @@ def test_ask_answers_table_and_document_questions(tmp_path, capsys):
 def test_ask_answers_a_global_question_from_a_graphrag_store(tmp_path, capsys):
     """The rule-based stand-in LLM of ``graphrag.testing`` builds the store and answers (no language model
     needed to test that the route reaches GraphRAG's global search and its sources come back)."""
-    rule_llm = "llama_index_kgplus.graphrag.testing:RuleBasedGraphRAGLLM"
+    rule_llm = "llama_index_kgplus.graphrag._testing:RuleBasedGraphRAGLLM"
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
         json.dumps({"id": "a", "title": "Rivers", "text": "The Amazon River crosses Brazil. Brazil borders Peru."})

@@ -18,15 +18,11 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from llama_index_kgplus.compression import (
-    COMPRESSION_KEY,
-    ContextCompressor,
-    join_units,
-    postprocessors_for,
-    query_with_hints,
-    split_units,
-)
-from llama_index_kgplus.llm import TokenCounter
+from llama_index_kgplus.compression import ContextCompressor
+from llama_index_kgplus.compression._apply import postprocessors_for, query_with_hints
+from llama_index_kgplus.compression._compressor import COMPRESSION_KEY
+from llama_index_kgplus.compression._units import join_units, split_units
+from llama_index_kgplus.llm._tokens import TokenCounter
 
 NORMANS = (
     "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llama_index_kgplus.errors import UnsafeQueryError
-from llama_index_kgplus.kg import read_only_cypher
+from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.kg import (
     CypherQueryEngine,
     KnowledgeGraph,
@@ -17,7 +18,6 @@ from llama_index_kgplus.kg import (
     import_kg,
 )
 from llama_index_kgplus.kg._cypher_prompts import CHAIN_NOTE, ENTITIES_NOTE, REVERSED_NOTE
-from llama_index_kgplus.testing import ScriptedLLM
 
 NODES = [
     ("rhine", "Rhine", "river"), ("aare", "Aare", "river"), ("reuss", "Reuss", "river"),

@@ -117,9 +117,10 @@ def test_zero_counts_of_any_integer_type_are_nothing():
 
 
 def test_an_answer_from_reversed_arrows_says_so():
-    from llama_index_kgplus.kg import CypherAnswer, CypherQueryEngine
+    from llama_index_kgplus._testing import ScriptedLLM
+    from llama_index_kgplus.kg import CypherQueryEngine
+    from llama_index_kgplus.kg._cypher import CypherAnswer
     from llama_index_kgplus.kg._cypher_prompts import REVERSED_NOTE
-    from llama_index_kgplus.testing import ScriptedLLM
 
     engine = CypherQueryEngine(kg=None, llm=ScriptedLLM(rules=[("Answer the question", "Three.")]))
     answer = CypherAnswer(question="q", cypher="MATCH ...", rows=[{"n": 3}], reworked_by="arrow_reversal")

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_kgplus import defaults
+from llama_index_kgplus import _defaults
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.graph_stores import default_graph_store_uri
+from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 from llama_index_kgplus.llm import llm_from_spec
 from llama_index_kgplus.llm._local import chatml_messages_to_prompt, local_model_path
 
 
 @pytest.fixture
-def chunked_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> defaults.GGUFModel:
+def chunked_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> _defaults.GGUFModel:
     """A tiny GGUF 'model' shipped as three chunk packages, exactly like the real PyPI chunk packages."""
     payload = b"GGUF" + bytes(range(256)) * 40
     pieces = [payload[:3000], payload[3000:7000], payload[7000:]]
@@ -35,45 +35,45 @@ def chunked_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> defaults.G
             )
         )
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    spec = defaults.GGUFModel("fake", "fake_chunk_part", 3, "fake.gguf")
-    monkeypatch.setitem(defaults.LLM_MODELS, "fake", spec)
-    monkeypatch.setenv(defaults.MODELS_DIR_ENV, str(tmp_path / "models"))
+    spec = _defaults.GGUFModel("fake", "fake_chunk_part", 3, "fake.gguf")
+    monkeypatch.setitem(_defaults.LLM_MODELS, "fake", spec)
+    monkeypatch.setenv(_defaults.MODELS_DIR_ENV, str(tmp_path / "models"))
     yield spec
     for i in range(1, 4):
         sys.modules.pop(f"fake_chunk_part{i}", None)
 
 
 def test_home_and_models_dir_follow_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv(defaults.HOME_ENV, str(tmp_path / "h"))
-    monkeypatch.delenv(defaults.MODELS_DIR_ENV, raising=False)
-    assert defaults.kgplus_home() == tmp_path / "h"
-    assert defaults.models_dir() == tmp_path / "h" / "models"
+    monkeypatch.setenv(_defaults.HOME_ENV, str(tmp_path / "h"))
+    monkeypatch.delenv(_defaults.MODELS_DIR_ENV, raising=False)
+    assert _defaults.kgplus_home() == tmp_path / "h"
+    assert _defaults.models_dir() == tmp_path / "h" / "models"
     assert default_graph_store_uri() == f"ladybug://{tmp_path / 'h' / 'graph.lbug'}"
-    monkeypatch.setenv(defaults.MODELS_DIR_ENV, str(tmp_path / "m"))
-    assert defaults.models_dir() == tmp_path / "m"
+    monkeypatch.setenv(_defaults.MODELS_DIR_ENV, str(tmp_path / "m"))
+    assert _defaults.models_dir() == tmp_path / "m"
 
 
 def test_gguf_is_joined_once_and_verified(chunked_model, tmp_path):
-    path = defaults.gguf_path("fake")
+    path = _defaults.gguf_path("fake")
     assert path == tmp_path / "models" / "fake.gguf"
     parts = b"".join(p.read_bytes() for p in chunked_model.part_paths())
     assert path.read_bytes() == parts
     record = json.loads(path.with_suffix(".json").read_text())
     assert record["size"] == len(parts)
     mtime = path.stat().st_mtime_ns
-    assert defaults.gguf_path("fake", check_sha256=True) == path
+    assert _defaults.gguf_path("fake", check_sha256=True) == path
     assert path.stat().st_mtime_ns == mtime  # not joined again
 
 
 def test_truncated_gguf_is_reassembled_and_corrupt_file_is_reported(chunked_model):
-    path = defaults.gguf_path("fake")
+    path = _defaults.gguf_path("fake")
     path.write_bytes(path.read_bytes()[:100])  # truncated: the size no longer matches, so it is re-joined
-    assert defaults.gguf_path("fake").stat().st_size == sum(p.stat().st_size for p in chunked_model.part_paths())
+    assert _defaults.gguf_path("fake").stat().st_size == sum(p.stat().st_size for p in chunked_model.part_paths())
     data = bytearray(path.read_bytes())
     data[10] ^= 0xFF  # same size, different content
     path.write_bytes(bytes(data))
     with pytest.raises(KGPlusSetupError, match="sha256"):
-        defaults.gguf_path("fake", check_sha256=True)
+        _defaults.gguf_path("fake", check_sha256=True)
 
 
 def test_user_gguf_path_is_checked(tmp_path):
@@ -88,22 +88,22 @@ def test_user_gguf_path_is_checked(tmp_path):
 
 
 def test_missing_chunk_package_names_the_fix(monkeypatch):
-    monkeypatch.setitem(defaults.LLM_MODELS, "ghost", defaults.GGUFModel("ghost", "no_such_chunk_part", 2, "g.gguf"))
+    monkeypatch.setitem(_defaults.LLM_MODELS, "ghost", _defaults.GGUFModel("ghost", "no_such_chunk_part", 2, "g.gguf"))
     with pytest.raises(KGPlusSetupError, match="no-such-chunk-part1 is missing.*make setup"):
-        defaults.gguf_path("ghost")
+        _defaults.gguf_path("ghost")
 
 
 def test_unwritable_model_cache_is_reported(chunked_model, tmp_path, monkeypatch):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setenv(defaults.MODELS_DIR_ENV, str(blocker / "models"))
+    monkeypatch.setenv(_defaults.MODELS_DIR_ENV, str(blocker / "models"))
     with pytest.raises(KGPlusSetupError, match="not writable.*KGPLUS_HOME"):
-        defaults.gguf_path("fake")
+        _defaults.gguf_path("fake")
 
 
 def test_packaged_models_are_assembled_and_valid():
-    for name, spec in defaults.LLM_MODELS.items():
-        path = defaults.gguf_path(name)
+    for name, spec in _defaults.LLM_MODELS.items():
+        path = _defaults.gguf_path(name)
         assert path.read_bytes()[:4] == b"GGUF"
         assert path.stat().st_size == sum(p.stat().st_size for p in spec.part_paths())
 

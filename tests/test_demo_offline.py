@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from llama_index_kgplus import defaults
-from llama_index_kgplus.demo import run_demo
+from llama_index_kgplus import _defaults
+from llama_index_kgplus._demo import run_demo
 from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
 
@@ -51,7 +51,7 @@ def test_defaults_load_and_run_without_network(no_network, tmp_path):
 
     vec = embed_model_from_spec().get_text_embedding("offline")
     assert len(vec) == 384
-    llm = llm_from_spec(defaults.FAST_LLM, max_new_tokens=4)
+    llm = llm_from_spec(_defaults.FAST_LLM, max_new_tokens=4)
     assert llm.complete("Say yes.").text.strip()
     open_graph_store(f"ladybug://{tmp_path / 'g.lbug'}").structured_query("RETURN 1 AS x")
     assert no_network == []

@@ -15,19 +15,11 @@ from llama_index.core import Document, StorageContext
 from llama_index.core.schema import MetadataMode, TextNode
 
 from llama_index_kgplus import InputDataError, build_index
-from llama_index_kgplus.entity_graph import (
-    GRAPH_FILE,
-    EntityDictionary,
-    EntityGraph,
-    EntityGraphRetriever,
-    EntityLinker,
-    entity_key,
-    is_linkable_name,
-    parse_sources,
-    personalized_pagerank,
-    strip_qualifier,
-    transition_matrix,
-)
+from llama_index_kgplus.entity_graph import EntityDictionary, EntityGraph, EntityGraphRetriever, EntityLinker
+from llama_index_kgplus.entity_graph._graph import GRAPH_FILE
+from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name, strip_qualifier
+from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
+from llama_index_kgplus.entity_graph._sources import parse_sources
 
 # A small 2WikiMultihopQA-like corpus: the answer to "When did Lothair II's mother die?" is in a passage that
 # the question does not name (Ermengarde of Tours), reached through the Lothair II passage.
@@ -314,7 +306,7 @@ def test_ner_source_finds_names_without_any_dictionary():
 
 
 def test_llm_source_reuses_the_graphrag_extractor():
-    from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+    from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 
     nodes, linker = linked_nodes(["llm"], llm=RuleBasedGraphRAGLLM())
     assert linker.llm_calls_ == len(CORPUS)
@@ -551,9 +543,9 @@ def test_graph_retriever_inside_the_kg_augmented_engine(lothair_index, tmp_path)
 
 
 def test_graph_hits_followed_by_their_summary_parents(embed_model):
-    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus import load_corpus
+    from llama_index_kgplus._sample import SAMPLE_DIR
     from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
-    from llama_index_kgplus.sample import SAMPLE_DIR
     from llama_index_kgplus.summarizers import ExtractiveSummarizer
 
     linker = EntityLinker.from_defaults(["titles"])

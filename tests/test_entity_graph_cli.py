@@ -11,7 +11,8 @@ import pytest
 
 from llama_index_kgplus import sample
 from llama_index_kgplus.cli import main
-from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph
+from llama_index_kgplus.entity_graph import EntityGraph
+from llama_index_kgplus.entity_graph._graph import GRAPH_FILE
 
 QUESTIONS = [json.loads(line) for line in sample.SAMPLE_MULTIHOP_QUESTIONS.read_text(encoding="utf-8").splitlines()]
 

@@ -12,6 +12,7 @@ from llama_index.core.base.response.schema import Response
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.evaluation import (
     AnswerCorrectness,
@@ -21,19 +22,15 @@ from llama_index_kgplus.evaluation import (
     EvalRunner,
     EvalSample,
     Faithfulness,
-    ScoreRecord,
-    average_precision,
-    f1_from_counts,
-    hit_at_k,
     load_dataset,
-    mean_ci,
-    mrr,
-    paired_differences,
-    recall_at_k,
     write_report,
 )
 from llama_index_kgplus.evaluation._judge import grounded
-from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus.evaluation._metrics import average_precision, f1_from_counts
+from llama_index_kgplus.evaluation._report import paired_differences
+from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
+from llama_index_kgplus.evaluation._runner import ScoreRecord
+from llama_index_kgplus.evaluation._stats import mean_ci
 
 
 def JudgeLLM(rules: list[tuple[str, str]]) -> ScriptedLLM:  # noqa: N802 - reads like the class it stands for
@@ -363,7 +360,8 @@ def test_kgplus_eval_end_to_end_with_local_models(tmp_path, monkeypatch):
 def test_pipelines_share_the_chunks_of_a_hierarchical_index(tmp_path, embed_model):
     from llama_index_kgplus import build_index, load_corpus
     from llama_index_kgplus.evaluation import PipelineContext, build_pipelines
-    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder, write_manifest
+    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.hierarchy._retriever import write_manifest
     from llama_index_kgplus.sample import SAMPLE_DOCS
     from llama_index_kgplus.summarizers import ExtractiveSummarizer
 
@@ -393,7 +391,7 @@ def test_pipelines_share_the_chunks_of_a_hierarchical_index(tmp_path, embed_mode
 
 
 def test_short_answer_metrics_follow_squad_normalisation():
-    from llama_index_kgplus.evaluation import answer_contains, exact_match, normalize_answer, token_f1
+    from llama_index_kgplus.evaluation._short_answer import answer_contains, exact_match, normalize_answer, token_f1
 
     assert normalize_answer("The  Norman-Conquest, of England!") == "normanconquest of england"
     assert exact_match("the Normans.", ["Normans", "Norse"]) == 1.0

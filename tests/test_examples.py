@@ -23,6 +23,7 @@ EXPECTED = {
     "kg_paths.py": r"^virus -\[causes\]-> disease or syndrome$",
     "multihop.py": r"^Ermengarde of Tours \[",  # the bridge passage, reached through the graph
     "routing.py": r"^sql SELECT .+ \d+\nkg$",
+    "global_search.py": r"^\['.+'\]$",  # the answer's cited documents (titles)
     "compression.py": r"'llm_calls': 1, .*'first_token_seconds': \d",
     "evaluation.py": r"\| recall@5 \| graph \|",
 }

@@ -57,7 +57,7 @@ def _parses_or_says_why(parse, *args) -> None:
 @fuzz
 @given(_records(("id", "title", "text")) | st.binary(max_size=60).map(bytes))
 def test_corpus_jsonl(content):
-    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus import load_corpus
 
     _parses_or_says_why(load_corpus, _write("corpus.jsonl", content))
 
@@ -146,7 +146,7 @@ def test_kg_csv(headers, rows):
     | st.text(max_size=40)
 )
 def test_graph_store_uri(uri):
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
     _parses_or_says_why(GraphStoreURI.parse, uri)
 
@@ -205,7 +205,7 @@ def _glossary_parse(path: Path):
 
 
 def _corpus_parse(path: Path):
-    from llama_index_kgplus.corpus import load_corpus
+    from llama_index_kgplus import load_corpus
 
     return load_corpus(path)
 
@@ -267,7 +267,7 @@ def test_mutated_kg_csv():
 
 
 def test_mutated_store_uris():
-    from llama_index_kgplus.graph_stores import GraphStoreURI
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
     rng = random.Random(0)
     seeds = ("ladybug:///data/kg.lbug", "falkordb://127.0.0.1:6379", "neo4j://localhost:7687", "bolt+s://[::1]:7687")

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_kgplus import sample
+from llama_index_kgplus import load_corpus, sample
 from llama_index_kgplus.cli import main
-from llama_index_kgplus.corpus import load_corpus
 
 GLOSSARY = str(sample.sample_glossary_path())
 QUESTION = "How do I write a list comprehension with a condition?"

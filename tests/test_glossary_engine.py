@@ -18,19 +18,17 @@ from llama_index.core.base.response.schema import AsyncStreamingResponse, Stream
 from llama_index.core.query_engine import TransformQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_kgplus import sample
-from llama_index_kgplus.corpus import load_corpus
+from llama_index_kgplus import build_index, load_corpus, sample
+from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.glossary import (
     DriftGuard,
     Glossary,
     GlossaryQueryEngine,
     GlossaryQueryRewriter,
     GlossaryTermSelector,
-    clean_rewrite,
-    reciprocal_rank_fusion,
 )
-from llama_index_kgplus.indexing import build_index
-from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus.glossary._fusion import reciprocal_rank_fusion
+from llama_index_kgplus.glossary._prompts import clean_rewrite
 
 QUESTION = "Why must dictionary keys be immutable?"
 GOOD_REWRITE = (

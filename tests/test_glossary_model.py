@@ -9,8 +9,9 @@ import pytest
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_kgplus import InputDataError, sample
-from llama_index_kgplus.glossary import Glossary, GlossaryEntry, load_glossary
+from llama_index_kgplus.glossary import Glossary, GlossaryEntry
 from llama_index_kgplus.glossary._entry import plural_forms
+from llama_index_kgplus.glossary._model import load_glossary
 
 GOOD = {
     "terms": [

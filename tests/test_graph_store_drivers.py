@@ -14,14 +14,9 @@ import uuid
 import pytest
 
 from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError
-from llama_index_kgplus.graph_stores import (
-    dialect_for_engine,
-    dialect_for_store,
-    ladybug_uri,
-    open_graph_store,
-    record_connection,
-)
-from llama_index_kgplus.graph_stores._drivers import FalkorDBDriver, LadybugDriver, Neo4jDriver
+from llama_index_kgplus.graph_stores import ladybug_uri, open_graph_store
+from llama_index_kgplus.graph_stores._dialects import dialect_for_engine, dialect_for_store
+from llama_index_kgplus.graph_stores._drivers import FalkorDBDriver, LadybugDriver, Neo4jDriver, record_connection
 
 SUPPORTED = {
     "ladybug": ("llama-index-graph-stores-ladybug", "0.3.", LadybugDriver),

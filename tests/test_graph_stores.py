@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from llama_index_kgplus import GraphStoreError, GraphStoreURI, open_graph_store
+from llama_index_kgplus import GraphStoreError, open_graph_store
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
 
 @pytest.mark.parametrize(

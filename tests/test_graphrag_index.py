@@ -2,7 +2,7 @@
 documents), regeneration of exactly the reports whose community changed, bad input, crashes and resume, the
 graph in the real Ladybug store and in a generic PropertyGraphStore, global search with citations, and the CLI.
 
-The LLM here is ``RuleBasedGraphRAGLLM`` (``llama_index_kgplus.graphrag.testing``): a real LlamaIndex LLM that
+The LLM here is ``RuleBasedGraphRAGLLM`` (``llama_index_kgplus.graphrag._testing``): a real LlamaIndex LLM that
 computes valid extraction, report and map JSON from its prompt by rules. The behaviour under test (what is
 sent to the LLM, what is stored, reused or regenerated) does not depend on language understanding, and the
 real local model is far too slow for it; ``test_graphrag_llm.py`` runs the same path with the real model.
@@ -26,9 +26,9 @@ from llama_index_kgplus import InputDataError, load_corpus
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.graphrag import GraphRAGIndex, LadybugGraphSink, PropertyGraphStoreSink
 from llama_index_kgplus.graphrag._prompts import NO_DATA_ANSWER
-from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 
-RULE_LLM = "llama_index_kgplus.graphrag.testing:RuleBasedGraphRAGLLM"
+RULE_LLM = "llama_index_kgplus.graphrag._testing:RuleBasedGraphRAGLLM"
 
 TEXTS = {
     "curie": "Marie Curie was born in Warsaw. She studied physics in Paris at the Sorbonne. "
@@ -388,7 +388,7 @@ _KILL_SCRIPT = """
 import sys
 from llama_index_kgplus import load_corpus
 from llama_index_kgplus.graphrag import GraphRAGIndex
-from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 index = GraphRAGIndex.from_defaults(sys.argv[1], llm=RuleBasedGraphRAGLLM(delay_seconds=0.3), show_progress=False)
 index.executor.num_workers = 1
 index.build(load_corpus(sys.argv[2]))

@@ -24,10 +24,10 @@ def one_thread_llm():
     """The 0.5B model like the shared ``small_llm`` fixture, but on one llama.cpp thread: on this shared 2-core
     machine, with other jobs running, two spin-waiting threads generated 1.6-2.1 tokens/s against 13.5-14.5 for
     one (measured back to back)."""
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus import _defaults
     from llama_index_kgplus.llm import llm_from_spec
 
-    return llm_from_spec(defaults.FAST_LLM, max_new_tokens=256, context_window=4096, n_threads=1)
+    return llm_from_spec(_defaults.FAST_LLM, max_new_tokens=256, context_window=4096, n_threads=1)
 
 
 def _docs(*names: str) -> list[Document]:

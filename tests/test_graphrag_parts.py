@@ -17,29 +17,21 @@ from llama_index.core.llms import CompletionResponse
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import BaseModel, Field, ValidationError
 
-from llama_index_kgplus import StructuredOutputError
-from llama_index_kgplus.graphrag import (
-    AsyncioExecutor,
-    Community,
-    CommunityDetector,
-    CommunityReport,
-    CommunityReportGenerator,
-    ExtractionResult,
-    GraphExtractor,
-    LLMTask,
-    cite_sources,
-    merge_extractions,
-    metered,
-    normalize_name,
-    truncated_json_candidates,
-    usage_meter,
-)
-from llama_index_kgplus.graphrag._merge import ChunkExtraction
-from llama_index_kgplus.graphrag._state import ChunkRecord
-from llama_index_kgplus.structured import agenerate_json, generate_json
-from llama_index_kgplus.testing import (
+from llama_index_kgplus._structured import agenerate_json, generate_json, truncated_json_candidates
+from llama_index_kgplus._testing import (
     ScriptedLLM,  # replies with scripted texts (the real local model cannot be made to emit broken JSON)
 )
+from llama_index_kgplus.errors import StructuredOutputError
+from llama_index_kgplus.graphrag import AsyncioExecutor, CommunityDetector, CommunityReportGenerator, GraphExtractor
+from llama_index_kgplus.graphrag._citations import cite_sources
+from llama_index_kgplus.graphrag._communities import Community
+from llama_index_kgplus.graphrag._executor import LLMTask
+from llama_index_kgplus.graphrag._extraction import ExtractionResult
+from llama_index_kgplus.graphrag._merge import ChunkExtraction, merge_extractions, normalize_name
+from llama_index_kgplus.graphrag._reports import CommunityReport
+from llama_index_kgplus.graphrag._state import ChunkRecord
+from llama_index_kgplus.llm import metered
+from llama_index_kgplus.llm._usage import usage_meter
 
 
 def _extraction(entities, relationships=()) -> ExtractionResult:

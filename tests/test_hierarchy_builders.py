@@ -17,17 +17,14 @@ from llama_index.core.ingestion import IngestionCache, IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
-from llama_index_kgplus import sample
+from llama_index_kgplus import _sample as sample
+from llama_index_kgplus._testing import ScriptedLLM
+from llama_index_kgplus._vectors import mean_pairwise_cosine
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, SummarizationError
-from llama_index_kgplus.hierarchy import (
-    RaptorSummaryNodeBuilder,
-    SemanticChunkingSummaryNodeBuilder,
-    node_level,
-)
+from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+from llama_index_kgplus.hierarchy._parents import node_level
 from llama_index_kgplus.hierarchy._semantic import segment, similarity_threshold
 from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
-from llama_index_kgplus.testing import ScriptedLLM
-from llama_index_kgplus.vectors import mean_pairwise_cosine
 
 VOLCANO = [
     "Volcanoes form where magma from the mantle rises through cracks in the crust and erupts as lava.",

@@ -10,18 +10,15 @@ import pytest
 from llama_index.core.schema import MetadataMode, NodeRelationship, QueryBundle
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_kgplus import build_index, load_corpus, sample
+from llama_index_kgplus import _sample as sample
+from llama_index_kgplus import build_index, load_corpus
+from llama_index_kgplus._text import questions_in
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.hierarchy import (
-    HierarchicalRetriever,
-    SemanticChunkingSummaryNodeBuilder,
-    node_level,
-    read_manifest,
-    write_manifest,
-)
+from llama_index_kgplus.hierarchy import HierarchicalRetriever, SemanticChunkingSummaryNodeBuilder
+from llama_index_kgplus.hierarchy._parents import node_level
+from llama_index_kgplus.hierarchy._retriever import read_manifest, write_manifest
 from llama_index_kgplus.summarizers import ExtractiveSummarizer
-from llama_index_kgplus.text import questions_in
 
 QUESTION = "Which animals and plants live in the Amazon rainforest?"
 
@@ -130,7 +127,7 @@ def test_evidence_replaces_a_summary_hit_by_the_chunks_under_it(semantic_index):
     ].node.node_id == (summary.node_id)
     hits = retriever.retrieve(question)
     assert len(hits) == 4 and all(node_level(h.node) == 0 for h in hits)  # summaries never take a place
-    under = {n.node_id for n in retriever._leaves_under(summary)}
+    under = {n.node_id for n in retriever.leaves_under(summary)}
     assert len(under) > 4 and all(node_level(docs[i]) == 0 for i in under)  # through both levels
     assert {h.node.node_id for h in hits} & under
     # a summary that matches much better than every chunk under it is kept, before the chunks

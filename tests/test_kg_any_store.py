@@ -14,9 +14,10 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import BaseNode, TransformComponent
 
 from llama_index_kgplus import GraphStoreError
-from llama_index_kgplus.graph_stores import StoreAPIDialect, dialect_for_store
+from llama_index_kgplus._testing import ScriptedLLM
+from llama_index_kgplus.graph_stores._dialect_api import StoreAPIDialect
+from llama_index_kgplus.graph_stores._dialects import dialect_for_store
 from llama_index_kgplus.kg import CypherQueryEngine, KGPathRetriever, KGPathSubRetriever, KnowledgeGraph
-from llama_index_kgplus.testing import ScriptedLLM
 
 # (source, relation, target): the facts the documents below state (what the extractor finds)
 FACTS = [

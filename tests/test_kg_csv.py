@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from llama_index_kgplus import InputDataError
-from llama_index_kgplus.kg import neo4j_admin_import_command, read_kg_csv
-from llama_index_kgplus.kg._csv import parse_header
+from llama_index_kgplus.kg._csv import parse_header, read_kg_csv
+from llama_index_kgplus.kg._import import neo4j_admin_import_command
 
 BENCH = Path("/work/shared/bench-data")
 

@@ -33,10 +33,10 @@ import networkx as nx
 import pytest
 
 from llama_index_kgplus import GraphStoreError
+from llama_index_kgplus._testing import ArcadeDB, free_port
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.kg import KGPath, KGPathFinder, KGPathRetriever, KnowledgeGraph
 from llama_index_kgplus.kg._graph import manifest_key
-from llama_index_kgplus.testing import ArcadeDB, free_port
 
 BENCH = Path("/work/shared/bench-data")
 ENGINES = ["ladybug", "falkordb", "neo4j"]
@@ -772,8 +772,8 @@ VIRUS_CAUSES = "MATCH (a:Ent {cfname: 'virus'})-[r]->(b:Ent) WHERE r.relname = '
 
 
 def _cypher_engine(kg, *replies: str):
+    from llama_index_kgplus._testing import ScriptedLLM
     from llama_index_kgplus.kg import CypherQueryEngine
-    from llama_index_kgplus.testing import ScriptedLLM
 
     llm = ScriptedLLM(replies=list(replies), rules=[("Answer the question in one or two", "Six.")])
     return CypherQueryEngine.from_defaults(kg, llm=llm, max_rows=50, timeout=5.0)
@@ -826,7 +826,7 @@ def test_text_to_cypher_on_a_graph_written_by_llamaindex_property_graph_store(ba
     """The description shows the relationship kinds wherever LlamaIndex's store keeps them (Ladybug: the label
     column of its one LINKS table; the others: the relationship types), and a two-step question answered with
     one step is sent back with the chain it needs."""
-    from llama_index_kgplus.kg import describe_graph
+    from llama_index_kgplus.kg._cypher_schema import describe_graph
 
     with _property_graph(backend, "pgicypher") as kg:
         schema = describe_graph(kg)
@@ -964,7 +964,7 @@ def test_the_engines_read_only_mode_stops_a_write_that_got_past_the_guard(backen
 def test_kg_ask_contract_and_a_store_without_a_graph(backend, umls, tmp_path):
     module = tmp_path / "scripted_cypher_llm.py"
     module.write_text(
-        "from llama_index_kgplus.testing import ScriptedLLM\n"
+        "from llama_index_kgplus._testing import ScriptedLLM\n"
         "def llm():\n"
         f"    return ScriptedLLM(rules=[('Reply with JSON', {json.dumps(json.dumps({'cypher': VIRUS_CAUSES}))}),\n"
         "                              ('Answer the question', 'Six.')])\n"

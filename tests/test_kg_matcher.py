@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_kgplus import InputDataError, NotFittedError
+from llama_index_kgplus import InputDataError
+from llama_index_kgplus.errors import NotFittedError
 from llama_index_kgplus.kg import EntityMatcher
 
 FAMPLEX = Path("/work/shared/bench-data/kg-famplex")

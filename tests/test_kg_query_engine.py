@@ -11,7 +11,8 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.llms import MockLLM
 from llama_index.core.response_synthesizers import ResponseMode
 
-from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg, render_facts
+from llama_index_kgplus.kg import KGAugmentedQueryEngine, KGPathRetriever, KnowledgeGraph, import_kg
+from llama_index_kgplus.kg._paths import render_facts
 from llama_index_kgplus.kg._query_engine import KG_SECTION_HEADER
 from llama_index_kgplus.sample import SAMPLE_KG_NODES, SAMPLE_KG_RELATIONSHIPS
 

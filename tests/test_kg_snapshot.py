@@ -18,7 +18,8 @@ import pytest
 
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.graph_stores import ladybug_uri
-from llama_index_kgplus.kg import GraphSnapshot, KGPathFinder, KGPathRetriever, KnowledgeGraph, import_kg
+from llama_index_kgplus.kg import KGPathFinder, KGPathRetriever, KnowledgeGraph, import_kg
+from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
 BENCH = Path("/work/shared/bench-data")
 GRAPHS = {"famplex": "kg-famplex", "umls": "kg-umls-semnet"}

@@ -1,4 +1,4 @@
-from llama_index_kgplus.text import PhraseMatcher
+from llama_index_kgplus._text import PhraseMatcher
 
 
 def spans(matcher, text):

@@ -13,20 +13,13 @@ import time
 
 import pytest
 
-from llama_index_kgplus import defaults
+from llama_index_kgplus import _defaults
+from llama_index_kgplus._testing import free_port, llama_cpp_server
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.llm import (
-    LLMUsage,
-    ModelSpec,
-    describe_server_error,
-    embed_model_from_spec,
-    llm_from_spec,
-    metered,
-    parse_model_spec,
-    usage_meter,
-)
-from llama_index_kgplus.testing import free_port, llama_cpp_server
+from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, metered
+from llama_index_kgplus.llm._specs import ModelSpec, describe_server_error, parse_model_spec
+from llama_index_kgplus.llm._usage import LLMUsage, usage_meter
 
 
 @pytest.mark.parametrize(
@@ -136,7 +129,7 @@ def test_bedrock_json_comes_from_a_required_tool_call(monkeypatch):
     from botocore.stub import ANY, Stubber
     from pydantic import BaseModel
 
-    from llama_index_kgplus.structured import generate_json
+    from llama_index_kgplus._structured import generate_json
 
     class City(BaseModel):
         city: str
@@ -229,7 +222,7 @@ class _OllamaStub(_Stub):
 def test_ollama_specs_speak_ollamas_wire_format_to_a_stub():
     from pydantic import BaseModel
 
-    from llama_index_kgplus.structured import generate_json
+    from llama_index_kgplus._structured import generate_json
 
     class City(BaseModel):
         city: str
@@ -287,7 +280,7 @@ def test_an_empty_spec_is_refused_not_replaced_by_the_default(monkeypatch):
 
 
 def test_embed_model_option_is_accepted_by_every_command_and_set_for_it(monkeypatch):
-    from llama_index_kgplus.cli import command_parsers
+    from llama_index_kgplus.cli._parser import command_parsers
 
     commands = command_parsers()
     assert len(commands) > 10
@@ -297,21 +290,21 @@ def test_embed_model_option_is_accepted_by_every_command_and_set_for_it(monkeypa
     def record(args):
         import os
 
-        seen["env"] = os.environ.get(defaults.EMBED_MODEL_ENV)
+        seen["env"] = os.environ.get(_defaults.EMBED_MODEL_ENV)
         return 0
 
     from llama_index_kgplus.cli import _setup
 
-    monkeypatch.delenv(defaults.EMBED_MODEL_ENV, raising=False)
+    monkeypatch.delenv(_defaults.EMBED_MODEL_ENV, raising=False)
     monkeypatch.setattr(_setup, "_doctor", record)
     assert main(["doctor", "--embed-model", "ollama:nomic-embed-text"]) == 0
     assert seen["env"] == "ollama:nomic-embed-text"
     import os
 
-    assert defaults.EMBED_MODEL_ENV not in os.environ  # restored after the command
+    assert _defaults.EMBED_MODEL_ENV not in os.environ  # restored after the command
 
 
-@pytest.mark.model  # loads no model, but goes through defaults.default_llm, which the fast tier guards
+@pytest.mark.model  # loads no model, but goes through _defaults.default_llm, which the fast tier guards
 def test_an_unreachable_server_fails_fast_and_clearly(capsys, tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     started = time.monotonic()
@@ -379,7 +372,7 @@ class _JsonObjectOnly(_Stub):
 def test_openai_like_json_goes_as_a_response_format_with_its_own_token_budget():
     from pydantic import BaseModel
 
-    from llama_index_kgplus.structured import generate_json
+    from llama_index_kgplus._structured import generate_json
 
     class City(BaseModel):
         city: str
@@ -420,7 +413,7 @@ def corpus(tmp_path):
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     """llama.cpp's server twice: the 0.5B model for chat, and the same GGUF for mean-pooled embeddings."""
-    model = defaults.gguf_path(defaults.FAST_LLM)
+    model = _defaults.gguf_path(_defaults.FAST_LLM)
     workdir = tmp_path_factory.mktemp("llama-server")
     with (
         llama_cpp_server(model, workdir, alias="qwen") as chat,
@@ -501,9 +494,9 @@ def test_an_index_refuses_another_embedding_model_and_the_demo_rebuilds_instead(
     from llama_index.core import Document
     from llama_index.core.embeddings import MockEmbedding
 
-    from llama_index_kgplus.demo import _reusable
+    from llama_index_kgplus import build_index, load_index
+    from llama_index_kgplus._demo import _reusable
     from llama_index_kgplus.errors import InputDataError
-    from llama_index_kgplus.indexing import build_index, load_index
 
     class OtherEmbedding(MockEmbedding):
         @classmethod

@@ -172,8 +172,8 @@ def test_a_planted_cache_never_runs_code_and_stored_text_never_becomes_a_path(tm
 _CRASH_AFTER_REPLACES = textwrap.dedent(
     """
     import os, signal, sys
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.indexing import build_index
+    from llama_index_kgplus import load_corpus
+    from llama_index_kgplus import build_index
     from llama_index_kgplus.llm import embed_model_from_spec
 
     limit, calls = int(sys.argv[3]), [0]
@@ -193,7 +193,7 @@ _CRASH_AFTER_REPLACES = textwrap.dedent(
 
 
 def _retrieved_ids(index_dir: Path, embed_model) -> set[str]:
-    from llama_index_kgplus.indexing import load_index
+    from llama_index_kgplus import load_index
 
     index = load_index(index_dir, embed_model=embed_model)
     return {n.node_id for n in index.as_retriever(similarity_top_k=50).retrieve("virtual environment")}
@@ -204,8 +204,7 @@ def _retrieved_ids(index_dir: Path, embed_model) -> set[str]:
     [(0, "old"), (1, "new"), (3, "new"), (5, "new")],  # rename 0 seals the staging folder, the others move files
 )
 def test_kill_9_during_a_re_ingest_leaves_the_old_or_the_new_index(tmp_path, corpus, embed_model, kill_after, survivor):
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.indexing import build_index, load_index
+    from llama_index_kgplus import build_index, load_corpus, load_index
 
     index_dir = tmp_path / "index"
     old = build_index(load_corpus(corpus), index_dir, embed_model=embed_model, chunk_size=512, show_progress=False)
@@ -223,9 +222,9 @@ def test_kill_9_during_a_re_ingest_leaves_the_old_or_the_new_index(tmp_path, cor
 
 
 def test_index_files_from_another_ingest_are_refused(tmp_path, corpus, embed_model):
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.hierarchy import HierarchicalRetriever, write_manifest
-    from llama_index_kgplus.indexing import build_index, load_index
+    from llama_index_kgplus import build_index, load_corpus, load_index
+    from llama_index_kgplus.hierarchy import HierarchicalRetriever
+    from llama_index_kgplus.hierarchy._retriever import write_manifest
 
     docs = load_corpus(corpus)
     first = build_index(docs, tmp_path / "a", embed_model=embed_model, show_progress=False)
@@ -339,7 +338,7 @@ def test_a_manifest_with_wrong_types_is_a_clear_error(tmp_path, capsys):
 
 
 def test_store_paths_with_spaces_percent_signs_and_hashes(tmp_path):
-    from llama_index_kgplus.graph_stores import GraphStoreURI, ladybug_uri
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
     from llama_index_kgplus.kg import import_kg
 
     path = tmp_path / "my graphs #1 (100%)" / "kg.lbug"

@@ -8,18 +8,13 @@ import json
 import pytest
 from llama_index.core.query_engine import CustomQueryEngine
 
+from llama_index_kgplus._sample import SAMPLE_STOCKS_TABLE
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.kg import EntityMatcher
-from llama_index_kgplus.router import (
-    ROUTES,
-    QuestionRouter,
-    RoutedQueryEngine,
-    RouteFeature,
-    kg_entity_feature,
-    load_examples,
-    table_feature,
-)
-from llama_index_kgplus.sample import SAMPLE_STOCKS_TABLE, SAMPLE_WEATHER_TABLE
+from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine, RouteFeature
+from llama_index_kgplus.router._features import kg_entity_feature, table_feature
+from llama_index_kgplus.router._router import ROUTES, load_examples
+from llama_index_kgplus.sample import SAMPLE_WEATHER_TABLE
 from llama_index_kgplus.tables import SQLTables
 
 

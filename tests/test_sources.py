@@ -12,8 +12,8 @@ from llama_index.core.graph_stores.types import EntityNode, Relation
 from llama_index.core.llms import MockLLM
 
 from llama_index_kgplus import KGPlusSources, build_index, load_corpus
+from llama_index_kgplus._indexing import persist_storage
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, KGPlusSetupError
-from llama_index_kgplus.indexing import persist_storage
 from llama_index_kgplus.sample import SAMPLE_DOCS, SAMPLE_WEATHER_TABLE
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from llama_index_kgplus import StructuredOutputError, agenerate_json, generate_json
-from llama_index_kgplus.structured import parse_json_object
-from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus._structured import agenerate_json, generate_json, parse_json_object
+from llama_index_kgplus._testing import ScriptedLLM
+from llama_index_kgplus.errors import StructuredOutputError
 
 
 class Capital(BaseModel):

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from llama_index_kgplus.llm import metered, repeats_itself
-from llama_index_kgplus.summarizers import (
-    AbstractiveSummarizer,
-    ExtractiveSummarizer,
-    SummarizationError,
-    Summarizer,
-    TwoStageSummarizer,
-    split_sentences,
-)
-from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus._testing import ScriptedLLM
+from llama_index_kgplus._text import split_sentences
+from llama_index_kgplus.errors import SummarizationError
+from llama_index_kgplus.llm import metered
+from llama_index_kgplus.llm._complete import repeats_itself
+from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+from llama_index_kgplus.summarizers._base import Summarizer
 
 CATS = [
     "Cats are small domesticated carnivores that people keep as pets.",
@@ -189,9 +186,9 @@ async def test_a_reply_stops_at_a_sentence_end_after_its_share_of_the_bound(monk
 
 @pytest.mark.slow
 def test_the_sentence_stop_ends_a_real_reply_at_a_sentence_not_at_a_decimal_point(small_llm):
-    from llama_index_kgplus.llm import complete_response, llama_vocabulary
-    from llama_index_kgplus.llm._llama import SentenceStop
-    from llama_index_kgplus.text import ends_sentence
+    from llama_index_kgplus._text import ends_sentence
+    from llama_index_kgplus.llm._complete import complete_response
+    from llama_index_kgplus.llm._llama import SentenceStop, llama_vocabulary
 
     prompt = "Write eight sentences about the history of Paris."
     full = complete_response(small_llm, prompt, max_tokens=80)

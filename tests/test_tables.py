@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from llama_index_kgplus._sample import SAMPLE_STOCKS_TABLE
+from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError, UnsafeQueryError
-from llama_index_kgplus.sample import SAMPLE_STOCKS_TABLE, SAMPLE_WEATHER_TABLE
-from llama_index_kgplus.tables import SQLTables, TableQueryEngine, TableRetriever, read_only_select
-from llama_index_kgplus.testing import ScriptedLLM
+from llama_index_kgplus.sample import SAMPLE_WEATHER_TABLE
+from llama_index_kgplus.tables import SQLTables, TableQueryEngine, TableRetriever
+from llama_index_kgplus.tables._guard import read_only_select
 
 TABLES = {"weather", "stocks"}
 

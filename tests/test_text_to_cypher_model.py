@@ -8,7 +8,7 @@ import csv
 
 import pytest
 
-from llama_index_kgplus import defaults
+from llama_index_kgplus import _defaults
 from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph, import_kg
 from llama_index_kgplus.kg._cypher_guard import read_only_cypher
 from llama_index_kgplus.llm import llm_from_spec
@@ -43,7 +43,7 @@ def kg(tmp_path):
 @pytest.fixture(scope="module")
 def coder_llm():
     """The default local model (Qwen2.5-Coder-1.5B), greedy."""
-    return llm_from_spec(defaults.DEFAULT_LLM, max_new_tokens=256, context_window=4096)
+    return llm_from_spec(_defaults.DEFAULT_LLM, max_new_tokens=256, context_window=4096)
 
 
 def _counts(kg: KnowledgeGraph) -> list[dict]:

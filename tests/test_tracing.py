@@ -18,15 +18,18 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent
 from llama_index.core.instrumentation.span_handlers import SimpleSpanHandler
 from llama_index.core.query_engine import RetrieverQueryEngine
 
-from llama_index_kgplus.compression import postprocessors_for
+from llama_index_kgplus import build_index
+from llama_index_kgplus._testing import ScriptedLLM
+from llama_index_kgplus.compression._apply import postprocessors_for
 from llama_index_kgplus.events import CompressionEvent, GlossaryRewriteEvent, RouteDecisionEvent, SQLGeneratedEvent
 from llama_index_kgplus.glossary import GlossaryQueryEngine
-from llama_index_kgplus.indexing import build_index
-from llama_index_kgplus.llm import metered, usage_meter
-from llama_index_kgplus.router import ROUTES, QuestionRouter, RoutedQueryEngine, table_feature
+from llama_index_kgplus.llm import metered
+from llama_index_kgplus.llm._usage import usage_meter
+from llama_index_kgplus.router import QuestionRouter, RoutedQueryEngine
+from llama_index_kgplus.router._features import table_feature
+from llama_index_kgplus.router._router import ROUTES
 from llama_index_kgplus.sample import SAMPLE_DOCS, SAMPLE_WEATHER_TABLE, sample_glossary_path
 from llama_index_kgplus.tables import SQLTables, TableQueryEngine
-from llama_index_kgplus.testing import ScriptedLLM
 
 LOCAL = "How do I create a virtual environment?"
 SQL = "What was the total precipitation in 2014?"

@@ -20,25 +20,20 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from llama_index_kgplus import (
+    build_index,  # noqa: E402
+    load_corpus,  # noqa: E402
+)
+from llama_index_kgplus._testing import ScriptedLLM  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
-from llama_index_kgplus.corpus import load_corpus  # noqa: E402
 from llama_index_kgplus.errors import InputDataError  # noqa: E402
 from llama_index_kgplus.evaluation import EvalRunner, load_dataset, write_report  # noqa: E402
-from llama_index_kgplus.indexing import build_index  # noqa: E402
 from llama_index_kgplus.sample import SAMPLE_WEATHER_TABLE  # noqa: E402
-from llama_index_kgplus.testing import ScriptedLLM  # noqa: E402
-from llama_index_kgplus.ui import (  # noqa: E402
-    CONFIG_ENV,
-    EvalFolder,
-    Workbench,
-    WorkbenchConfig,
-    escape_label,
-    escape_text,
-    highlight_html,
-    matching_sentences,
-    paths_dot,
-    safe_path,
-)
+from llama_index_kgplus.ui import Workbench, WorkbenchConfig
+from llama_index_kgplus.ui._config import CONFIG_ENV
+from llama_index_kgplus.ui._eval_folder import EvalFolder
+from llama_index_kgplus.ui._evidence import matching_sentences, paths_dot
+from llama_index_kgplus.ui._safety import escape_label, escape_text, highlight_html, safe_path
 
 APP = Path(__file__).resolve().parent.parent / "llama_index_kgplus" / "ui" / "app.py"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -79,7 +74,7 @@ def index_dir(tmp_path_factory, embed_model) -> Path:
 @pytest.fixture(scope="module")
 def eval_dir(index_dir, embed_model, tmp_path_factory) -> Path:
     """A real `kgplus eval`-style folder: two pipelines over the index, scripted answers, metrics without a judge."""
-    from llama_index_kgplus.indexing import load_index
+    from llama_index_kgplus import load_index
 
     root = tmp_path_factory.mktemp("eval")
     dataset = root / "q.jsonl"
@@ -310,11 +305,11 @@ def graphrag_dir(tmp_path_factory) -> Path:
     return root / "store"
 
 
-RULE_LLM = "llama_index_kgplus.graphrag.testing:RuleBasedGraphRAGLLM"
+RULE_LLM = "llama_index_kgplus.graphrag._testing:RuleBasedGraphRAGLLM"
 
 
 def test_a_global_answer_shows_the_community_reports_it_used(graphrag_dir, embed_model):
-    from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+    from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 
     config = WorkbenchConfig(graphrag=graphrag_dir).check()
     at = _app(config, Workbench(config, llm=RuleBasedGraphRAGLLM(), embed_model=embed_model))
@@ -425,8 +420,8 @@ def test_bad_options_fail_in_one_line_before_the_server_starts(args, message, cl
 def test_the_demo_prints_a_workbench_command_that_parses():
     import shlex
 
-    from llama_index_kgplus.cli import build_parser
-    from llama_index_kgplus.demo import workbench_command
+    from llama_index_kgplus._demo import workbench_command
+    from llama_index_kgplus.cli._parser import build_parser
 
     words = shlex.split(workbench_command())
     args = build_parser().parse_args(words[1:])

@@ -10,9 +10,9 @@ import pytest
 from _worker import answer_all
 
 from llama_index_kgplus import EntityGraph, EntityLinker, GraphRAGIndex, KGPlusSources, build_index, load_corpus
-from llama_index_kgplus.defaults import FAST_LLM
+from llama_index_kgplus._defaults import FAST_LLM
 from llama_index_kgplus.graph_stores import ladybug_uri
-from llama_index_kgplus.graphrag.testing import RuleBasedGraphRAGLLM
+from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 from llama_index_kgplus.kg import KnowledgeGraph, import_kg
 from llama_index_kgplus.llm import llm_from_spec
 from llama_index_kgplus.sample import (

@@ -1,45 +1,28 @@
-"""MkDocs hook: the API reference pages list every public name (each module's ``__all__``) for mkdocstrings."""
+"""MkDocs hook: the API reference pages list every public name (each module's ``__all__``) for mkdocstrings.
+
+Each name is given by its public path (``llama_index_kgplus.kg.KGPath``); mkdocstrings (griffe) reads the source and
+follows the re-export to the private module that defines it."""
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import re
-from pathlib import Path
 from typing import Any
 
 SUBPACKAGES = (
     "llm", "errors", "summarizers", "hierarchy", "glossary", "kg", "entity_graph", "graphrag", "graph_stores",
-    "tables", "router", "compression", "evaluation", "events", "structured", "defaults", "sample", "testing", "ui",
-    "cli",
+    "tables", "router", "compression", "evaluation", "events", "sample", "ui", "cli",
 )  # fmt: skip
 _ONE = re.compile(r"<!-- api: ([\w.]+) -->")
-_ROOT = Path(importlib.import_module("llama_index_kgplus").__file__).parents[1]
 
 
 def _entries(module_name: str, skip: frozenset[str] = frozenset()) -> str:
     module = importlib.import_module(module_name)
     names = [n for n in getattr(module, "__all__", []) if not n.startswith("_")]
     shared = [n for n in names if n in skip]
-    listed = "\n\n".join(f"::: {_defined_at(module, name)}" for name in names if name not in skip)
+    listed = "\n\n".join(f"::: {module_name}.{name}" for name in names if name not in skip)
     also = f"Also here, documented on the top-level page: {', '.join(f'`{n}`' for n in shared)}.\n\n" if shared else ""
     return also + listed
-
-
-def _defined_at(module: Any, name: str) -> str:
-    """Where mkdocstrings finds ``name`` (it reads the source): the module that defines a class or function,
-    since a public name may be re-exported lazily; the public module for a constant."""
-    obj = inspect.unwrap(getattr(module, name))
-    try:
-        path = Path(inspect.getfile(obj)).with_suffix("")
-    except TypeError:  # a constant: documented where it is exported
-        return f"{module.__name__}.{name}"
-    if _ROOT not in path.parents:
-        return f"{module.__name__}.{name}"
-    parts = list(path.relative_to(_ROOT).parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join([*parts, obj.__qualname__])
 
 
 def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:

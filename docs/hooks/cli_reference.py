@@ -11,7 +11,7 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     """Replace the marker with each command's help text."""
     if MARKER not in markdown:
         return markdown
-    from llama_index_kgplus.cli import command_parsers
+    from llama_index_kgplus.cli._parser import command_parsers
 
     sections = []
     for parser in command_parsers():

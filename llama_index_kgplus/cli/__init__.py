@@ -2,55 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
 
-from llama_index_kgplus import __version__
-from llama_index_kgplus.cli import _args
+from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus.cli import _parser
 from llama_index_kgplus.errors import KGPlusError
-
-# Modules with a ``register(subparsers)`` function, in the order their commands appear in --help.
-_COMMAND_MODULES = ("_setup", "_index", "_ask", "_eval", "_graphrag", "_kg", "_ui")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``kgplus ingest: error: ... (see kgplus ingest --help)``, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
-
-
-def _build() -> tuple[argparse.ArgumentParser, list[argparse.ArgumentParser]]:
-    parser = _Parser(prog="kgplus", description="llama-index-kgplus: structure-aware RAG, offline.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    every_command = argparse.ArgumentParser(add_help=False)  # the options of every command
-    every_command.add_argument(
-        "--embed-model",
-        default=None,
-        metavar="SPEC",
-        help="embedding model spec: local (default), openai-like:MODEL@URL, ollama:MODEL[@URL] or "
-        "bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
-    )
-    commands = _args.Commands(parser.add_subparsers(dest="command", required=True), [every_command], [])
-    for name in _COMMAND_MODULES:
-        importlib.import_module(f"{__name__}.{name}").register(commands)
-    return parser, commands.parsers
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``kgplus`` argument parser with every command's subparser."""
-    return _build()[0]
-
-
-def command_parsers() -> list[argparse.ArgumentParser]:
-    """The parser of every command (``kgplus ingest``, ``kgplus kg import``, ...), in the order of ``--help``."""
-    return _build()[1]
 
 
 @contextlib.contextmanager
@@ -74,8 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     re-run with ``--debug``, accepted anywhere on the line) for anything unexpected."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    args = build_parser().parse_args(["--debug", *(a for a in argv if a != "--debug")] if debug else argv)
-    from llama_index_kgplus.defaults import EMBED_MODEL_ENV
+    args = _parser.build_parser().parse_args(["--debug", *(a for a in argv if a != "--debug")] if debug else argv)
+    from llama_index_kgplus._defaults import EMBED_MODEL_ENV
 
     try:
         with _env(EMBED_MODEL_ENV, getattr(args, "embed_model", None)):  # every command reads the default from it
@@ -89,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        from llama_index_kgplus.llm import describe_server_error
+        from llama_index_kgplus.llm._specs import describe_server_error
 
         served = describe_server_error(exc)
         if served is not None:
@@ -101,4 +60,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-__all__ = ["build_parser", "command_parsers", "main"]
+__all__ = ["main"]
+
+# Names that left the public API: importable for one more release, with a DeprecationWarning.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "build_parser": "llama_index_kgplus.cli._parser:build_parser",
+        "command_parsers": "llama_index_kgplus.cli._parser:command_parsers",
+    },
+)

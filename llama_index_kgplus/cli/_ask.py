@@ -57,8 +57,8 @@ def sources(args: argparse.Namespace, **settings: Any) -> Any:
 
 
 def _route_record(decision: Any, routes: list[str]) -> dict[str, Any]:
-    from llama_index_kgplus import ENGINE_NAMES
-    from llama_index_kgplus.router import choose_engine
+    from llama_index_kgplus._assembly import ENGINE_NAMES
+    from llama_index_kgplus.router._engine import choose_engine
 
     chosen, note = choose_engine(decision, dict.fromkeys(routes))
     return {
@@ -93,8 +93,8 @@ def _route(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import ENGINE_NAMES
-    from llama_index_kgplus.llm import format_usage
+    from llama_index_kgplus._assembly import ENGINE_NAMES
+    from llama_index_kgplus.llm._usage import format_usage
 
     questions = _questions(args)
     with sources(args, similarity_top_k=args.top_k, context_budget=args.context_budget) as opened:
@@ -157,7 +157,7 @@ def register(commands: _args.Commands) -> None:
         "--llm", default=None, help="model spec (name, .gguf, openai-like:M@URL, ...); default $KGPLUS_LLM"
     )
     ask.add_argument("--top-k", type=_args.positive_int, default=5, help="passages to retrieve (default 5)")
-    from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
+    from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 
     ask.add_argument(
         "--context-budget",

@@ -20,7 +20,7 @@ DEFAULT_COMPRESS = "sentences"
 
 
 def add_options(parser: argparse.ArgumentParser, synthesize: bool, compress: str = DEFAULT_COMPRESS) -> None:
-    from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
+    from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 
     group = parser.add_argument_group("context compression")
     group.add_argument(
@@ -49,7 +49,7 @@ def postprocessors(args: argparse.Namespace, llm: Any | None, embed_model: Any |
     ``embed_model``, by default the pack's local model (loaded only when needed)."""
     if args.compress == "none":
         return []
-    from llama_index_kgplus.compression import postprocessors_for
+    from llama_index_kgplus.compression._apply import postprocessors_for
     from llama_index_kgplus.llm import embed_model_from_spec
 
     embed_model = embed_model or embed_model_from_spec()

@@ -17,7 +17,7 @@ from llama_index_kgplus.cli import _args
 
 
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
-    from llama_index_kgplus.entity_graph import ENTITY_SOURCES
+    from llama_index_kgplus.entity_graph._sources import ENTITY_SOURCES
 
     group = parser.add_argument_group("entity graph (multi-hop retrieval)")
     group.add_argument(
@@ -53,7 +53,7 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _sources(value: str) -> list[str]:
-    from llama_index_kgplus.entity_graph import parse_sources
+    from llama_index_kgplus.entity_graph._sources import parse_sources
     from llama_index_kgplus.errors import InputDataError
 
     try:

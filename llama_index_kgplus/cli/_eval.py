@@ -12,17 +12,10 @@ def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
 
     from llama_index_kgplus import build_index, load_corpus, load_index
+    from llama_index_kgplus._indexing import require_index
     from llama_index_kgplus.errors import InputDataError
-    from llama_index_kgplus.evaluation import (
-        EvalRunner,
-        PipelineContext,
-        build_pipelines,
-        load_dataset,
-        markdown_table,
-        summarize,
-        write_report,
-    )
-    from llama_index_kgplus.indexing import require_index
+    from llama_index_kgplus.evaluation import EvalRunner, PipelineContext, build_pipelines, load_dataset, write_report
+    from llama_index_kgplus.evaluation._report import markdown_table, summarize
     from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
     names = [n.strip() for n in args.pipelines.split(",") if n.strip()]
@@ -83,7 +76,7 @@ def _model_name(llm) -> str:
 
 
 def register(commands: _args.Commands) -> None:
-    from llama_index_kgplus.evaluation import DEFAULT_METRICS
+    from llama_index_kgplus.evaluation._runner import DEFAULT_METRICS
 
     cmd = commands.add("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
     cmd.add_argument(

@@ -16,7 +16,7 @@ from typing import Any
 def add_options(parser: argparse.ArgumentParser, with_llm: bool) -> None:
     """The glossary options; ``with_llm``: also ``--llm`` (the rewrite needs an LLM; a command that answers has
     its own option already)."""
-    from llama_index_kgplus.glossary import DEFAULT_MODE, RETRIEVAL_MODES
+    from llama_index_kgplus.glossary._engine import DEFAULT_MODE, RETRIEVAL_MODES
 
     group = parser.add_argument_group("glossary query rewriting")
     group.add_argument(

@@ -105,8 +105,8 @@ def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.graphrag import GRAPH_FILE, STATE_FILE
+    from llama_index_kgplus import load_corpus
+    from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
 
     store = Path(args.store)
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
@@ -140,8 +140,8 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.graphrag import require_store
+    from llama_index_kgplus import load_corpus
+    from llama_index_kgplus.graphrag._index import require_store
 
     require_store(args.store)
     docs = load_corpus(args.docs_path)
@@ -151,7 +151,7 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.graphrag import require_store
+    from llama_index_kgplus.graphrag._index import require_store
 
     require_store(args.store)
     with _opened_index(args) as index:

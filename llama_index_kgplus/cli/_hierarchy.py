@@ -91,7 +91,7 @@ def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> N
     """Write ``hierarchy.json`` and say how many summaries were made (and which clusters failed)."""
     if not builders:
         return
-    from llama_index_kgplus.hierarchy import write_manifest
+    from llama_index_kgplus.hierarchy._retriever import write_manifest
 
     manifest = write_manifest(args.index, list(index.docstore.docs.values()), builders[0])
     levels = ", ".join(f"level {k}: {v}" for k, v in manifest["nodes_per_level"].items())

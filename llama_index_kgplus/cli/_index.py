@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._jsonl import iter_jsonl, text_field
 from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import iter_jsonl, text_field
 
 
 def _read_questions(path: Path, field: str = "question") -> Iterator[str]:
@@ -79,7 +79,7 @@ def _print_result(args: argparse.Namespace, record: dict[str, Any]) -> None:
         if src.get("compression", {}).get("dropped"):
             print("    (no sentence of it within the context budget: not shown to the LLM)")
     if record.get("usage"):
-        from llama_index_kgplus.llm import format_usage
+        from llama_index_kgplus.llm._usage import format_usage
 
         print(f"\n{format_usage(record['usage'])}")
 
@@ -121,8 +121,7 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.corpus import load_corpus
-    from llama_index_kgplus.indexing import build_index
+    from llama_index_kgplus import build_index, load_corpus
     from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
@@ -149,7 +148,7 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
     from pydantic import ValidationError
 
     from llama_index_kgplus import KGPlusSources
-    from llama_index_kgplus.compression import query_with_hints, run_postprocessors
+    from llama_index_kgplus.compression._apply import query_with_hints, run_postprocessors
     from llama_index_kgplus.llm import AnswerUsage, attach_usage, resolve_model_spec
 
     _compression.check(args)

@@ -27,8 +27,9 @@ from llama_index_kgplus.errors import InputDataError
 
 
 def _import(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.graph_stores import GraphStoreURI
-    from llama_index_kgplus.kg import import_kg, neo4j_admin_import_command
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+    from llama_index_kgplus.kg import import_kg
+    from llama_index_kgplus.kg._import import neo4j_admin_import_command
 
     if args.neo4j_admin_command:
         print(
@@ -134,7 +135,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _hops(value: str) -> int:
-    from llama_index_kgplus.graph_stores import MAX_HOPS_LIMIT
+    from llama_index_kgplus.graph_stores._dialect_base import MAX_HOPS_LIMIT
 
     number = _args.positive_int(value)
     if number > MAX_HOPS_LIMIT:

@@ -10,13 +10,13 @@ LLM_HELP = "model spec: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, op
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.doctor import run_doctor
+    from llama_index_kgplus._doctor import run_doctor
 
     return 0 if run_doctor(llm=args.llm, embed_model=args.embed_model) else 1
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.demo import run_demo
+    from llama_index_kgplus._demo import run_demo
     from llama_index_kgplus.llm import llm_from_spec
 
     run_demo(llm=llm_from_spec(args.llm))
@@ -24,10 +24,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _models_prepare(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import defaults
+    from llama_index_kgplus import _defaults
 
-    for name in sorted(defaults.LLM_MODELS) if args.all else [args.model]:
-        path = defaults.gguf_path(name, check_sha256=args.verify)
+    for name in sorted(_defaults.LLM_MODELS) if args.all else [args.model]:
+        path = _defaults.gguf_path(name, check_sha256=args.verify)
         print(f"{name}: {path} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
     return 0
 

@@ -59,7 +59,8 @@ def streamlit_command(host: str, port: int) -> list[str]:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from llama_index_kgplus.ui import CONFIG_ENV, WorkbenchConfig
+    from llama_index_kgplus.ui import WorkbenchConfig
+    from llama_index_kgplus.ui._config import CONFIG_ENV
 
     if importlib.util.find_spec("streamlit") is None:
         raise KGPlusSetupError("the workbench needs Streamlit: pip install 'llama-index-kgplus[ui]'.")
@@ -82,7 +83,7 @@ def _ui(args: argparse.Namespace) -> int:
 
 def register(commands: _args.Commands) -> None:
     from llama_index_kgplus.cli._setup import LLM_HELP
-    from llama_index_kgplus.compression import DEFAULT_CONTEXT_BUDGET
+    from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 
     ui = commands.add("ui", help="the browser workbench: ask and see why, browse, compare evaluations")
     ui.add_argument("--index", type=Path, help="persisted index (kgplus ingest): local and multi-hop questions")

@@ -24,13 +24,13 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.compression._units import Unit, join_units, split_units
 from llama_index_kgplus.events import CompressionEvent
-from llama_index_kgplus.llm import TokenCounter
-from llama_index_kgplus.vectors import unit_rows
+from llama_index_kgplus.llm._tokens import TokenCounter
 
 COMPRESSION_KEY = "compression"
-# Chosen in benchmarks/compression.py (benchmarks/README.md): the smallest budget at which the default 1.5B model
+# Chosen in benchmarks/compression.py (figures: docs/benchmarks/index.md): the smallest budget at which the default 1.5B model
 # answers as well as from whole passages on 42 SQuAD questions; 256 and 512 lost 19 and 14 points of answer_contains.
 DEFAULT_CONTEXT_BUDGET = 1024
 _CACHE_SIZE = 20_000
@@ -48,14 +48,16 @@ def _unit_vectors(vectors: list[list[float]]) -> np.ndarray:
 class ContextCompressor(BaseNodePostprocessor):
     """Keep the most relevant sentences of the retrieved nodes within ``context_budget`` tokens.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus.compression import ContextCompressor
+    ```python
+    from llama_index_kgplus.compression import ContextCompressor
 
-        compressor = ContextCompressor.from_defaults(context_budget=1024, llm=llm)   # llm: count its tokens
-        engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
-        response = engine.query("When was the Normans' first raid?")
-        response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}
+    compressor = ContextCompressor.from_defaults(context_budget=1024, llm=llm)   # llm: count its tokens
+    engine = index.as_query_engine(similarity_top_k=5, node_postprocessors=[compressor])
+    response = engine.query("When was the Normans' first raid?")
+    response.source_nodes[0].node.metadata["compression"]   # {"kept_units": 2, "units": 9, "tokens": ..}
+    ```
     """
 
     method: Literal["sentences"] = Field(
@@ -101,6 +103,7 @@ class ContextCompressor(BaseNodePostprocessor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "ContextCompressor"
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llama_index_kgplus.text import split_sentences
+from llama_index_kgplus._text import split_sentences
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 # A line that starts like code, a list item, a table row or a prompt: the paragraph is read line by line.
@@ -54,9 +54,11 @@ def split_units(text: str, max_chars: int = 400) -> list[Unit]:
     blocks of lines instead (an indented line stays with the line above it), an overlong block into its lines,
     and an overlong line into windows.
 
-    Example::
+    Example:
 
-        [u.text for u in split_units("One. Two.\\n\\nx = 1\\nif x:\\n    y = 2")]   # ['One.', 'Two.', 'x = 1', 'if x:\\n    y = 2']
+    ```python
+    [u.text for u in split_units("One. Two.\\n\\nx = 1\\nif x:\\n    y = 2")]   # ['One.', 'Two.', 'x = 1', 'if x:\\n    y = 2']
+    ```
     """
     units: list[Unit] = []
     for number, paragraph in enumerate(p for p in _PARAGRAPH.split(text) if p.strip()):

@@ -6,44 +6,53 @@ from document titles, a knowledge graph, a glossary, spaCy's named entities or t
 any property graph store). :class:`EntityGraphRetriever` seeds a personalized PageRank with the question's
 entities and the top dense hits, and returns the passages the walk reaches, with the path that led to each.
 
-Example::
+Example:
 
-    linker = EntityLinker.from_defaults(sources=["titles"])
-    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
-    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
-    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=8)
-    retriever.retrieve("When did Lothair II's mother die?")
+```python
+linker = EntityLinker.from_defaults(sources=["titles"])
+index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=8)
+retriever.retrieve("When did Lothair II's mother die?")
+```
 """
 
-from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary, EntityMatch
-from llama_index_kgplus.entity_graph._graph import GRAPH_FILE, MENTIONS, EntityGraph
-from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY, EntityLinker
-from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name, strip_qualifier
+from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus._public import set_public_module
+from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
+from llama_index_kgplus.entity_graph._graph import EntityGraph
+from llama_index_kgplus.entity_graph._linker import EntityLinker
 from llama_index_kgplus.entity_graph._ner import SpacyEntityExtractor
-from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
-from llama_index_kgplus.entity_graph._retriever import METADATA_KEY, EntityGraphRetriever, GraphRetrievalSettings
-from llama_index_kgplus.entity_graph._sources import ENTITY_SOURCES, parse_sources
+from llama_index_kgplus.entity_graph._retriever import EntityGraphRetriever, GraphRetrievalSettings
 
 __all__ = [
-    "ENTITIES_KEY",
-    "ENTITY_SOURCES",
-    "GRAPH_FILE",
-    "MENTIONS",
-    "METADATA_KEY",
-    "RELATIONSHIPS_KEY",
-    "SAME_AS",
-    "Entity",
-    "EntityDictionary",
     "EntityGraph",
-    "EntityGraphRetriever",
     "EntityLinker",
-    "EntityMatch",
-    "GraphRetrievalSettings",
+    "EntityGraphRetriever",
+    "EntityDictionary",
     "SpacyEntityExtractor",
-    "entity_key",
-    "is_linkable_name",
-    "parse_sources",
-    "personalized_pagerank",
-    "strip_qualifier",
-    "transition_matrix",
+    "GraphRetrievalSettings",
 ]
+set_public_module(__name__, globals(), __all__)
+
+# Names that left the public API: importable for one more release, with a DeprecationWarning.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "ENTITIES_KEY": "llama_index_kgplus.entity_graph._linker:ENTITIES_KEY",
+        "Entity": "llama_index_kgplus.entity_graph._dictionary:Entity",
+        "entity_key": "llama_index_kgplus.entity_graph._names:entity_key",
+        "ENTITY_SOURCES": "llama_index_kgplus.entity_graph._sources:ENTITY_SOURCES",
+        "EntityMatch": "llama_index_kgplus.entity_graph._dictionary:EntityMatch",
+        "GRAPH_FILE": "llama_index_kgplus.entity_graph._graph:GRAPH_FILE",
+        "is_linkable_name": "llama_index_kgplus.entity_graph._names:is_linkable_name",
+        "MENTIONS": "llama_index_kgplus.entity_graph._graph:MENTIONS",
+        "METADATA_KEY": "llama_index_kgplus.entity_graph._retriever:METADATA_KEY",
+        "parse_sources": "llama_index_kgplus.entity_graph._sources:parse_sources",
+        "personalized_pagerank": "llama_index_kgplus.entity_graph._pagerank:personalized_pagerank",
+        "RELATIONSHIPS_KEY": "llama_index_kgplus.entity_graph._linker:RELATIONSHIPS_KEY",
+        "SAME_AS": "llama_index_kgplus.entity_graph._dictionary:SAME_AS",
+        "strip_qualifier": "llama_index_kgplus.entity_graph._names:strip_qualifier",
+        "transition_matrix": "llama_index_kgplus.entity_graph._pagerank:transition_matrix",
+    },
+)

@@ -4,11 +4,13 @@ Entities from different sources merge when their keys are equal (see :mod:`._nam
 that is the exact name of another makes the two ``SAME_AS``; an alias shared by several entities (``"Lloyd"``
 of ``"Lloyd (film)"`` and ``"Lloyd (actor)"``) is a mention of each of them.
 
-Example::
+Example:
 
-    entities = EntityDictionary()
-    entities.add("Lloyd (film)", "titles", aliases=["Lloyd"], doc_id="doc-17")
-    [m.key for m in entities.find("Lloyd was released in 1929.")]   # ['lloyd film']
+```python
+entities = EntityDictionary()
+entities.add("Lloyd (film)", "titles", aliases=["Lloyd"], doc_id="doc-17")
+[m.key for m in entities.find("Lloyd was released in 1929.")]   # ['lloyd film']
+```
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
 
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.entity_graph._names import entity_key, surface_forms
-from llama_index_kgplus.text import PhraseMatcher
 
 #: Relationship type of the edge between two entities that one of them names as an alias.
 SAME_AS = "SAME_AS"
@@ -59,7 +61,18 @@ class EntityMatch:
 
 
 class EntityDictionary:
-    """Entities by key, their relationships, and a matcher over their names and aliases (built on first use)."""
+    """Entities by key, their relationships, and a matcher over their names and aliases (built on first use).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.entity_graph import EntityDictionary
+
+    entities = EntityDictionary()
+    entities.add("Lothair II", "titles", aliases=["Lothar II"])
+    [m.key for m in entities.find("When did Lothar II's mother die?")]
+    ```
+    """
 
     def __init__(self) -> None:
         self.entities: dict[str, Entity] = {}
@@ -136,6 +149,7 @@ class EntityDictionary:
         return orphans
 
     def remove(self, keys: Iterable[str]) -> None:
+        """Drop the entities ``keys`` and every relationship that touches one of them."""
         drop = set(keys)
         for key in drop:
             self.entities.pop(key, None)
@@ -156,6 +170,7 @@ class EntityDictionary:
 
     @property
     def matcher(self) -> PhraseMatcher:
+        """The whole-word matcher of every entity name and alias (built on first use, rebuilt after a change)."""
         if self._matcher is None:
             self._matcher = PhraseMatcher.from_pairs(self._surfaces())
         return self._matcher

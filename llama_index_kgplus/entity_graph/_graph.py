@@ -11,12 +11,14 @@ It is saved as one file, ``entity_graph.npz`` (numeric arrays and one JSON membe
 index; documents are added or deleted by document id, like the docstore. :meth:`EntityGraph.write_to_store`
 copies it into any LlamaIndex ``PropertyGraphStore``.
 
-Example::
+Example:
 
-    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
-    graph.persist("./index", index_id=index.index_id)
-    graph = EntityGraph.load("./index", index_id=index.index_id)
-    graph.delete_ref_doc("Lothair II")
+```python
+graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+graph.persist("./index", index_id=index.index_id)
+graph = EntityGraph.load("./index", index_id=index.index_id)
+graph.delete_ref_doc("Lothair II")
+```
 """
 
 from __future__ import annotations
@@ -33,10 +35,10 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.schema import BaseNode
 
+from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_open
 
 GRAPH_FILE = "entity_graph.npz"
 FORMAT = "kgplus-entity-graph"
@@ -50,6 +52,18 @@ class EntityGraph:
     Attributes: ``entities`` (:class:`EntityDictionary`), ``passage_ids`` and ``passage_doc_ids`` (parallel
     lists), ``index_id`` (the vector index it belongs to, when known), ``revision`` (counts the edits, so a
     retriever knows when to rebuild its matrices). Build it with :meth:`from_nodes` or :meth:`load`.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EntityGraph, EntityLinker, build_index, load_corpus
+
+    linker = EntityLinker.from_defaults(sources=["titles"])
+    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    graph.persist("./index")
+    print(EntityGraph.load("./index").n_entities)
+    ```
     """
 
     def __init__(self) -> None:
@@ -68,14 +82,17 @@ class EntityGraph:
 
     @property
     def n_passages(self) -> int:
+        """Number of passages in the graph."""
         return len(self.passage_ids)
 
     @property
     def n_entities(self) -> int:
+        """Number of entities in the graph."""
         return len(self._entity_keys)
 
     @property
     def n_mentions(self) -> int:
+        """Number of passage-entity links (mentions)."""
         return int(self._mention_passage.size)
 
     @property

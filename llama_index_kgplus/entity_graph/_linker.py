@@ -31,6 +31,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._structured import StructuredOutputError
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
@@ -49,7 +50,6 @@ from llama_index_kgplus.entity_graph._sources import (
     read_kg,
 )
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
-from llama_index_kgplus.structured import StructuredOutputError
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +67,13 @@ class EntityLinker(TransformComponent):
     gave for these nodes), ``n_entities_``, ``n_linked_nodes_``, ``llm_calls_`` and ``usage_`` (the LLM's own
     call and token counts, retries included; zero without the ``llm`` source).
 
-    Example::
+    Example:
 
-        linker = EntityLinker.from_defaults(sources=["titles", "ner"])
-        index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
-        graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    ```python
+    linker = EntityLinker.from_defaults(sources=["titles", "ner"])
+    index = build_index(load_corpus("docs.jsonl"), "./index", extra_transformations=[linker])
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_)
+    ```
     """
 
     sources: list[str] = Field(default_factory=lambda: ["titles"], description="Entity sources, in order.")
@@ -115,6 +117,7 @@ class EntityLinker(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "EntityLinker"
 
     @classmethod
@@ -152,18 +155,22 @@ class EntityLinker(TransformComponent):
 
     @property
     def dictionary_(self) -> EntityDictionary:
+        """The entities found in the nodes the linker ran on (:class:`EntityDictionary`); set when it runs."""
         return self._get("dictionary")
 
     @property
     def n_entities_(self) -> int:
+        """Number of entities in :attr:`dictionary_`; set when the linker runs."""
         return len(self._get("dictionary"))
 
     @property
     def n_linked_nodes_(self) -> int:
+        """Number of nodes that got at least one entity; set when the linker runs."""
         return self._get("n_linked_nodes")
 
     @property
     def llm_calls_(self) -> int:
+        """LLM calls made by the ``llm`` source in the last run (0 without it)."""
         return self.usage_.llm_calls
 
     @property
@@ -342,6 +349,7 @@ class EntityLinker(TransformComponent):
         return nodes
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Async ``__call__``: link the entities of ``nodes`` (spaCy runs in a thread, LLM reads concurrently)."""
         show_progress = kwargs.get("show_progress", self.show_progress)
         readings = self._start(nodes)
         if "ner" in self.sources:

@@ -7,10 +7,12 @@ parenthesised qualifier (``"Lloyd (film)"``) stays in the key, and the bare name
 of it: a text that says "Lloyd" mentions every entity with that alias, unless an entity is called exactly
 "Lloyd" (an exact name always beats an alias).
 
-Example::
+Example:
 
-    entity_key("Lambert, Margrave of Tuscany")   # 'lambert margrave of tuscany'
-    strip_qualifier("Dark River (2017 film)")     # 'Dark River'
+```python
+entity_key("Lambert, Margrave of Tuscany")   # 'lambert margrave of tuscany'
+strip_qualifier("Dark River (2017 film)")     # 'Dark River'
+```
 """
 
 from __future__ import annotations

@@ -6,11 +6,13 @@ The pipeline is Explosion's ``en_core_web_sm`` 3.8.0 (MIT; trained on OntoNotes 
 recorded here before the pipeline is used. Any other installed spaCy pipeline can be named instead (then
 without the check).
 
-Example::
+Example:
 
-    ner = SpacyEntityExtractor()
-    [e.name for e in ner.extract(["Lothair II was the son of Ermengarde of Tours."])[0]]
-    # ['Lothair II', 'Ermengarde of Tours']
+```python
+ner = SpacyEntityExtractor()
+[e.name for e in ner.extract(["Lothair II was the son of Ermengarde of Tours."])[0]]
+# ['Lothair II', 'Ermengarde of Tours']
+```
 """
 
 from __future__ import annotations
@@ -59,11 +61,21 @@ class NamedEntity:
 
 class SpacyEntityExtractor:
     """Entity names in texts: spaCy's named entities with ``labels``, plus (``noun_phrases``) the runs of proper
-        nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case
-        "the" and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or
-        more gets its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word
-    ("Lloyd") as aliases. The pipeline loads on first use (:meth:`warm_up`); the
-        lemmatizer is not loaded (nothing here needs it)."""
+    nouns inside noun chunks ("the singer Nicki Minaj" -> "Nicki Minaj"). Names lose a leading lower-case "the"
+    and a trailing possessive ("Frank Sinatra's" -> "Frank Sinatra"); a person's name of two words or more gets
+    its first and last word ("Frank Lloyd" for "Frank William George Lloyd") and its last word ("Lloyd") as
+    aliases. The pipeline loads on first use (:meth:`warm_up`); the lemmatizer is not loaded (nothing here needs
+    it).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.entity_graph import SpacyEntityExtractor
+
+    (found,) = SpacyEntityExtractor().extract(["The singer Nicki Minaj met Frank Sinatra's daughter."])
+    [(e.name, e.aliases) for e in found]
+    ```
+    """
 
     def __init__(
         self,
@@ -79,6 +91,8 @@ class SpacyEntityExtractor:
         self._nlp: Any = None
 
     def warm_up(self) -> None:
+        """Load the spaCy pipeline now (it loads on first use otherwise); raises :class:`KGPlusSetupError` with the
+        install hint when spaCy or the model is missing."""
         if self._nlp is not None:
             return
         try:

@@ -7,10 +7,12 @@ sends the walk back to the seeds. The score of a node is the share of time the w
 ``max_steps`` bounds the walk: after ``k`` power iterations started from the seeds, only nodes within ``k``
 edges of a seed have a score, which is the personalized PageRank truncated to walks of at most ``k`` edges.
 
-Example::
+Example:
 
-    transition = transition_matrix(adjacency)              # row-stochastic, from symmetric weights
-    scores = personalized_pagerank(transition, seeds, damping=0.5)
+```python
+transition = transition_matrix(adjacency)              # row-stochastic, from symmetric weights
+scores = personalized_pagerank(transition, seeds, damping=0.5)
+```
 """
 
 from __future__ import annotations

@@ -38,7 +38,18 @@ dispatcher = get_dispatcher(__name__)
 
 
 class GraphRetrievalSettings(BaseModel):
-    """The settings of :class:`EntityGraphRetriever` (validated; every one can be passed as a keyword)."""
+    """The settings of :class:`EntityGraphRetriever` (validated; every one can be passed as a keyword).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EntityGraphRetriever
+    from llama_index_kgplus.entity_graph import GraphRetrievalSettings
+
+    settings = GraphRetrievalSettings(similarity_top_k=8, max_hops=4, dense_seeds=3)
+    retriever = EntityGraphRetriever.from_index(index, persist_dir="./index", **settings.model_dump())
+    ```
+    """
 
     similarity_top_k: int = Field(default=8, ge=1, description="Passages returned.")
     damping: float = Field(default=0.85, ge=0.0, lt=1.0, description="Probability that the walk goes on (vs restarts).")
@@ -114,11 +125,13 @@ class EntityGraphRetriever(BaseRetriever):
     :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches. Settings: see
     :class:`GraphRetrievalSettings`.
 
-    Example::
+    Example:
 
-        retriever = EntityGraphRetriever.from_persist_dir("./index", similarity_top_k=8)
-        for hit in retriever.retrieve("When did Lothair II's mother die?"):
-            print(hit.node.metadata["doc_id"], hit.node.metadata["entity_graph"]["path"])
+    ```python
+    retriever = EntityGraphRetriever.from_persist_dir("./index", similarity_top_k=8)
+    for hit in retriever.retrieve("When did Lothair II's mother die?"):
+        print(hit.node.metadata["doc_id"], hit.node.metadata["entity_graph"]["path"])
+    ```
     """
 
     def __init__(
@@ -140,6 +153,7 @@ class EntityGraphRetriever(BaseRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "EntityGraphRetriever"
 
     # ------------------------------------------------------------------ construction
@@ -160,7 +174,7 @@ class EntityGraphRetriever(BaseRetriever):
     def from_persist_dir(cls, persist_dir: str | Path, embed_model: Any = None, **kwargs: Any) -> EntityGraphRetriever:
         """Over an index folder written by ``kgplus ingest --entities`` (``embed_model`` defaults to
         ``Settings.embed_model``)."""
-        from llama_index_kgplus.indexing import load_index
+        from llama_index_kgplus._indexing import load_index
 
         graph = EntityGraph.load(persist_dir)  # before the index: a folder without a graph fails fast
         index = load_index(persist_dir, embed_model=embed_model)

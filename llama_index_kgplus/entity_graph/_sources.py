@@ -124,7 +124,7 @@ def metered_llm(llm: Any) -> Any:
 
 def llm_usage(llm: Any | None) -> Any:
     """The ``LLMUsage`` so far of an LLM from :func:`metered_llm` (zero for None)."""
-    from llama_index_kgplus.llm import LLMUsage, usage_meter
+    from llama_index_kgplus.llm._usage import LLMUsage, usage_meter
 
     return LLMUsage() if llm is None else usage_meter(llm).snapshot()
 

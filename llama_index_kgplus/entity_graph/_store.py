@@ -10,9 +10,11 @@ LlamaIndex's Ladybug store only links chunks to entities as a side effect of ent
 for it the ``MENTIONS`` edges are written into its own ``Chunk``/``MENTIONS``/``Entity`` tables with one
 parameterised statement per batch.
 
-Example::
+Example:
 
-    counts = graph.write_to_store(open_graph_store("falkordb://127.0.0.1:6379"), docstore=index.docstore)
+```python
+counts = graph.write_to_store(open_graph_store("falkordb://127.0.0.1:6379"), docstore=index.docstore)
+```
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.errors import GraphStoreError
-from llama_index_kgplus.graph_stores import dialect_for_store
+from llama_index_kgplus.graph_stores._dialects import dialect_for_store
 
 if TYPE_CHECKING:
     from llama_index_kgplus.entity_graph._graph import EntityGraph

@@ -7,12 +7,26 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.jsonl import id_field, iter_jsonl, text_field
 
 
 @dataclass(frozen=True)
 class EvalSample:
+    """One question of an evaluation dataset and what it is scored against: a ``ground_truth`` answer (RAGAS-style
+    metrics), short ``answers`` (exact match, token F1) and/or the ``gold_ids`` of the documents that hold the
+    answer (retrieval metrics). :func:`load_dataset` reads them from JSON Lines.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import EvalSample
+
+    sample = EvalSample(question="Who wrote Hamlet?", id="q1", ground_truth="William Shakespeare wrote Hamlet.",
+                        gold_ids=("hamlet",))
+    ```
+    """
+
     question: str
     id: str
     ground_truth: str | None = None

@@ -21,7 +21,7 @@ from typing import Literal
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
 
-from llama_index_kgplus.structured import agenerate_json
+from llama_index_kgplus._structured import agenerate_json
 
 MAX_STATEMENTS = 12
 
@@ -72,7 +72,7 @@ async def extract_statements(llm: LLM, question: str, text: str) -> Statements:
     often return the answer back as one statement). Small models also invent statements when the text is short:
     those whose words are mostly in neither the text nor the question are dropped; if none is left, the text's
     own sentences are the statements."""
-    from llama_index_kgplus.summarizers import split_sentences
+    from llama_index_kgplus._text import split_sentences
 
     prompt = (
         "Break the answer below into short, standalone factual statements (at most "

@@ -17,11 +17,13 @@ Each evaluator returns a :class:`MetricResult` (a LlamaIndex ``EvaluationResult`
 statements, verdicts and generated questions. A judge that keeps returning unusable output gives
 ``invalid_result=True`` with the reason and ``score=None``: never a silent 0 or 1.
 
-Example::
+Example:
 
-    result = AnswerCorrectness(llm=llm, embed_model=embed).evaluate(
-        query="Who wrote Hamlet?", response="Shakespeare wrote it.", reference="William Shakespeare.")
-    result.score, result.details["f1"], result.details["answer_verdicts"]
+```python
+result = AnswerCorrectness(llm=llm, embed_model=embed).evaluate(
+    query="Who wrote Hamlet?", response="Shakespeare wrote it.", reference="William Shakespeare.")
+result.score, result.details["f1"], result.details["answer_verdicts"]
+```
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from llama_index.core.llms import LLM
 from llama_index.core.prompts.mixin import PromptDictType
 from pydantic import Field
 
+from llama_index_kgplus._structured import StructuredOutputError
+from llama_index_kgplus._vectors import cosine
 from llama_index_kgplus.evaluation import _judge
-from llama_index_kgplus.structured import StructuredOutputError
-from llama_index_kgplus.vectors import cosine
 
 
 class MetricResult(EvaluationResult):
@@ -113,7 +115,18 @@ class _Metric(BaseEvaluator):
 
 
 class AnswerSimilarity(_Metric):
-    """Cosine similarity of the answer's and the ground truth's embeddings."""
+    """Cosine similarity of the answer's and the ground truth's embeddings.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerSimilarity
+
+    result = AnswerSimilarity(embed_model=embed_model).evaluate(
+        query="Who wrote Hamlet?", response="Shakespeare.", reference="William Shakespeare wrote Hamlet.")
+    result.score
+    ```
+    """
 
     name, needs = "answer_similarity", ("response", "reference")
 
@@ -127,7 +140,18 @@ async def _similarity(embed_model: BaseEmbedding, response: str, reference: str)
 
 
 class AnswerCorrectness(_Metric):
-    """``w_f1 * statement F1 + w_sim * answer similarity`` (RAGAS weights 0.75 / 0.25 by default)."""
+    """``w_f1 * statement F1 + w_sim * answer similarity`` (RAGAS weights 0.75 / 0.25 by default).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerCorrectness
+
+    result = AnswerCorrectness(llm=llm, embed_model=embed_model).evaluate(
+        query="Who wrote Hamlet?", response="Shakespeare.", reference="William Shakespeare wrote Hamlet.")
+    print(result.score, result.details["answer_verdicts"])
+    ```
+    """
 
     name, needs = "answer_correctness", ("query", "response", "reference")
 
@@ -160,7 +184,17 @@ class AnswerCorrectness(_Metric):
 
 
 class AnswerRelevance(_Metric):
-    """Mean cosine between the question and questions generated back from the answer; 0 if noncommittal."""
+    """Mean cosine between the question and questions generated back from the answer; 0 if noncommittal.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import AnswerRelevance
+
+    metric = AnswerRelevance(llm=llm, embed_model=embed_model)
+    print(metric.evaluate(query="Who wrote Hamlet?", response="Shakespeare wrote it.").score)
+    ```
+    """
 
     name, needs = "answer_relevance", ("query", "response")
 
@@ -177,7 +211,17 @@ class AnswerRelevance(_Metric):
 
 
 class Faithfulness(_Metric):
-    """Share of the answer's statements supported by the retrieved contexts."""
+    """Share of the answer's statements supported by the retrieved contexts.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import Faithfulness
+
+    contexts = ["Hamlet is a tragedy written by William Shakespeare."]
+    score = Faithfulness(llm=llm).evaluate(query="Who wrote Hamlet?", response="Shakespeare.", contexts=contexts).score
+    ```
+    """
 
     name, needs = "faithfulness", ("query", "response", "contexts")
 
@@ -191,12 +235,22 @@ class Faithfulness(_Metric):
 
 
 class ContextRecall(_Metric):
-    """Share of the ground truth's sentences supported by the retrieved contexts."""
+    """Share of the ground truth's sentences supported by the retrieved contexts.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import ContextRecall
+
+    result = ContextRecall(llm=llm).evaluate(
+        query="Who wrote Hamlet?", contexts=["Hamlet is a tragedy by Shakespeare."], reference="Shakespeare wrote Hamlet.")
+    ```
+    """
 
     name, needs = "context_recall", ("contexts", "reference")
 
     async def _score(self, contexts: Sequence[str], reference: str, **_: Any) -> tuple[float, dict]:
-        from llama_index_kgplus.summarizers import split_sentences
+        from llama_index_kgplus._text import split_sentences
 
         sentences = split_sentences(reference) or [reference]
         verdicts = await _judge.judge_statements(self.llm, sentences, "\n\n".join(contexts))
@@ -204,7 +258,17 @@ class ContextRecall(_Metric):
 
 
 class ContextPrecision(_Metric):
-    """Average precision of the retrieved contexts, relevance judged against the ground truth."""
+    """Average precision of the retrieved contexts, relevance judged against the ground truth.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import ContextPrecision
+
+    hits = [n.node.get_content() for n in retriever.retrieve("Who wrote Hamlet?")]
+    result = ContextPrecision(llm=llm).evaluate(query="Who wrote Hamlet?", contexts=hits, reference="Shakespeare.")
+    ```
+    """
 
     name, needs = "context_precision", ("query", "contexts", "reference")
 

@@ -34,6 +34,19 @@ from llama_index_kgplus.errors import InputDataError
 
 @dataclass
 class PipelineContext:
+    """What a pipeline factory builds its query engine from: the shared index, the models and the optional sources
+    (glossary, knowledge graph store, the index folder for summary nodes, a context budget for compression).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.evaluation import PipelineContext, build_pipelines
+
+    ctx = PipelineContext(index=index, llm=llm, embed_model=embed_model, top_k=5, context_budget=1024)
+    engines = build_pipelines(["baseline", "hierarchy-evidence"], ctx)
+    ```
+    """
+
     index: VectorStoreIndex
     llm: LLM
     embed_model: BaseEmbedding
@@ -45,7 +58,8 @@ class PipelineContext:
 
     @property
     def hierarchical(self) -> bool:
-        from llama_index_kgplus.hierarchy import read_manifest
+        """Whether the index folder has summary nodes (a ``hierarchy.json`` manifest)."""
+        from llama_index_kgplus.hierarchy._retriever import read_manifest
 
         return self.index_dir is not None and bool(read_manifest(self.index_dir))
 
@@ -58,7 +72,7 @@ class PipelineContext:
 
     def postprocessors(self) -> list[BaseNodePostprocessor]:
         """A ContextCompressor of ``context_budget`` tokens, or nothing."""
-        from llama_index_kgplus.compression import postprocessors_for
+        from llama_index_kgplus.compression._apply import postprocessors_for
 
         return postprocessors_for(None, self.context_budget, embed_model=self.embed_model, llm=self.llm)
 
@@ -96,7 +110,8 @@ def _kg(path_format: Literal["arrows", "facts"]) -> PipelineFactory:
 
 def _hierarchy(mode: str) -> PipelineFactory:
     def factory(ctx: PipelineContext) -> BaseQueryEngine:
-        from llama_index_kgplus.hierarchy import HierarchicalRetriever, read_manifest
+        from llama_index_kgplus.hierarchy import HierarchicalRetriever
+        from llama_index_kgplus.hierarchy._retriever import read_manifest
 
         if not ctx.hierarchical:
             raise InputDataError(
@@ -124,10 +139,23 @@ PIPELINES: dict[str, PipelineFactory] = {
 
 
 def register_pipeline(name: str, factory: PipelineFactory) -> None:
+    """Make ``factory`` (a :class:`PipelineContext` -> query engine callable) the pipeline called ``name``, for
+    :func:`build_pipelines` and ``kgplus eval --pipelines``; a built-in name is replaced.
+
+    :param name: the pipeline's name in reports.
+    :param factory: builds the pipeline's query engine from a :class:`PipelineContext`.
+    """
     PIPELINES[name] = factory
 
 
 def build_pipelines(names: list[str], ctx: PipelineContext) -> dict[str, BaseQueryEngine]:
+    """The query engine of each named pipeline (built-in or registered), built from ``ctx``, for :class:`EvalRunner`.
+
+    :param names: pipeline names: ``baseline``, ``glossary``, ``kg``, ``kg-facts``, ``hierarchy``,
+        ``hierarchy-tree``, ``hierarchy-evidence`` or one given to :func:`register_pipeline`.
+    :param ctx: the index, models and sources the engines share.
+    :raises InputDataError: for an unknown name (the message lists the known ones).
+    """
     unknown = [n for n in names if n not in PIPELINES]
     if unknown:
         raise InputDataError(f"Unknown pipeline(s) {', '.join(unknown)}; choose from {', '.join(PIPELINES)}.")

@@ -5,11 +5,13 @@ The cache is two append-only JSONL files under ``<out>/cache``: an interrupted r
 while its question, ground truth, gold ids and short answers are. ``settings.json`` there records what the cached answers
 depend on (model, top-k, index, ...): a run with different settings is refused instead of mixing results.
 
-Example::
+Example:
 
-    runner = EvalRunner(samples, {"baseline": engine_a, "glossary": engine_b}, out_dir="eval-out",
-                        metrics=["answer_correctness", "answer_similarity"])
-    results = runner.run()          # or: await runner.arun()
+```python
+runner = EvalRunner(samples, {"baseline": engine_a, "glossary": engine_b}, out_dir="eval-out",
+                    metrics=["answer_correctness", "answer_similarity"])
+results = runner.run()          # or: await runner.arun()
+```
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._files import atomic_write_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.evaluation._dataset import EvalSample
 from llama_index_kgplus.evaluation._metrics import METRICS
 from llama_index_kgplus.evaluation._retrieval import hit_at_k, mrr, recall_at_k
 from llama_index_kgplus.evaluation._short_answer import SHORT_ANSWER_METRICS
-from llama_index_kgplus.files import atomic_write_json
 
 RETRIEVAL_METRICS = ("hit@5", "recall@5", "recall@10", "mrr")
 DEFAULT_METRICS = ("answer_correctness", "answer_similarity", "answer_relevance", "faithfulness", *RETRIEVAL_METRICS)
@@ -88,7 +90,18 @@ class _Stopped(Exception):
 
 
 class EvalRunner:
-    """Answers every sample with every pipeline, then scores each answer with each applicable metric."""
+    """Answers every sample with every pipeline, then scores each answer with each applicable metric.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import EvalRunner
+    from llama_index_kgplus.evaluation import load_dataset, write_report
+
+    records = EvalRunner(load_dataset("questions.jsonl"), {"baseline": engine_a, "mine": engine_b}, "out").run()
+    write_report(records, ["baseline", "mine"], "out")
+    ```
+    """
 
     def __init__(
         self,
@@ -261,6 +274,8 @@ class EvalRunner:
         return [r for k, r in done.items() if k[0] in self.pipelines and k[1] in keep and k[2] in self.metrics]
 
     def run(self) -> list[ScoreRecord]:
+        """Run every pipeline on every sample and score it (blocking :meth:`arun`); returns one record per sample,
+        pipeline and metric."""
         return run_sync(self.arun())
 
 

@@ -8,10 +8,12 @@
 Normalisation (SQuAD v1.1 ``evaluate-v1.1.py``): lower case, punctuation removed, the articles a/an/the removed,
 whitespace collapsed.
 
-Example::
+Example:
 
-    token_f1("It was founded in 1066 by William.", ["1066"])        # 0.25
-    answer_contains("It was founded in 1066 by William.", ["1066"])  # 1.0
+```python
+token_f1("It was founded in 1066 by William.", ["1066"])        # 0.25
+answer_contains("It was founded in 1066 by William.", ["1066"])  # 1.0
+```
 """
 
 from __future__ import annotations
@@ -52,10 +54,23 @@ def _f1(prediction: str, gold: str) -> float:
 
 
 def token_f1(prediction: str, golds: Sequence[str]) -> float:
+    """SQuAD's token F1 of ``prediction`` against the best of ``golds`` (answers normalized: lower case, no
+    punctuation or articles).
+
+    ```python
+    token_f1("in the year 1889", ["1889"])  # 0.5
+    ```
+    """
     return max(_f1(prediction, g) for g in _golds(golds))
 
 
 def answer_contains(prediction: str, golds: Sequence[str]) -> float:
+    """1.0 when the normalized ``prediction`` contains one of the normalized ``golds`` as whole words, else 0.0.
+
+    ```python
+    answer_contains("It opened in 1889.", ["1889"])  # 1.0
+    ```
+    """
     answer = f" {normalize_answer(prediction)} "
     return float(any(f" {normalize_answer(g)} " in answer for g in _golds(golds)))
 

@@ -1,53 +1,54 @@
 """Glossary-aware querying: load a glossary, pick the terms a query needs, rewrite it, retrieve, answer.
 
-Example::
+Example:
 
-    from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
+```python
+from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
 
-    glossary = Glossary.load("glossary.json")
-    engine = GlossaryQueryEngine.from_defaults(glossary, index=index, llm=llm, mode="fused")
-    response = engine.query("How can I tell whether an object can be used as a dict key?")
-    response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+glossary = Glossary.load("glossary.json")
+engine = GlossaryQueryEngine.from_defaults(glossary, index=index, llm=llm, mode="fused")
+response = engine.query("How can I tell whether an object can be used as a dict key?")
+response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+```
 """
 
-from llama_index_kgplus.glossary._engine import (
-    DEFAULT_MODE,
-    RETRIEVAL_MODES,
-    GlossaryQueryEngine,
-    GlossaryRetrieval,
-    RetrievalMode,
-)
+from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus._public import set_public_module
+from llama_index_kgplus.glossary._engine import GlossaryQueryEngine, GlossaryRetrievalMode
 from llama_index_kgplus.glossary._entry import GlossaryEntry
-from llama_index_kgplus.glossary._fusion import reciprocal_rank_fusion
-from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
-from llama_index_kgplus.glossary._model import Glossary, load_glossary
-from llama_index_kgplus.glossary._prompts import (
-    DEFAULT_GLOSSARY_CONTEXT_PROMPT,
-    DEFAULT_REWRITE_PROMPT,
-    clean_rewrite,
-)
-from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
-from llama_index_kgplus.glossary._selection import GlossarySelection, GlossaryTermSelector, SelectedEntry
+from llama_index_kgplus.glossary._guard import DriftGuard
+from llama_index_kgplus.glossary._model import Glossary
+from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite
+from llama_index_kgplus.glossary._selection import GlossaryTermSelector
 
 __all__ = [
-    "DEFAULT_GLOSSARY_CONTEXT_PROMPT",
-    "DEFAULT_MODE",
-    "DEFAULT_REWRITE_PROMPT",
-    "RETRIEVAL_MODES",
-    "DriftGuard",
     "Glossary",
     "GlossaryEntry",
     "GlossaryQueryEngine",
     "GlossaryQueryRewriter",
-    "GlossaryRetrieval",
-    "GlossarySelection",
     "GlossaryTermSelector",
-    "GuardVerdict",
+    "DriftGuard",
+    "GlossaryRetrievalMode",
     "QueryRewrite",
-    "RetrievalMode",
-    "ReviewHook",
-    "SelectedEntry",
-    "clean_rewrite",
-    "load_glossary",
-    "reciprocal_rank_fusion",
 ]
+set_public_module(__name__, globals(), __all__)
+
+# Names that left the public API: importable for one more release, with a DeprecationWarning.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "clean_rewrite": "llama_index_kgplus.glossary._prompts:clean_rewrite",
+        "DEFAULT_GLOSSARY_CONTEXT_PROMPT": "llama_index_kgplus.glossary._prompts:DEFAULT_GLOSSARY_CONTEXT_PROMPT",
+        "DEFAULT_MODE": "llama_index_kgplus.glossary._engine:DEFAULT_MODE",
+        "DEFAULT_REWRITE_PROMPT": "llama_index_kgplus.glossary._prompts:DEFAULT_REWRITE_PROMPT",
+        "GlossaryRetrieval": "llama_index_kgplus.glossary._engine:GlossaryRetrieval",
+        "GlossarySelection": "llama_index_kgplus.glossary._selection:GlossarySelection",
+        "GuardVerdict": "llama_index_kgplus.glossary._guard:GuardVerdict",
+        "load_glossary": "llama_index_kgplus.glossary._model:load_glossary",
+        "reciprocal_rank_fusion": "llama_index_kgplus.glossary._fusion:reciprocal_rank_fusion",
+        "RETRIEVAL_MODES": "llama_index_kgplus.glossary._engine:RETRIEVAL_MODES",
+        "RetrievalMode": "llama_index_kgplus.glossary:GlossaryRetrievalMode",
+        "ReviewHook": "llama_index_kgplus.glossary._rewrite:ReviewHook",
+        "SelectedEntry": "llama_index_kgplus.glossary._selection:SelectedEntry",
+    },
+)

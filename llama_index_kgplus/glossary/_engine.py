@@ -32,7 +32,8 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
-from llama_index_kgplus.compression import (
+from llama_index_kgplus._indexing import index_embed_model
+from llama_index_kgplus.compression._apply import (
     arun_postprocessors,
     postprocessors_for,
     query_with_hints,
@@ -42,12 +43,14 @@ from llama_index_kgplus.glossary._fusion import DEFAULT_RRF_K, reciprocal_rank_f
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_GLOSSARY_CONTEXT_PROMPT
 from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite, ReviewHook
-from llama_index_kgplus.indexing import index_embed_model
 from llama_index_kgplus.llm import AnswerUsage, attach_usage, metered
 
-RetrievalMode = Literal["fused", "rewritten", "original"]
+GlossaryRetrievalMode = Literal["fused", "rewritten", "original"]
+"""What :class:`GlossaryQueryEngine` retrieves with: ``fused`` (the original and the rewritten query, fused by
+reciprocal rank), ``rewritten`` (the rewrite only) or ``original`` (the question as asked; the glossary only
+informs synthesis)."""
 RETRIEVAL_MODES: tuple[str, ...] = ("fused", "rewritten", "original")
-DEFAULT_MODE: RetrievalMode = "fused"
+DEFAULT_MODE: GlossaryRetrievalMode = "fused"
 
 
 @dataclass
@@ -65,15 +68,17 @@ class GlossaryRetrieval:
 class GlossaryQueryEngine(CustomQueryEngine):
     """Query engine that speaks the documents' terminology: glossary rewrite, guarded, fused retrieval.
 
-    Example::
+    Example:
 
-        from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
+    ```python
+    from llama_index_kgplus.glossary import Glossary, GlossaryQueryEngine
 
-        engine = GlossaryQueryEngine.from_defaults(Glossary.load("glossary.json"), index=index, llm=llm)
-        response = engine.query("Why can't I use a list as a dict key?")
-        response.metadata["rewritten_query"], response.metadata["glossary_terms"]
-        streaming = GlossaryQueryEngine.from_defaults(glossary, index=index, streaming=True)
-        streaming.query("...").print_response_stream()
+    engine = GlossaryQueryEngine.from_defaults(Glossary.load("glossary.json"), index=index, llm=llm)
+    response = engine.query("Why can't I use a list as a dict key?")
+    response.metadata["rewritten_query"], response.metadata["glossary_terms"]
+    streaming = GlossaryQueryEngine.from_defaults(glossary, index=index, streaming=True)
+    streaming.query("...").print_response_stream()
+    ```
     """
 
     retriever: BaseRetriever = Field(description="Any LlamaIndex retriever (vector, hierarchical, KG, ...).")
@@ -84,7 +89,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         description="The LLM of the rewrite and the answer; metered (from_defaults), it gives Response.metadata"
         "['usage'] its token figures.",
     )
-    mode: RetrievalMode = Field(
+    mode: GlossaryRetrievalMode = Field(
         default=DEFAULT_MODE,
         description="Retrieve with the 'original' query, the 'rewritten' one, or both 'fused' by reciprocal rank.",
     )
@@ -105,6 +110,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryQueryEngine"
 
     @classmethod
@@ -117,7 +123,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         similarity_top_k: int = 5,
         llm: LLM | None = None,
         embed_model: BaseEmbedding | None = None,
-        mode: RetrievalMode = DEFAULT_MODE,
+        mode: GlossaryRetrievalMode = DEFAULT_MODE,
         streaming: bool = False,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         review_hook: ReviewHook | None = None,
@@ -202,6 +208,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self.rewriter.rewrite(self._query_str(query), use_llm=self.mode != "original")
 
     async def arewrite(self, query: QueryType) -> QueryRewrite:
+        """Async :meth:`rewrite`."""
         return await self.rewriter.arewrite(self._query_str(query), use_llm=self.mode != "original")
 
     def retrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
@@ -216,6 +223,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return GlossaryRetrieval(rewrite, self.mode, nodes)
 
     async def aretrieve_with(self, rewrite: QueryRewrite) -> GlossaryRetrieval:
+        """Async :meth:`retrieve_with` (in ``fused`` mode both retrievals run concurrently)."""
         original = QueryBundle(rewrite.original_query)
         if self.mode == "original" or not rewrite.changed:
             nodes = await self.retriever.aretrieve(original)
@@ -233,12 +241,15 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self.retrieve_with(self.rewrite(query))
 
     async def arewrite_and_retrieve(self, query: QueryType) -> GlossaryRetrieval:
+        """Async :meth:`rewrite_and_retrieve`."""
         return await self.aretrieve_with(await self.arewrite(query))
 
     def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The nodes this engine retrieves for ``query_bundle`` (rewrite, then retrieve in the engine's mode)."""
         return self.rewrite_and_retrieve(query_bundle).nodes
 
     async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`retrieve`."""
         return (await self.arewrite_and_retrieve(query_bundle)).nodes
 
     # ------------------------------------------------------------------ synthesis
@@ -260,6 +271,7 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return run_postprocessors(self.node_postprocessors, retrieval.nodes, self.compression_query(retrieval.rewrite))
 
     async def apostprocess(self, retrieval: GlossaryRetrieval) -> list[NodeWithScore]:
+        """Async :meth:`postprocess`."""
         query = self.compression_query(retrieval.rewrite)
         return await arun_postprocessors(self.node_postprocessors, retrieval.nodes, query)
 
@@ -275,15 +287,19 @@ class GlossaryQueryEngine(CustomQueryEngine):
         return self._finish(response, retrieval, usage)
 
     async def asynthesize_from(self, retrieval: GlossaryRetrieval, usage: AnswerUsage | None = None) -> RESPONSE_TYPE:
+        """Async :meth:`synthesize_from`."""
         usage = usage or AnswerUsage(self.llm)
         nodes = await self.apostprocess(retrieval)
         response = await self.response_synthesizer.asynthesize(self.synthesis_query(retrieval.rewrite), nodes)
         return self._finish(response, retrieval, usage)
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Rewrite, retrieve and answer ``query_str``; the response's metadata holds the rewrite, the glossary terms
+        and the usage."""
         usage = AnswerUsage(self.llm)
         return self.synthesize_from(self.rewrite_and_retrieve(query_str), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Async :meth:`custom_query`."""
         usage = AnswerUsage(self.llm)
         return await self.asynthesize_from(await self.arewrite_and_retrieve(query_str), usage)

@@ -36,7 +36,18 @@ def plural_forms(phrase: str) -> list[str]:
 
 
 class GlossaryEntry(BaseModel):
-    """One glossary term with its explanation; ``aliases`` are other names matched in queries."""
+    """One glossary term with its explanation; ``aliases`` are other names matched in queries.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import Glossary
+    from llama_index_kgplus.glossary import GlossaryEntry
+
+    entry = GlossaryEntry(term="GIL", explanation="The global interpreter lock.", aliases=["global interpreter lock"])
+    glossary = Glossary(entries=[entry])
+    ```
+    """
 
     term: str = Field(description="The term as written in the domain's documents.")
     explanation: str = Field(description="What the term means (plain text).")

@@ -3,9 +3,11 @@
 A node's fused score is the sum over the lists it appears in of ``1 / (k + rank)``; ties keep the order of first
 appearance (the first list wins). The constant ``k = 60`` is the paper's.
 
-Example::
+Example:
 
-    fused = reciprocal_rank_fusion([original_hits, rewritten_hits], top_n=5)
+```python
+fused = reciprocal_rank_fusion([original_hits, rewritten_hits], top_n=5)
+```
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ A rewrite is refused when it is empty, longer than ``max_words`` words, or off-t
 cosine similarity to the original query's is below ``min_similarity``. The verdict names the reason, which the
 engine reports as ``fallback_reason`` while it carries on with the original query.
 
-Example::
+Example:
 
-    guard = DriftGuard.from_defaults(min_similarity=0.6)
-    verdict = guard.check("How do I sort a list?", "Which football teams won the cup?")
-    verdict.accepted, verdict.reason      # False, 'off-topic rewrite: similarity 0.05 < 0.60 to the original'
+```python
+guard = DriftGuard.from_defaults(min_similarity=0.6)
+verdict = guard.check("How do I sort a list?", "Which football teams won the cup?")
+verdict.accepted, verdict.reason      # False, 'off-topic rewrite: similarity 0.05 < 0.60 to the original'
+```
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
-from llama_index_kgplus.vectors import cosine
+from llama_index_kgplus._vectors import cosine
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,12 @@ class GuardVerdict:
 class DriftGuard(BaseModel):
     """Refuses empty, overlong and off-topic rewrites (embedding similarity to the original query).
 
-    Example::
+    Example:
 
-        guard = DriftGuard.from_defaults()
-        guard.check(original, rewritten).reason   # None if the rewrite may be used
+    ```python
+    guard = DriftGuard.from_defaults()
+    guard.check(original, rewritten).reason   # None if the rewrite may be used
+    ```
     """
 
     max_words: int = Field(default=100, gt=0, description="Longest accepted rewrite, in words.")
@@ -57,16 +61,19 @@ class DriftGuard(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "DriftGuard"
 
     @classmethod
     def from_defaults(cls, embed_model: BaseEmbedding | None = None, **kwargs: Any) -> DriftGuard:
+        """A guard with ``embed_model`` (default: ``Settings.embed_model``) and the other settings as keywords."""
         from llama_index.core import Settings
 
         return cls(embed_model=embed_model or Settings.embed_model, **kwargs)
 
     @property
     def embed_model(self) -> BaseEmbedding:
+        """The embedding model that compares the two queries (``Settings.embed_model`` unless one was given)."""
         if self._embed_model is None:
             from llama_index.core import Settings
 
@@ -100,6 +107,7 @@ class DriftGuard(BaseModel):
     async def acheck(
         self, original: str, rewritten: str, original_embedding: list[float] | None = None
     ) -> GuardVerdict:
+        """Async :meth:`check`."""
         if verdict := self._static_verdict(rewritten):
             return verdict
         if original_embedding is None:

@@ -28,8 +28,8 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import ValidationError
 
+from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import read_utf8
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries
 
 ENTRY_KEYS = ("term", "explanation", "aliases", "see_also", "metadata")

@@ -1,10 +1,12 @@
 """The glossary model: validated entries (term, explanation, aliases, see-also) and a whole-word term matcher.
 
-Example::
+Example:
 
-    glossary = Glossary(entries=[GlossaryEntry(term="GIL", explanation="The global interpreter lock.")])
-    glossary["gil"].explanation         # case-insensitive look-up by term or alias
-    [e.term for e in glossary.match("Why does the GIL exist?")]   # ['GIL']
+```python
+glossary = Glossary(entries=[GlossaryEntry(term="GIL", explanation="The global interpreter lock.")])
+glossary["gil"].explanation         # case-insensitive look-up by term or alias
+[e.term for e in glossary.match("Why does the GIL exist?")]   # ['GIL']
+```
 
 Load files with :meth:`Glossary.load` (JSON or CSV), see :mod:`._load` for the formats and error messages.
 """
@@ -18,10 +20,10 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from llama_index_kgplus.files import atomic_write_json
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import PhraseMatch, PhraseMatcher, normalize_phrase
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries, normalise, plural_forms, spelling
 from llama_index_kgplus.glossary._load import entries_from_data, load_entries, read_csv_entries, read_json_entries
-from llama_index_kgplus.text import PhraseMatch, PhraseMatcher, normalize_phrase
 
 
 class Glossary(BaseModel):
@@ -30,11 +32,13 @@ class Glossary(BaseModel):
     Names are matched ignoring case, except names that differ only in case from another entry's (``head`` and
     ``HEAD``): those match only as written.
 
-    Example::
+    Example:
 
-        glossary = Glossary.load("glossary.json")        # or .csv; Glossary.from_dict({...})
-        len(glossary), glossary.terms[:3]
-        glossary.match("How do I write a decorator?")     # entries whose term or alias is in the text
+    ```python
+    glossary = Glossary.load("glossary.json")        # or .csv; Glossary.from_dict({...})
+    len(glossary), glossary.terms[:3]
+    glossary.match("How do I write a decorator?")     # entries whose term or alias is in the text
+    ```
     """
 
     entries: list[GlossaryEntry] = Field(description="The glossary entries, in source order.")
@@ -55,6 +59,7 @@ class Glossary(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "Glossary"
 
     # ------------------------------------------------------------------ loading (see _load.py)
@@ -97,6 +102,7 @@ class Glossary(BaseModel):
 
     @property
     def terms(self) -> list[str]:
+        """The terms of the entries, in file order."""
         return [e.term for e in self.entries]
 
     def _name_index(self) -> dict[str, int]:

@@ -37,7 +37,7 @@ from llama_index_kgplus.glossary._guard import DriftGuard, GuardVerdict
 from llama_index_kgplus.glossary._model import Glossary
 from llama_index_kgplus.glossary._prompts import DEFAULT_REWRITE_PROMPT, clean_rewrite
 from llama_index_kgplus.glossary._selection import GlossarySelection, GlossaryTermSelector
-from llama_index_kgplus.llm import acomplete_response, complete_response, local_llama
+from llama_index_kgplus.llm._complete import acomplete_response, complete_response, local_llama
 
 dispatcher = get_dispatcher(__name__)
 
@@ -52,6 +52,15 @@ class QueryRewrite:
     ``rewritten_query`` is the query retrieval will use: the LLM's rewrite if it passed the guard, the reviewer's
     edit if there was one, else the original query (then ``fallback_reason`` says why). ``proposed_query`` is the
     LLM's cleaned output, kept even when it was refused.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.glossary import GlossaryQueryRewriter
+
+    rewrite = GlossaryQueryRewriter.from_defaults(glossary, llm=llm).rewrite("Why is the GIL a problem?")
+    print(rewrite.rewritten_query if rewrite.changed else rewrite.fallback_reason, rewrite.glossary_terms)
+    ```
     """
 
     original_query: str
@@ -65,10 +74,12 @@ class QueryRewrite:
 
     @property
     def glossary_terms(self) -> list[str]:
+        """The terms of the glossary entries the rewrite was given."""
         return self.selection.terms
 
     @property
     def changed(self) -> bool:
+        """Whether the rewritten query differs from the original."""
         return self.rewritten_query != self.original_query
 
     def to_metadata(self) -> dict[str, Any]:
@@ -96,12 +107,14 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
     it is used: return None to accept it as it is, another string to use that instead (an edit), or
     ``rewrite.original_query`` (or an empty string) to reject the rewrite.
 
-    Example::
+    Example:
 
-        rewriter = GlossaryQueryRewriter.from_defaults(Glossary.load("glossary.json"), llm=llm)
-        result = rewriter.rewrite("How do I stop a loop over a big file early?")
-        result.rewritten_query, result.glossary_terms, result.fallback_reason
-        bundle = rewriter.run("...")      # QueryBundle: query_str original, custom_embedding_strs [rewrite]
+    ```python
+    rewriter = GlossaryQueryRewriter.from_defaults(Glossary.load("glossary.json"), llm=llm)
+    result = rewriter.rewrite("How do I stop a loop over a big file early?")
+    result.rewritten_query, result.glossary_terms, result.fallback_reason
+    bundle = rewriter.run("...")      # QueryBundle: query_str original, custom_embedding_strs [rewrite]
+    ```
     """
 
     selector: GlossaryTermSelector = Field(description="Chooses the glossary entries shown to the LLM.")
@@ -130,6 +143,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryQueryRewriter"
 
     @classmethod
@@ -167,6 +181,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @property
     def llm(self) -> LLM:
+        """The LLM that rewrites (``Settings.llm`` unless one was given)."""
         if self._llm is None:
             from llama_index.core import Settings
 
@@ -175,6 +190,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
 
     @property
     def glossary(self) -> Glossary:
+        """The glossary of the term selector."""
         return self.selector.glossary
 
     # ------------------------------------------------------------------ prompts (PromptMixin)
@@ -187,6 +203,7 @@ class GlossaryQueryRewriter(BaseModel, BaseQueryTransform):
             self.rewrite_prompt = prompts["rewrite_prompt"]
 
     def format_prompt(self, query: str, selection: GlossarySelection) -> str:
+        """The rewrite prompt for ``query`` with the selected entries (what the LLM is sent)."""
         return self.rewrite_prompt.format(glossary_str=selection.text, query_str=query, max_words=self.guard.max_words)
 
     # ------------------------------------------------------------------ the rewrite

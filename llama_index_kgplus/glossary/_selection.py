@@ -1,18 +1,20 @@
 """Pick the glossary entries relevant to one query, within a token budget.
 
 Two sources, in this order: the terms and aliases written in the query (whole words, via the shared
-:class:`~llama_index_kgplus.text.PhraseMatcher`), then the ``top_k`` entries whose ``"term: explanation"`` text is
+:class:`~llama_index_kgplus._text.PhraseMatcher`), then the ``top_k`` entries whose ``"term: explanation"`` text is
 most similar to the query by embedding (at least ``min_similarity``). Entries are added while the formatted text
 fits ``max_tokens``; long explanations are first cut to ``max_explanation_tokens`` at a sentence end.
 ``whole_glossary=True`` returns every entry, untruncated and without a budget (the recipe's original behaviour,
 kept for comparison).
 
-Example::
+Example:
 
-    selector = GlossaryTermSelector.from_defaults(glossary, top_k=3, max_tokens=400)
-    selection = selector.select("How do I stop a generator early?")
-    selection.terms, selection.tokens
-    print(selection.text)
+```python
+selector = GlossaryTermSelector.from_defaults(glossary, top_k=3, max_tokens=400)
+selection = selector.select("How do I stop a generator early?")
+selection.terms, selection.tokens
+print(selection.text)
+```
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
-from llama_index_kgplus.files import atomic_open
+from llama_index_kgplus._files import atomic_open
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
-from llama_index_kgplus.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +82,12 @@ class GlossarySelection:
 class GlossaryTermSelector(BaseModel):
     """Selects the glossary entries for a query: whole-word mentions first, then embedding neighbours.
 
-    Example::
+    Example:
 
-        selector = GlossaryTermSelector.from_defaults(Glossary.load("glossary.json"))
-        selector.select("Why are dictionary keys immutable?").terms   # ['dictionary', 'immutable', ...]
+    ```python
+    selector = GlossaryTermSelector.from_defaults(Glossary.load("glossary.json"))
+    selector.select("Why are dictionary keys immutable?").terms   # ['dictionary', 'immutable', ...]
+    ```
     """
 
     glossary: Glossary = Field(description="The glossary to select from.")
@@ -125,6 +129,7 @@ class GlossaryTermSelector(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlossaryTermSelector"
 
     @classmethod
@@ -145,6 +150,7 @@ class GlossaryTermSelector(BaseModel):
 
     @property
     def embed_model(self) -> BaseEmbedding:
+        """The embedding model of the entries and queries (``Settings.embed_model`` unless one was given)."""
         if self._embed_model is None:
             from llama_index.core import Settings
 
@@ -153,6 +159,7 @@ class GlossaryTermSelector(BaseModel):
 
     @property
     def tokenizer(self) -> Callable[[str], list]:
+        """The tokenizer that counts the tokens of the glossary context (LlamaIndex's default unless one was given)."""
         if self._tokenizer is None:
             from llama_index.core.utils import get_tokenizer
 
@@ -160,6 +167,7 @@ class GlossaryTermSelector(BaseModel):
         return self._tokenizer
 
     def count_tokens(self, text: str) -> int:
+        """Number of tokens of ``text`` with :attr:`tokenizer`."""
         return len(self.tokenizer(text))
 
     @property
@@ -187,6 +195,7 @@ class GlossaryTermSelector(BaseModel):
         self._entry_embeddings = cached
 
     async def awarm_up(self) -> None:
+        """Async :meth:`warm_up`."""
         if self._entry_embeddings is not None or self.top_k == 0 or self.whole_glossary:
             return
         texts = self._entry_texts()
@@ -200,7 +209,7 @@ class GlossaryTermSelector(BaseModel):
     def _cache_path(self, texts: list[str]) -> Path | None:
         if not self.cache_embeddings:
             return None
-        from llama_index_kgplus.defaults import kgplus_home
+        from llama_index_kgplus._defaults import kgplus_home
         from llama_index_kgplus.summarizers._base import model_fingerprint
 
         key = hashlib.sha256(json.dumps([model_fingerprint(self.embed_model), texts], sort_keys=True).encode())
@@ -276,6 +285,7 @@ class GlossaryTermSelector(BaseModel):
         return self._choose(query, similarities)
 
     async def aselect(self, query: str, query_embedding: list[float] | None = None) -> GlossarySelection:
+        """Async :meth:`select`."""
         if self.whole_glossary:
             return self._all(query)
         similarities = None

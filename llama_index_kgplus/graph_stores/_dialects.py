@@ -8,12 +8,14 @@ The engines live in ``_dialect_ladybug`` and ``_dialect_cypher`` (FalkorDB, Neo4
 are checked and quoted, every path length is bounded, every path query has a LIMIT). ``_dialect_api`` reads any
 other property graph store (``SimplePropertyGraphStore``, ...) through the store API, without statements.
 
-Example::
+Example:
 
-    store = open_graph_store("ladybug:///tmp/kg.lbug")
-    dialect = dialect_for_store(store)
-    layout = GraphLayout(node_label="Ent", id_property="cid", name_property="name", rel_types=("Rel",))
-    paths = dialect.shortest_paths(store, layout, [("C1", "C2")], max_hops=2, limit=1000)
+```python
+store = open_graph_store("ladybug:///tmp/kg.lbug")
+dialect = dialect_for_store(store)
+layout = GraphLayout(node_label="Ent", id_property="cid", name_property="name", rel_types=("Rel",))
+paths = dialect.shortest_paths(store, layout, [("C1", "C2")], max_hops=2, limit=1000)
+```
 """
 
 from __future__ import annotations

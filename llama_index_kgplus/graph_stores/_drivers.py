@@ -6,12 +6,14 @@ driver; Ladybug: its ``connection``) and the connection options the pack knows b
 (:func:`open_graph_store` records the database and timeout with :func:`record_connection`). A Neo4j store
 opened elsewhere names its database through ``CALL db.info()``, or its owner records it.
 
-Example::
+Example:
 
-    store = open_graph_store("falkordb://127.0.0.1:6379", database="kg")
-    driver = dialect_for_store(store).driver(store)        # a FalkorDBDriver
-    driver.run("MATCH (n) RETURN count(n) AS n")           # [{'n': 0}]
-    driver.run_read_only("MATCH (n) RETURN n.id AS id", timeout=5.0)
+```python
+store = open_graph_store("falkordb://127.0.0.1:6379", database="kg")
+driver = dialect_for_store(store).driver(store)        # a FalkorDBDriver
+driver.run("MATCH (n) RETURN count(n) AS n")           # [{'n': 0}]
+driver.run_read_only("MATCH (n) RETURN n.id AS id", timeout=5.0)
+```
 """
 
 from __future__ import annotations

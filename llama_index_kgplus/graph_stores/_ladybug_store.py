@@ -21,11 +21,13 @@ chunks (an import) has no neighbourhood; its fixed columns drop every property t
 
 :func:`open_graph_store` returns it for ``ladybug://`` URIs.
 
-Example::
+Example:
 
-    store = open_graph_store("ladybug:///tmp/kg.lbug")          # a LadybugGraphStore
-    store.get_triplets(entity_names=["virus"])                    # virus -[Rel {relname: causes}]-> ...
-    store.get_rel_map(store.get(ids=["virus"]), depth=2)
+```python
+store = open_graph_store("ladybug:///tmp/kg.lbug")          # a LadybugGraphStore
+store.get_triplets(entity_names=["virus"])                    # virus -[Rel {relname: causes}]-> ...
+store.get_rel_map(store.get(ids=["virus"]), depth=2)
+```
 """
 
 from __future__ import annotations
@@ -115,7 +117,18 @@ def _json(properties: dict[str, Any]) -> str:
 
 
 class LadybugGraphStore(LadybugPropertyGraphStore):
-    """``LadybugPropertyGraphStore`` whose reads keep core's property graph contract (see the module)."""
+    """``LadybugPropertyGraphStore`` whose reads keep core's property graph contract (see the module).
+
+    Example:
+
+    ```python
+    from llama_index.core import PropertyGraphIndex
+    from llama_index_kgplus import open_graph_store
+
+    store = open_graph_store("ladybug:///data/graph.lbug")  # a LadybugGraphStore
+    index = PropertyGraphIndex.from_documents(documents, property_graph_store=store, embed_kg_nodes=False)
+    ```
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -141,6 +154,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
     # ------------------------------------------------------------------ writes: the properties, whole
 
     def upsert_nodes(self, nodes: Sequence[LabelledNode]) -> None:
+        """Insert or update ``nodes``, keeping every property (the upstream store keeps a fixed set of columns; the
+        rest goes into a JSON column)."""
         super().upsert_nodes(list(nodes))
         for kind, table in _NODE_TABLES.items():
             # the upstream store keys an entity by its name and a chunk by its id_
@@ -155,6 +170,7 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
                 )
 
     def upsert_relations(self, relations: list[Relation]) -> None:
+        """Insert or update ``relations``, keeping every property in the JSON column."""
         super().upsert_relations(relations)
         rows = [{"s": r.source_id, "t": r.target_id, "l": r.label, "p": _json(r.properties)} for r in relations]
         if rows and _LINKS in self._property_tables:
@@ -171,6 +187,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
         properties: dict | None = None,
         ids: list[str] | None = None,
     ) -> None:
+        """Delete nodes by entity name, relation label, id or property (a property kept in the JSON column matches
+        too)."""
         if properties:  # resolved here, so a property kept in the JSON column counts too
             ids = [*(ids or []), *self._ids_with(properties)]
         super().delete(
@@ -279,3 +297,8 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# public as llama_index_kgplus.graph_stores.LadybugGraphStore, which imports this module on first use (it needs the
+# optional `ladybug` extra); named by that path in reprs, pickles and the API reference
+LadybugGraphStore.__module__ = "llama_index_kgplus.graph_stores"

@@ -17,10 +17,12 @@ def open_graph_store(uri: str | None = None, *, create: bool = True, **kwargs: A
     """Open the graph store named by ``uri`` (default: :func:`default_graph_store_uri`); with
     ``create=False`` an embedded store that does not exist is an error (nothing is created).
 
-    Example::
+    Example:
 
-        store = open_graph_store("ladybug:///tmp/kg.lbug")
-        store.structured_query("MATCH (n) RETURN count(n) AS n")
+    ```python
+    store = open_graph_store("ladybug:///tmp/kg.lbug")
+    store.structured_query("MATCH (n) RETURN count(n) AS n")
+    ```
     """
     parsed = GraphStoreURI.parse(default_graph_store_uri() if uri is None else uri)
     if parsed.engine != "ladybug":

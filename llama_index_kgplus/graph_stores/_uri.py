@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
-from llama_index_kgplus.defaults import GRAPH_STORE_ENV, default_graph_store_path
+from llama_index_kgplus._defaults import GRAPH_STORE_ENV, default_graph_store_path
 from llama_index_kgplus.errors import GraphStoreError
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -22,7 +22,17 @@ SCHEMES = ("ladybug", "falkordb", *NEO4J_SCHEMES)
 
 @dataclass(frozen=True)
 class GraphStoreURI:
-    """A parsed graph store URI. ``engine`` is ``"ladybug"``, ``"falkordb"`` or ``"neo4j"``."""
+    """A parsed graph store URI. ``engine`` is ``"ladybug"``, ``"falkordb"`` or ``"neo4j"``.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+
+    uri = GraphStoreURI.parse("neo4j://localhost:7687")
+    uri.engine, uri.host, uri.port  # ('neo4j', 'localhost', 7687)
+    ```
+    """
 
     uri: str
     engine: str

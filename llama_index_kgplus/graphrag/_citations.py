@@ -3,16 +3,18 @@ source documents.
 
 The reports are those whose key points went into the final answer. Their entities are narrowed to the ones the
 answer (or the key points kept) names, found with the shared whole-word matcher
-(:class:`~llama_index_kgplus.text.PhraseMatcher`); if it names none, all their entities count. The
+(:class:`~llama_index_kgplus._text.PhraseMatcher`); if it names none, all their entities count. The
 relationships are those of the reports among the kept entities. Every provenance link (an entity or relationship
 extracted from a chunk) counts one match for that chunk and its document; the documents whose match frequency
 is at or above the median of the cited documents' distribution are cited, each with its best supporting
 passages (the chunks with most matches).
 
-Example::
+Example:
 
-    citations = cite_sources(used, answer, communities, entities, relationships, chunk_lookup, titles)
-    citations.source_nodes[0].node.metadata["doc_id"], citations.documents
+```python
+citations = cite_sources(used, answer, communities, entities, relationships, chunk_lookup, titles)
+citations.source_nodes[0].node.metadata["doc_id"], citations.documents
+```
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from typing import Any
 
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 from llama_index_kgplus.graphrag._state import ChunkRecord
-from llama_index_kgplus.text import PhraseMatcher
 
 
 @dataclass(frozen=True)

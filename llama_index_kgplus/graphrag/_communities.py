@@ -16,10 +16,12 @@ of the same level they overlap most (Jaccard >= ``match_threshold``), else a fre
 some modularity for stability; rebuild from scratch now and then (``kgplus graphrag index --rebuild``) to
 re-optimise globally.
 
-Example::
+Example:
 
-    detector = CommunityDetector(max_cluster_size=10, random_state=42).fit(entity_ids, weighted_edges)
-    detector.communities_[0].entity_ids
+```python
+detector = CommunityDetector(max_cluster_size=10, random_state=42).fit(entity_ids, weighted_edges)
+detector.communities_[0].entity_ids
+```
 """
 
 from __future__ import annotations
@@ -136,11 +138,13 @@ class _Previous:
 class CommunityDetector(BaseModel):
     """Hierarchical Leiden on the entity graph; see the module docstring for the incremental rules.
 
-    Example::
+    Example:
 
-        detector = CommunityDetector(max_cluster_size=10).fit(["a", "b", "c"], {("a", "b"): 1.0})
-        [(c.id, c.level, c.entity_ids) for c in detector.communities_]
-        # [('c0', 0, ('a', 'b')), ('c1', 0, ('c',))]
+    ```python
+    detector = CommunityDetector(max_cluster_size=10).fit(["a", "b", "c"], {("a", "b"): 1.0})
+    [(c.id, c.level, c.entity_ids) for c in detector.communities_]
+    # [('c0', 0, ('a', 'b')), ('c1', 0, ('c',))]
+    ```
     """
 
     max_cluster_size: int = Field(
@@ -185,6 +189,7 @@ class CommunityDetector(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "CommunityDetector"
 
     def fit(

@@ -7,10 +7,12 @@ function and plain data (``functools.partial``) so that it can also be shipped t
 :class:`TaskOutcome` (a result or an error message; one failure never stops the batch) and ``on_result`` is
 called in this process as each one finishes, so the caller can persist results as they come.
 
-Example::
+Example:
 
-    executor = AsyncioExecutor(num_workers=4)
-    outcomes = executor.run([LLMTask("a", partial(summarise, "some text"))], llm)
+```python
+executor = AsyncioExecutor(num_workers=4)
+outcomes = executor.run([LLMTask("a", partial(summarise, "some text"))], llm)
+```
 """
 
 from __future__ import annotations
@@ -55,7 +57,18 @@ def describe_error(exc: BaseException) -> str:
 
 
 class BaseExecutor(BaseModel, ABC):
-    """Runs a batch of :class:`LLMTask` with one LLM; sync ``run`` and async ``arun``."""
+    """Runs a batch of :class:`LLMTask` with one LLM; sync ``run`` and async ``arun``.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import GraphRAGIndex
+    from llama_index_kgplus.graphrag import AsyncioExecutor
+
+    # an executor runs the LLM calls of extraction and reports; AsyncioExecutor and RayExecutor are the two kinds
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm, executor=AsyncioExecutor(num_workers=8))
+    ```
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -94,13 +107,16 @@ class AsyncioExecutor(BaseExecutor):
 
     A local llama.cpp model still generates one reply at a time; the concurrency pays off with remote LLMs.
 
-    Example::
+    Example:
 
-        outcomes = AsyncioExecutor(num_workers=8).run(tasks, llm, desc="Reports")
+    ```python
+    outcomes = AsyncioExecutor(num_workers=8).run(tasks, llm, desc="Reports")
+    ```
     """
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "AsyncioExecutor"
 
     async def arun(
@@ -112,6 +128,9 @@ class AsyncioExecutor(BaseExecutor):
         desc: str | None = None,
         show_progress: bool = False,
     ) -> list[TaskOutcome]:
+        """Run ``tasks`` on ``llm`` at most ``num_workers`` at a time; a failed task is recorded in its outcome and the
+        batch goes on. ``on_result`` sees each outcome as it arrives."""
+
         async def job(task: LLMTask) -> TaskOutcome:
             try:
                 outcome = TaskOutcome(task.key, result=await task.fn(llm))

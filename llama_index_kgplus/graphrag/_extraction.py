@@ -5,11 +5,13 @@
 ``PropertyGraphIndex``), and :meth:`GraphExtractor.aextract_text` gives the typed result that the GraphRAG
 index merges and stores with each chunk.
 
-Example::
+Example:
 
-    extractor = GraphExtractor.from_defaults(llm=llm, max_entities=8)
-    result = extractor.extract_text("Guido van Rossum created Python at CWI.")
-    [e.name for e in result.entities]   # ['Guido van Rossum', 'Python', 'CWI']
+```python
+extractor = GraphExtractor.from_defaults(llm=llm, max_entities=8)
+result = extractor.extract_text("Guido van Rossum created Python at CWI.")
+[e.name for e in result.entities]   # ['Guido van Rossum', 'Python', 'CWI']
+```
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._structured import StructuredOutputError, agenerate_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._prompts import EXTRACTION_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.structured import StructuredOutputError, agenerate_json
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +91,13 @@ def _schema_model(
 class GraphExtractor(TransformComponent):
     """Entities and relationships of a chunk from an LLM, as JSON constrained by a schema (retried and repaired).
 
-    Example::
+    Example:
 
-        extractor = GraphExtractor.from_defaults(llm=llm_from_spec("qwen2.5-coder-0.5b"))
-        nodes = extractor(nodes)            # fills KG_NODES_KEY / KG_RELATIONS_KEY like SimpleLLMPathExtractor
-        result = extractor.extract_text("Ada Lovelace wrote about the Analytical Engine.")
+    ```python
+    extractor = GraphExtractor.from_defaults(llm=llm_from_spec("qwen2.5-coder-0.5b"))
+    nodes = extractor(nodes)            # fills KG_NODES_KEY / KG_RELATIONS_KEY like SimpleLLMPathExtractor
+    result = extractor.extract_text("Ada Lovelace wrote about the Analytical Engine.")
+    ```
     """
 
     entity_types: list[str] = Field(
@@ -124,6 +128,7 @@ class GraphExtractor(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GraphExtractor"
 
     @classmethod
@@ -151,6 +156,7 @@ class GraphExtractor(TransformComponent):
         return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
     def prompt(self, text: str) -> str:
+        """The extraction prompt for ``text``."""
         return EXTRACTION_PROMPT.format(
             entity_types=", ".join(self.entity_types),
             max_entities=self.max_entities,
@@ -220,6 +226,7 @@ class GraphExtractor(TransformComponent):
         return node
 
     async def acall(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
+        """Async ``__call__``: extract the entities and relationships of ``nodes`` into their metadata."""
         jobs = [self._aextract_node(node) for node in nodes]
         return await run_jobs(jobs, workers=self.num_workers, show_progress=show_progress, desc="Extracting entities")
 

@@ -90,7 +90,19 @@ class GraphDiff:
 
 
 class GraphSink(ABC):
-    """Where the merged graph is written."""
+    """Where the merged graph is written.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import GraphRAGIndex, open_graph_store
+    from llama_index_kgplus.graphrag import PropertyGraphStoreSink
+
+    # the default sink is a LadybugGraphSink in the store folder; any LlamaIndex property graph store works too
+    sink = PropertyGraphStoreSink(open_graph_store("neo4j://localhost:7687"))
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm, graph_sink=sink)
+    ```
+    """
 
     @abstractmethod
     def write(
@@ -117,12 +129,14 @@ def _batches(rows: list[Any]) -> list[list[Any]]:
 class LadybugGraphSink(GraphSink):
     """The graph in an embedded Ladybug database (own tables; see the module docstring).
 
-    Example::
+    Example:
 
-        sink = LadybugGraphSink("./store/graph.lbug")
-        sink.write(entities, relationships, chunks, diff)
-        sink.query("MATCH (e:GraphRAGEntity) RETURN count(e) AS n")
-        sink.close()
+    ```python
+    sink = LadybugGraphSink("./store/graph.lbug")
+    sink.write(entities, relationships, chunks, diff)
+    sink.query("MATCH (e:GraphRAGEntity) RETURN count(e) AS n")
+    sink.close()
+    ```
     """
 
     _DDL = (
@@ -135,7 +149,8 @@ class LadybugGraphSink(GraphSink):
     )
 
     def __init__(self, path: str | Path) -> None:
-        from llama_index_kgplus.graph_stores import dialect_for_engine, ladybug_uri, open_graph_store
+        from llama_index_kgplus.graph_stores import ladybug_uri, open_graph_store
+        from llama_index_kgplus.graph_stores._dialects import dialect_for_engine
 
         self.path = Path(path).resolve()
         self._dialect = dialect_for_engine("ladybug")  # the shared Ladybug dialect: unsanitised rows, clean close
@@ -156,6 +171,7 @@ class LadybugGraphSink(GraphSink):
         chunks: Mapping[str, ChunkRecord],
         diff: GraphDiff,
     ) -> None:
+        """Write the complete new graph: delete what is no longer in it, then upsert what the diff changed."""
         q = self.query
         # Deletions reconcile with the complete new graph, so whatever an interrupted write left behind goes too.
         q("MATCH ()-[r:GRAPHRAG_RELATED]->() WHERE NOT r.id IN $ids DELETE r", {"ids": sorted(relationships)})
@@ -224,6 +240,7 @@ class LadybugGraphSink(GraphSink):
             )
 
     def counts(self) -> dict[str, int]:
+        """Numbers of entities, relationships, chunks and mentions in the store."""
         one = lambda cypher: int(self.query(cypher)[0]["n"])  # noqa: E731
         return {
             "entities": one("MATCH (e:GraphRAGEntity) RETURN count(e) AS n"),
@@ -233,6 +250,7 @@ class LadybugGraphSink(GraphSink):
         }
 
     def close(self) -> None:
+        """Close the store connection (a later write opens it again)."""
         store, self._store = self._store, None
         if store is not None:
             self._dialect.close(store)
@@ -245,10 +263,12 @@ class PropertyGraphStoreSink(GraphSink):
     endpoints are deleted and written again with all their current relationships; after deleting, whatever of
     the new graph the store no longer holds is written again.
 
-    Example::
+    Example:
 
-        from llama_index.core.graph_stores import SimplePropertyGraphStore
-        sink = PropertyGraphStoreSink(SimplePropertyGraphStore())
+    ```python
+    from llama_index.core.graph_stores import SimplePropertyGraphStore
+    sink = PropertyGraphStoreSink(SimplePropertyGraphStore())
+    ```
     """
 
     def __init__(self, store: Any) -> None:
@@ -261,6 +281,8 @@ class PropertyGraphStoreSink(GraphSink):
         chunks: Mapping[str, ChunkRecord],
         diff: GraphDiff,
     ) -> None:
+        """Write the complete new graph into the property graph store: delete what is gone, upsert what the diff
+        changed."""
         from llama_index.core.graph_stores.types import ChunkNode, EntityNode, Relation
 
         rewired = set(diff.deleted_relationship_endpoints)

@@ -15,12 +15,14 @@ Indexing and updating are one procedure, each step resumable:
 4. communities are recomputed (same seed, warm start, matched to the previous ones by membership);
 5. a report is written for each community whose fingerprint has no stored report; the others are reused.
 
-Example::
+Example:
 
-    index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
-    stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
-    print(stats.reports_regenerated, "of", stats.reports_total)
-    response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")
+```python
+index = GraphRAGIndex.from_defaults("./grag", llm=llm_from_spec("qwen2.5-coder-0.5b"))
+stats = index.build(load_corpus("docs.jsonl"))        # later: index.update(load_corpus("docs.jsonl"))
+print(stats.reports_regenerated, "of", stats.reports_total)
+response = index.as_query_engine(response_type="bulleted report").query("What are the main themes?")
+```
 """
 
 from __future__ import annotations
@@ -92,12 +94,14 @@ async def _report_task(reporter_config: dict[str, Any], context: ReportContext, 
 class GraphRAGIndex(BaseModel):
     """Entities, communities and community reports of a corpus, kept in a store folder; see the module docstring.
 
-    Example::
+    Example:
 
-        index = GraphRAGIndex.from_defaults("./grag", llm=llm)
-        index.build(docs)
-        index.update(docs_with_one_more)     # prints nothing; returns IndexStats
-        index.as_query_engine().query("What are the main themes of the collection?")
+    ```python
+    index = GraphRAGIndex.from_defaults("./grag", llm=llm)
+    index.build(docs)
+    index.update(docs_with_one_more)     # prints nothing; returns IndexStats
+    index.as_query_engine().query("What are the main themes of the collection?")
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -131,6 +135,7 @@ class GraphRAGIndex(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GraphRAGIndex"
 
     def __getstate__(self) -> dict[str, Any]:
@@ -179,6 +184,7 @@ class GraphRAGIndex(BaseModel):
 
     @property
     def llm(self) -> LLM:
+        """The metered LLM of extraction and reports (``Settings.llm`` unless one was given)."""
         if self._llm is None:
             from llama_index.core import Settings
 
@@ -187,6 +193,8 @@ class GraphRAGIndex(BaseModel):
 
     @property
     def state(self) -> GraphRAGState:
+        """The index state stored in ``store_dir`` (documents, chunks, graph, communities, reports), opened on first
+        use."""
         if self._state is None:
             try:
                 self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -224,6 +232,7 @@ class GraphRAGIndex(BaseModel):
         return run_sync(self.abuild(documents))
 
     async def abuild(self, documents: Sequence[Document]) -> IndexStats:
+        """Async :meth:`build`."""
         return await self._arefresh(documents, "index")
 
     def update(self, documents: Sequence[Document]) -> IndexStats:
@@ -232,6 +241,7 @@ class GraphRAGIndex(BaseModel):
         return run_sync(self.aupdate(documents))
 
     async def aupdate(self, documents: Sequence[Document]) -> IndexStats:
+        """Async :meth:`update`."""
         return await self._arefresh(documents, "update")
 
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
@@ -396,18 +406,23 @@ class GraphRAGIndex(BaseModel):
     # ------------------------------------------------------------------ reading
 
     def documents(self) -> dict[str, DocumentRecord]:
+        """The indexed documents by id."""
         return self.state.documents()
 
     def chunks(self, chunk_ids: Sequence[str] | None = None) -> list[ChunkRecord]:
+        """The chunks with ``chunk_ids`` (default: all)."""
         return self.state.chunks(chunk_ids)
 
     def entities(self) -> dict[str, Entity]:
+        """The merged entities by id."""
         return self.state.entities()
 
     def relationships(self) -> dict[str, Relationship]:
+        """The merged relationships by id."""
         return self.state.relationships()
 
     def communities(self) -> list[Community]:
+        """The communities of every level."""
         return [c for c, _ in self.state.communities()]
 
     def reports(self, level: int | None = None) -> list[StoredReport]:

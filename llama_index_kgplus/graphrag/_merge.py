@@ -4,9 +4,11 @@ Every merged entity and relationship keeps the ids of the chunks and source docu
 update can subtract a document's contribution and drop what only that document supported. The merge is a
 pure function of the chunk extractions (ordered by chunk id), so a rebuild and an update give the same graph.
 
-Example::
+Example:
 
-    entities, relationships = merge_extractions([ChunkExtraction("d1#0", "d1", result)])
+```python
+entities, relationships = merge_extractions([ChunkExtraction("d1#0", "d1", result)])
+```
 """
 
 from __future__ import annotations

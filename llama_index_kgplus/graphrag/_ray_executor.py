@@ -6,10 +6,12 @@ each worker calls it once and keeps the model), or pass a picklable LLM (API cli
 model is not). Workers count their LLM calls and tokens and send them back with each outcome, so the usage
 figures of a Ray run are complete.
 
-Example::
+Example:
 
-    executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
-    index = GraphRAGIndex.from_defaults("./store", executor=executor)
+```python
+executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
+index = GraphRAGIndex.from_defaults("./store", executor=executor)
+```
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pydantic import Field, PrivateAttr
 
 from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graphrag._executor import BaseExecutor, LLMTask, TaskOutcome, describe_error
-from llama_index_kgplus.llm import local_llama
+from llama_index_kgplus.llm._complete import local_llama
 from llama_index_kgplus.llm._usage import metered, usage_meter
 
 _WORKER_LLMS: dict[str, LLM] = {}
@@ -51,11 +53,13 @@ class RayExecutor(BaseExecutor):
     Starts a local Ray instance (``ray.init(num_cpus=..., include_dashboard=False)``) unless Ray is already
     initialised or ``address`` names a cluster; :meth:`shutdown` stops what it started.
 
-    Example::
+    Example:
 
-        executor = RayExecutor.from_defaults(llm_factory=make_llm, num_workers=2, num_cpus=2)
-        outcomes = executor.run(tasks, llm)
-        executor.shutdown()
+    ```python
+    executor = RayExecutor.from_defaults(llm_factory=make_llm, num_workers=2, num_cpus=2)
+    outcomes = executor.run(tasks, llm)
+    executor.shutdown()
+    ```
     """
 
     address: str | None = Field(
@@ -71,6 +75,7 @@ class RayExecutor(BaseExecutor):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "RayExecutor"
 
     @classmethod
@@ -106,6 +111,8 @@ class RayExecutor(BaseExecutor):
         desc: str | None = None,
         show_progress: bool = False,
     ) -> list[TaskOutcome]:
+        """Run ``tasks`` on Ray workers, each with its own LLM (from ``llm_factory``, or ``llm`` pickled); a failed
+        task is recorded in its outcome and the batch goes on."""
         if not tasks:
             return []
         ray = self._ensure_ray()

@@ -7,12 +7,14 @@ for the local model). The report's input, the community context, is a token-boun
 members and descriptions in that context and the generator's settings, so a report is regenerated exactly when
 its input changes.
 
-Example::
+Example:
 
-    reporter = CommunityReportGenerator.from_defaults(llm=llm)
-    context = reporter.context(community, entities, relationships)
-    report = reporter.generate(context)
-    report.title, report.rating, len(report.findings)
+```python
+reporter = CommunityReportGenerator.from_defaults(llm=llm)
+context = reporter.context(community, entities, relationships)
+report = reporter.generate(context)
+report.title, report.rating, len(report.findings)
+```
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from typing import Any
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._structured import agenerate_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 from llama_index_kgplus.graphrag._prompts import REPORT_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.structured import agenerate_json
 
 
 class Finding(BaseModel):
@@ -105,10 +107,12 @@ def _tokens(text: str) -> int:
 class CommunityReportGenerator(BaseModel):
     """Writes :class:`CommunityReport` objects with an LLM under a JSON schema; see the module docstring.
 
-    Example::
+    Example:
 
-        reporter = CommunityReportGenerator.from_defaults(llm=llm, max_context_tokens=1200)
-        report = reporter.generate(reporter.context(community, entities, relationships))
+    ```python
+    reporter = CommunityReportGenerator.from_defaults(llm=llm, max_context_tokens=1200)
+    report = reporter.generate(reporter.context(community, entities, relationships))
+    ```
     """
 
     max_context_tokens: int = Field(
@@ -132,6 +136,7 @@ class CommunityReportGenerator(BaseModel):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "CommunityReportGenerator"
 
     @classmethod
@@ -218,6 +223,7 @@ class CommunityReportGenerator(BaseModel):
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:24]
 
     def prompt(self, context: ReportContext) -> str:
+        """The report prompt for one community's entities and relationships."""
         return REPORT_PROMPT.format(
             min_findings=self.min_findings,
             max_findings=self.max_findings,

@@ -11,11 +11,13 @@ its ``metadata`` (see :mod:`._citations`; ``usage`` holds the same figures as ev
 as one node, before its map prompt: with a compressor, a report keeps the sentences the question needs, within
 the compressor's budget, instead of being cut at ``map_context_tokens``.
 
-Example::
+Example:
 
-    engine = GlobalSearchEngine.from_index(index, response_type="bulleted report")
-    response = engine.query("What are the main themes of the collection?")
-    print(response.response, response.metadata["documents"])
+```python
+engine = GlobalSearchEngine.from_index(index, response_type="bulleted report")
+response = engine.query("What are the main themes of the collection?")
+print(response.response, response.metadata["documents"])
+```
 """
 
 from __future__ import annotations
@@ -34,17 +36,17 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import BaseModel, Field, PrivateAttr
 
+from llama_index_kgplus._structured import agenerate_json
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.compression import arun_postprocessors
+from llama_index_kgplus.compression._apply import arun_postprocessors
 from llama_index_kgplus.errors import KGPlusError
 from llama_index_kgplus.events import GlobalSearchMapEvent, GlobalSearchReduceEvent
 from llama_index_kgplus.graphrag._citations import cite_sources
 from llama_index_kgplus.graphrag._executor import AsyncioExecutor, BaseExecutor, LLMTask
 from llama_index_kgplus.graphrag._prompts import MAP_PROMPT, NO_DATA_ANSWER, REDUCE_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
-from llama_index_kgplus.llm import acomplete_text
+from llama_index_kgplus.llm._complete import acomplete_text
 from llama_index_kgplus.llm._usage import metered, usage_meter
-from llama_index_kgplus.structured import agenerate_json
 
 dispatcher = get_dispatcher(__name__)
 _CANNOT = re.compile(r"^\W*(cannot answer|can't answer|i do not know|i don't know|not relevant|no relevant)", re.I)
@@ -92,11 +94,13 @@ def _truncate(text: str, max_tokens: int) -> str:
 class GlobalSearchEngine(CustomQueryEngine):
     """Map-reduce question answering over the community reports of a :class:`GraphRAGIndex`.
 
-    Example::
+    Example:
 
-        engine = index.as_query_engine(response_type="bulleted report", level=0)
-        response = engine.query("What are the main themes?")
-        [n.node.metadata["doc_id"] for n in response.source_nodes]
+    ```python
+    engine = index.as_query_engine(response_type="bulleted report", level=0)
+    response = engine.query("What are the main themes?")
+    [n.node.metadata["doc_id"] for n in response.source_nodes]
+    ```
     """
 
     llm: LLM = Field(description="The LLM of the map and reduce steps.")
@@ -126,6 +130,7 @@ class GlobalSearchEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "GlobalSearchEngine"
 
     @classmethod
@@ -137,9 +142,12 @@ class GlobalSearchEngine(CustomQueryEngine):
         return engine
 
     def custom_query(self, query_str: str) -> Response:
+        """Answer ``query_str`` by map-reduce over the community reports (blocking :meth:`acustom_query`)."""
         return run_sync(self.acustom_query(query_str))
 
     async def acustom_query(self, query_str: str) -> Response:
+        """Map: rate and summarize each batch of community reports; reduce: answer from the best key points, with
+        citations and usage in the metadata."""
         started = time.perf_counter()
         meter = usage_meter(self.llm)
         before = meter.snapshot()

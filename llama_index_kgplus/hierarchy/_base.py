@@ -51,7 +51,18 @@ class FailedCluster:
 
 class BaseSummaryNodeBuilder(TransformComponent):
     """Shared settings and machinery of :class:`SemanticChunkingSummaryNodeBuilder` and
-    :class:`RaptorSummaryNodeBuilder` (use one of those)."""
+    :class:`RaptorSummaryNodeBuilder` (use one of those).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import SemanticChunkingSummaryNodeBuilder, build_index
+
+    builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model)
+    index = build_index(documents, "./index", embed_model=embed_model, extra_transformations=[builder])
+    builder.n_summaries_, builder.level_stats_, builder.failed_clusters_  # set by the run
+    ```
+    """
 
     embed_model: BaseEmbedding | None = Field(
         default=None,

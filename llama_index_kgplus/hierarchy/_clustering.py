@@ -16,8 +16,8 @@ from typing import Literal
 
 import numpy as np
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.vectors import unit_rows
 
 logger = logging.getLogger(__name__)
 _MAX_DEPTH = 3

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
 
-from llama_index_kgplus.vectors import unit
+from llama_index_kgplus._vectors import unit
 
 LEVEL_KEY = "level"
 CHILD_COUNT_KEY = "child_count"

@@ -17,10 +17,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, NodeRelationship, TextNode
 
+from llama_index_kgplus._vectors import mean_pairwise_cosine
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._clustering import ClusterSettings, soft_cluster
 from llama_index_kgplus.hierarchy._parents import PARENT_IDS_KEY, related_info
-from llama_index_kgplus.vectors import mean_pairwise_cosine
 
 
 class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
@@ -34,11 +34,13 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
     that share no topic; such a cluster (mean similarity below ``min_cluster_similarity``) gets no summary and
     its nodes go up unchanged (:attr:`unrelated_clusters_`): at the top they stay roots.
 
-    Example::
+    Example:
 
-        builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, max_levels=3)
-        nodes = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder]).run(documents=docs)
-        builder.n_clusters_, builder.bic_[0]
+    ```python
+    builder = RaptorSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, max_levels=3)
+    nodes = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder]).run(documents=docs)
+    builder.n_clusters_, builder.bic_[0]
+    ```
     """
 
     max_levels: int = Field(default=3, ge=1, description="How many levels of summaries to build at most.")
@@ -76,6 +78,7 @@ class RaptorSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "RaptorSummaryNodeBuilder"
 
     # ------------------------------------------------------------------ learned attributes

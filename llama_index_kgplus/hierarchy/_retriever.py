@@ -19,11 +19,11 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, No
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import questions_in
+from llama_index_kgplus._vectors import unit
 from llama_index_kgplus.errors import InputDataError, KGPlusError
-from llama_index_kgplus.files import atomic_write_json
 from llama_index_kgplus.hierarchy._parents import node_level
-from llama_index_kgplus.text import questions_in
-from llama_index_kgplus.vectors import unit
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,9 @@ _REQUIRED_SETTINGS = ("mode", "similarity_top_k", "beam_width", "expand_children
 # absent from files written before them
 _OPTIONAL_SETTINGS = ("summary_margin", "evidence_source", "coverage", "split_questions")
 _SETTINGS = _REQUIRED_SETTINGS + _OPTIONAL_SETTINGS
-RetrievalMode = Literal["collapsed", "tree", "evidence"]
+HierarchicalRetrievalMode = Literal["collapsed", "tree", "evidence"]
+"""How :class:`HierarchicalRetriever` searches the levels: ``evidence`` (summaries lead to the chunks under them),
+``collapsed`` (top-k over all levels at once) or ``tree`` (top-down from the top level)."""
 RETRIEVAL_MODES: tuple[str, ...] = ("collapsed", "tree", "evidence")
 _POOL_FACTOR = 4  # evidence mode: candidates searched per result wanted
 
@@ -64,11 +66,13 @@ class HierarchicalRetriever(BaseRetriever):
     The docstore must hold the nodes with their relationships (``build_index`` puts them there). Embeddings
     for tree traversal come from the docstore, the vector store, or (last resort) the embedding model.
 
-    Example::
+    Example:
 
-        index = build_index(docs, "./index", extra_transformations=[builder])
-        retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
-        retriever.retrieve("What does the text say about X overall?")
+    ```python
+    index = build_index(docs, "./index", extra_transformations=[builder])
+    retriever = HierarchicalRetriever.from_index(index, mode="tree", similarity_top_k=5)
+    retriever.retrieve("What does the text say about X overall?")
+    ```
     """
 
     def __init__(
@@ -77,7 +81,7 @@ class HierarchicalRetriever(BaseRetriever):
         docstore: Any,
         embed_model: BaseEmbedding,
         *,
-        mode: RetrievalMode = "evidence",
+        mode: HierarchicalRetrievalMode = "evidence",
         similarity_top_k: int = 5,
         beam_width: int | None = None,
         expand_children: bool = False,
@@ -125,7 +129,7 @@ class HierarchicalRetriever(BaseRetriever):
     @classmethod
     def from_index(cls, index: Any, **kwargs: Any) -> HierarchicalRetriever:
         """From a ``VectorStoreIndex`` (its vector store, docstore and embedding model)."""
-        from llama_index_kgplus.indexing import index_embed_model
+        from llama_index_kgplus._indexing import index_embed_model
 
         kwargs.setdefault("embed_model", index_embed_model(index))
         return cls(index.vector_store, index.docstore, **kwargs)
@@ -143,7 +147,7 @@ class HierarchicalRetriever(BaseRetriever):
             raise InputDataError(
                 f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
             )
-        from llama_index_kgplus.indexing import check_index_files
+        from llama_index_kgplus._indexing import check_index_files
 
         check_index_files(persist_dir)
         storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
@@ -164,14 +168,16 @@ class HierarchicalRetriever(BaseRetriever):
         in-folder default (a server store keeps its own data: rebuild the retriever with :meth:`from_index`). An
         index folder written by ``kgplus ingest`` is refused: it would lose its index store and derived files.
 
-        Example::
+        Example:
 
-            retriever.persist("./tree-retriever")
-            retriever = HierarchicalRetriever.from_persist_dir("./tree-retriever", embed_model=embed_model)
+        ```python
+        retriever.persist("./tree-retriever")
+        retriever = HierarchicalRetriever.from_persist_dir("./tree-retriever", embed_model=embed_model)
+        ```
         """
         from llama_index.core import StorageContext
 
-        from llama_index_kgplus.indexing import INGEST_FILE, persist_storage
+        from llama_index_kgplus._indexing import INGEST_FILE, persist_storage
 
         if (Path(persist_dir) / INGEST_FILE).is_file():
             raise InputDataError(
@@ -278,6 +284,16 @@ class HierarchicalRetriever(BaseRetriever):
             child_ids = dict.fromkeys(c for hit in best for c in self._child_ids(hit.node) if c not in kept)
             frontier = [n for n in (self._node(i) for i in child_ids) if n is not None]
         return sorted(kept.values(), key=lambda h: -(h.score or 0.0))[: limit or self.similarity_top_k]
+
+    def leaves_under(self, node: BaseNode) -> list[BaseNode]:
+        """The chunks (level 0) below the summary node ``node``, at any depth (``[]`` for a chunk).
+
+        ```python
+        summary = next(h.node for h in retriever.retrieve("How do I make a venv?") if h.node.metadata["level"])
+        print([leaf.node_id for leaf in retriever.leaves_under(summary)])
+        ```
+        """
+        return self._leaves_under(node)
 
     def _leaves_under(self, node: BaseNode, query: np.ndarray | None = None) -> list[BaseNode]:
         """The chunks (level 0) below a summary. With ``query``, only the ``beam_width`` (else
@@ -420,7 +436,7 @@ class HierarchicalRetriever(BaseRetriever):
         return await asyncio.to_thread(self._finish, hits, query)
 
 
-def default_mode(root_ids: Sequence[str] | None) -> RetrievalMode:
+def default_mode(root_ids: Sequence[str] | None) -> HierarchicalRetrievalMode:
     """The mode for an index folder: ``evidence`` when it has summaries (its manifest's root ids), else
     ``collapsed`` (plain top-k over the chunks, as a flat index always was)."""
     return "collapsed" if root_ids is None else "evidence"

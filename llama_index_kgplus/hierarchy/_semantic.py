@@ -23,9 +23,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, TextNode
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._parents import node_doc_ids
-from llama_index_kgplus.vectors import unit_rows
 
 _TOLERANCE = 1e-6  # similarities within this of the threshold do not cut (identical vectors, float noise)
 
@@ -112,12 +112,14 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
     Put it after the splitter and the embedding model in an ``IngestionPipeline``; it returns the chunks
     (now with ``level`` 0 and a PARENT link) followed by the summary nodes (``level`` 1, CHILD links).
 
-    Example::
+    Example:
 
-        builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, cluster_size=5)
-        pipeline = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder])
-        nodes = pipeline.run(documents=docs)
-        builder.threshold_, builder.n_clusters_
+    ```python
+    builder = SemanticChunkingSummaryNodeBuilder.from_defaults(llm=llm, embed_model=embed_model, cluster_size=5)
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(), embed_model, builder])
+    nodes = pipeline.run(documents=docs)
+    builder.threshold_, builder.n_clusters_
+    ```
     """
 
     threshold_method: Literal["percentile", "stddev", "iqr"] = Field(
@@ -138,6 +140,7 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "SemanticChunkingSummaryNodeBuilder"
 
     # ------------------------------------------------------------------ learned attributes

@@ -13,10 +13,12 @@ Header conventions (as ``neo4j-admin database import full`` reads them):
 The optional synonyms file has two columns: the node id (``cid``, ``id`` or the nodes file's id column name)
 and ``synonym``.
 
-Example::
+Example:
 
-    data = read_kg_csv("nodes.csv", "relationships.csv", synonyms="synonyms.csv")
-    data.node_count, data.relationship_count, data.name_property
+```python
+data = read_kg_csv("nodes.csv", "relationships.csv", synonyms="synonyms.csv")
+data.node_count, data.relationship_count, data.name_property
+```
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import read_utf8
 from llama_index_kgplus.graph_stores._dialects import IDENTIFIER_RE, NodeRecord, RelRecord
 
 #: Name columns tried in order when none is given.

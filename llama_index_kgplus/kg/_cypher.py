@@ -9,11 +9,13 @@ every query, which runs in the store's read-only mode where it has one (FalkorDB
 transactions) with a timeout; a database error, or a check's complaint, goes back to the LLM once; the answer is
 written from the rows with the Cypher shown.
 
-Example::
+Example:
 
-    engine = CypherQueryEngine.from_defaults(KnowledgeGraph.open("ladybug:///data/kg.lbug"), llm=llm)
-    response = engine.query("How many kinds of disease does a virus cause?")
-    response.metadata["cypher"], response.metadata["rows"], response.metadata["reworked_by"]
+```python
+engine = CypherQueryEngine.from_defaults(KnowledgeGraph.open("ladybug:///data/kg.lbug"), llm=llm)
+response = engine.query("How many kinds of disease does a virus cause?")
+response.metadata["cypher"], response.metadata["rows"], response.metadata["reworked_by"]
+```
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from llama_index_kgplus.kg._cypher_repairs import (
 from llama_index_kgplus.kg._cypher_schema import DescriptionCache, GraphDescription, _mentions, describe_graph
 from llama_index_kgplus.kg._cypher_text import _found_nothing, _kind_mentions
 from llama_index_kgplus.kg._graph import KnowledgeGraph
-from llama_index_kgplus.llm import acomplete_text, complete_text
+from llama_index_kgplus.llm._complete import acomplete_text, complete_text
 
 __all__ = ["CypherAnswer", "CypherQueryEngine", "describe_graph"]
 
@@ -118,12 +120,14 @@ class CypherQueryEngine(CustomQueryEngine):
     :func:`default_cypher_repairs`); the graph's description is read once and kept until the graph changes
     (:meth:`refresh` forgets it).
 
-    Example::
+    Example:
 
-        engine = CypherQueryEngine.from_defaults(kg, llm=llm)
-        response = engine.query("How many kinds of disease does a virus cause?")
-        print(response, response.metadata["cypher"])
-        plain = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    ```python
+    engine = CypherQueryEngine.from_defaults(kg, llm=llm)
+    response = engine.query("How many kinds of disease does a virus cause?")
+    print(response, response.metadata["cypher"])
+    plain = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

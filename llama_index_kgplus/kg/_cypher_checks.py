@@ -1,10 +1,12 @@
 """The checks of a generated query that ran: each says why the query's shape does not fit the question (never
 whether its answer is right), and the engine sends every reason found back to the LLM once.
 
-Example::
+Example:
 
-    _complaint(form, "How many rivers flow through Bern?", {"c1": "Bern"}, [], "MATCH ... RETURN x.name")
-    # 'The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list.'
+```python
+_complaint(form, "How many rivers flow through Bern?", {"c1": "Bern"}, [], "MATCH ... RETURN x.name")
+# 'The question asks how many: return count(DISTINCT x) AS n of the entities counted, not a list.'
+```
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ writes or reaches outside the graph (``CREATE``, ``MERGE``, ``SET``, ``DELETE``,
 ``OPTIONAL MATCH``, ``WITH``, ``UNWIND``) or does not ``RETURN``. A ``LIMIT`` is put on (or lowered to) the row
 limit.
 
-Example::
+Example:
 
-    read_only_cypher("MATCH (n:Ent) RETURN n.name", max_rows=100)   # 'MATCH (n:Ent) RETURN n.name LIMIT 100'
+```python
+read_only_cypher("MATCH (n:Ent) RETURN n.name", max_rows=100)   # 'MATCH (n:Ent) RETURN n.name LIMIT 100'
+```
 """
 
 from __future__ import annotations

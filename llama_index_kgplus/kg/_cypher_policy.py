@@ -12,15 +12,17 @@ A policy is one deterministic step around the query the LLM wrote, named so that
 Each sees a :class:`CypherQuestion`: the question, the graph's form and group values, the entities the question
 names, the relationship kinds it goes through, and the chains of them the graph has.
 
-Example::
+Example:
 
-    class NoVariableLength(CypherQueryCheck):
-        \"\"\"Variable-length patterns are sent back: this graph is too large for them.\"\"\"
+```python
+class NoVariableLength(CypherQueryCheck):
+    \"\"\"Variable-length patterns are sent back: this graph is too large for them.\"\"\"
 
-        name: ClassVar[str] = "no_variable_length"
+    name: ClassVar[str] = "no_variable_length"
 
-        def complain(self, q, cypher):
-            return ["Do not use variable-length relationships (*)."] if "*" in cypher else []
+    def complain(self, q, cypher):
+        return ["Do not use variable-length relationships (*)."] if "*" in cypher else []
+```
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from llama_index_kgplus.errors import GraphStoreError, QueryTimeoutError, UnsafeQueryError
-from llama_index_kgplus.graph_stores import quote_identifier
+from llama_index_kgplus.graph_stores._dialect_base import quote_identifier
 from llama_index_kgplus.kg._cypher_schema import _Form
 from llama_index_kgplus.kg._cypher_text import _COUNT_QUESTION, _YES_NO_QUESTION
 
@@ -176,7 +178,17 @@ def _entities(form: _Form, question: str, var: str) -> str:
 
 
 class CypherRepair(BaseModel):
-    """One named repair policy (see the module docstring); ``name`` is what a response's metadata calls it."""
+    """One named repair policy (see the module docstring); ``name`` is what a response's metadata calls it.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.kg import CypherQueryEngine, default_cypher_repairs
+
+    [repair.name for repair in default_cypher_repairs()]
+    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    ```
+    """
 
     model_config = ConfigDict(frozen=True)
 

@@ -2,10 +2,12 @@
 (over a made-up graph, written in the graph's own form), the notes an answer gets when a repair policy changed
 its rows, and the answer prompt.
 
-Example::
+Example:
 
-    CYPHER_PROMPT.format(engine="ladybug", schema=describe_graph(kg), examples=_examples(form), repair="",
-                         question="How many rivers flow through Bern?", mentions="")
+```python
+CYPHER_PROMPT.format(engine="ladybug", schema=describe_graph(kg), examples=_examples(form), repair="",
+                     question="How many rivers flow through Bern?", mentions="")
+```
 """
 
 from __future__ import annotations

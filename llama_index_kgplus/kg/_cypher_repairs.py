@@ -5,9 +5,11 @@ checks of ``_cypher_checks`` (a query that ran goes back to the LLM once with th
 tries :class:`OneChainFallback`, :class:`EntitiesForGroups` and :class:`ArrowReversal` (the first whose query
 finds something replaces the result; a query that ran but found nothing is what the next one starts from).
 
-Example::
+Example:
 
-    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+```python
+engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+```
 """
 
 from __future__ import annotations

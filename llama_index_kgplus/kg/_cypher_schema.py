@@ -2,9 +2,11 @@
 is shown (:func:`describe_graph`), read once per graph and cached (:class:`DescriptionCache`), and the stored
 relationships of the entities a question names (:func:`_mentions`).
 
-Example::
+Example:
 
-    describe_graph(KnowledgeGraph.open("ladybug:///data/kg.lbug"))   # 'Nodes: (:Ent {...}); ...'
+```python
+describe_graph(KnowledgeGraph.open("ladybug:///data/kg.lbug"))   # 'Nodes: (:Ent {...}); ...'
+```
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
-from llama_index_kgplus.graph_stores import quote_identifier
+from llama_index_kgplus.graph_stores._dialect_base import quote_identifier
 from llama_index_kgplus.kg._graph import KnowledgeGraph
 
 

@@ -2,10 +2,12 @@
 relationship kinds a question goes through, whether it asks how many or yes/no, and what a query returns, matches
 and follows. Only the words of the question, the kinds the graph has and the query's text are read.
 
-Example::
+Example:
 
-    _kind_mentions(form, "Which drugs treat what virus causes?", [(23, 28)])   # ['causes', 'treats']
-    _hops("MATCH (a)-[r1]->(m)<-[r2]-(x) RETURN x")                            # 2
+```python
+_kind_mentions(form, "Which drugs treat what virus causes?", [(23, 28)])   # ['causes', 'treats']
+_hops("MATCH (a)-[r1]->(m)<-[r2]-(x) RETURN x")                            # 2
+```
 """
 
 from __future__ import annotations

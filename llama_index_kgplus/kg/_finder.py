@@ -38,12 +38,14 @@ class KGPathResult(BaseModel):
 class KGPathFinder(BaseComponent):
     """Finds the relationship paths between the entities a text mentions.
 
-    Example::
+    Example:
 
-        kg = KnowledgeGraph.open("ladybug:///tmp/kg.lbug")
-        finder = KGPathFinder.from_defaults(kg, max_hops=2, max_paths=20)
-        result = finder.find("Does aspirin help with a migraine headache?")
-        [p.text for p in result.paths]   # ['aspirin -[TREATS]-> headache <-[ISA]- migraine', ...]
+    ```python
+    kg = KnowledgeGraph.open("ladybug:///tmp/kg.lbug")
+    finder = KGPathFinder.from_defaults(kg, max_hops=2, max_paths=20)
+    result = finder.find("Does aspirin help with a migraine headache?")
+    [p.text for p in result.paths]   # ['aspirin -[TREATS]-> headache <-[ISA]- migraine', ...]
+    ```
     """
 
     max_hops: int = Field(2, ge=1, le=MAX_HOPS_LIMIT, description="Longest path, in relationships.")
@@ -104,6 +106,7 @@ class KGPathFinder(BaseComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathFinder"
 
     @classmethod
@@ -123,6 +126,7 @@ class KGPathFinder(BaseComponent):
 
     @property
     def matcher(self) -> EntityMatcher:
+        """The entity matcher of the graph's dictionary (built on first use)."""
         if self._matcher is None:
             self._matcher = self.graph.entity_matcher()
         return self._matcher

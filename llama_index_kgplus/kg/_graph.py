@@ -6,11 +6,13 @@ The import writes a small manifest into the store itself (a ``KGPlusMeta`` recor
 store (``<path>.kgplus/``) or, for a server, under ``$KGPLUS_HOME/kg-cache/``; a cache is used only if it
 belongs to the current import.
 
-Example::
+Example:
 
-    with KnowledgeGraph.open("ladybug:///tmp/kg.lbug") as kg:
-        matcher = kg.entity_matcher()
-        paths = kg.shortest_paths([("C1", "C2")], max_hops=2)
+```python
+with KnowledgeGraph.open("ladybug:///tmp/kg.lbug") as kg:
+    matcher = kg.entity_matcher()
+    paths = kg.shortest_paths([("C1", "C2")], max_hops=2)
+```
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
-from llama_index_kgplus.graph_stores import GraphStoreURI, open_graph_store
+from llama_index_kgplus.graph_stores import open_graph_store
 from llama_index_kgplus.graph_stores._dialects import (
     GraphDialect,
     GraphLayout,
@@ -35,6 +37,7 @@ from llama_index_kgplus.graph_stores._dialects import (
     dialect_for_engine,
     dialect_for_store,
 )
+from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 from llama_index_kgplus.kg._matcher import EntityMatcher
 from llama_index_kgplus.kg._path_engine import DEFAULT_MAX_EDGES, SnapshotCache, check_path_engine, uses_snapshot
 from llama_index_kgplus.kg._snapshot import GraphSnapshot
@@ -117,6 +120,19 @@ class KnowledgeGraph:
     Any LlamaIndex ``PropertyGraphStore`` works: a store without a Cypher dialect (``SimplePropertyGraphStore``,
     the default store of ``PropertyGraphIndex``) is read through its API, its entities and their relations, and
     its paths always run on the snapshot.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import KnowledgeGraph, import_kg
+    from llama_index_kgplus.graph_stores import ladybug_uri
+
+    uri = ladybug_uri("umls.lbug")
+    import_kg(uri, "nodes.csv", "relationships.csv")
+    with KnowledgeGraph.open(uri) as kg:
+        mentions = kg.entity_matcher().find("Can a virus cause a disease or syndrome?")
+        paths = kg.shortest_paths([(mentions[0].cid, mentions[1].cid)], max_hops=2)
+    ```
     """
 
     def __init__(
@@ -203,6 +219,8 @@ class KnowledgeGraph:
 
     @property
     def manifest(self) -> KGManifest:
+        """What the import recorded about the graph (labels, property names, counts), or what was discovered in a
+        property graph."""
         if self._manifest is None:
             raw = self.dialect.read_meta(self.store, manifest_key(self.node_label))
             discovered = self._property_graph_layout() if raw is None else None
@@ -235,6 +253,7 @@ class KnowledgeGraph:
 
     @property
     def layout(self) -> GraphLayout:
+        """The node label and property names the path queries use."""
         return self.manifest.layout()
 
     def exists(self) -> bool:
@@ -319,6 +338,7 @@ class KnowledgeGraph:
         return self._snapshots.get(self)
 
     async def apath_snapshot(self, engine: str | None = None) -> GraphSnapshot | None:
+        """Async :meth:`path_snapshot`."""
         if not uses_snapshot(engine or self.path_engine, self.dialect.engine):
             return None
         return self._snapshots.fresh() or await asyncio.to_thread(self._snapshots.get, self)
@@ -326,6 +346,8 @@ class KnowledgeGraph:
     def shortest_paths(
         self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
     ) -> list[RawPath]:
+        """Shortest paths of at most ``max_hops`` between each pair of node ids (on the snapshot or in the store, per
+        ``engine``)."""
         snapshot = self.path_snapshot(engine)
         if snapshot is not None:
             return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
@@ -334,18 +356,21 @@ class KnowledgeGraph:
     async def ashortest_paths(
         self, pairs: Sequence[tuple[str, str]], max_hops: int = 2, limit: int = 10_000, *, engine: str | None = None
     ) -> list[RawPath]:
+        """Async :meth:`shortest_paths`."""
         snapshot = await self.apath_snapshot(engine)
         if snapshot is not None:
             return snapshot_shortest_paths(snapshot, pairs, max_hops, limit)
         return await self.dialect.ashortest_paths(self.store, self.layout, pairs, max_hops, limit)
 
     def neighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        """One-hop paths from each node of ``ids`` (at most ``limit``)."""
         snapshot = self.path_snapshot(engine) if ids else None
         if snapshot is not None:
             return snapshot_neighbours(snapshot, ids, limit)
         return self.dialect.neighbours(self.store, self.layout, ids, limit)
 
     async def aneighbours(self, ids: Sequence[str], limit: int = 10_000, *, engine: str | None = None) -> list[RawPath]:
+        """Async :meth:`neighbours`."""
         snapshot = await self.apath_snapshot(engine) if ids else None
         if snapshot is not None:
             return snapshot_neighbours(snapshot, ids, limit)
@@ -373,7 +398,7 @@ _SECRET_KWARGS = frozenset({"username", "password", "auth", "token"})
 def open_kg_store(uri: str | None = None, *, create: bool = True, **store_kwargs: Any) -> tuple[Any, GraphStoreURI]:
     """Open a store for knowledge-graph use (the dialect's open options, e.g. no APOC schema refresh on Neo4j)."""
     if uri is None:
-        from llama_index_kgplus.graph_stores import default_graph_store_uri
+        from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 
         uri = default_graph_store_uri()
     parsed = GraphStoreURI.parse(uri)
@@ -386,7 +411,7 @@ def default_cache_dir(parsed: GraphStoreURI, node_label: str, store_kwargs: dict
     if parsed.engine == "ladybug":
         assert parsed.path is not None
         return parsed.path.with_name(parsed.path.name + ".kgplus")
-    from llama_index_kgplus.defaults import kgplus_home
+    from llama_index_kgplus._defaults import kgplus_home
 
     env = "FALKORDB_GRAPH" if parsed.engine == "falkordb" else "NEO4J_DATABASE"
     database = store_kwargs.get("database") or os.environ.get(env) or ""

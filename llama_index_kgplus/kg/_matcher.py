@@ -1,7 +1,7 @@
 """Dictionary entity recognition: the graph's entity names and synonyms over the shared Aho-Corasick matcher.
 
 Case-insensitive, whole words only, leftmost-longest and non-overlapping (see
-:class:`llama_index_kgplus.text.PhraseMatcher`); no LLM call, microseconds per question.
+:class:`llama_index_kgplus._text.PhraseMatcher`); no LLM call, microseconds per question.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.errors import InputDataError, NotFittedError
-from llama_index_kgplus.files import atomic_write_json
-from llama_index_kgplus.text import PhraseMatcher
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph
@@ -47,11 +47,13 @@ class EntityMatcher:
     - ``ambiguous``: a name shared by several entities gives one mention per entity (``"all"``) or none
       (``"skip"``).
 
-    Example::
+    Example:
 
-        matcher = EntityMatcher.from_pairs([("C1", "aspirin"), ("C2", "headache")], synonyms=[("C1", "ASA")])
-        [(m.cid, m.start, m.end) for m in matcher.find("Does ASA help a headache?")]
-        # [('C1', 5, 8), ('C2', 16, 24)]
+    ```python
+    matcher = EntityMatcher.from_pairs([("C1", "aspirin"), ("C2", "headache")], synonyms=[("C1", "ASA")])
+    [(m.cid, m.start, m.end) for m in matcher.find("Does ASA help a headache?")]
+    # [('C1', 5, 8), ('C2', 16, 24)]
+    ```
     """
 
     def __init__(self, *, min_length: int = 1, ambiguous: Literal["all", "skip"] = "all") -> None:

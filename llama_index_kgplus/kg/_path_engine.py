@@ -15,10 +15,12 @@ counts are read (one cheap count query) when the snapshot is first used, then at
 used. A change that keeps both counts and the import id (e.g. one relationship re-pointed) is not seen until
 the next import or :meth:`SnapshotCache.invalidate` with ``rebuild=True``.
 
-Example::
+Example:
 
-    kg = KnowledgeGraph.open("ladybug:///tmp/kg.lbug", path_engine="snapshot")
-    kg.shortest_paths([("C1", "C2")])      # builds (or loads) <store>.kgplus/path-snapshot-*.npz once
+```python
+kg = KnowledgeGraph.open("ladybug:///tmp/kg.lbug", path_engine="snapshot")
+kg.shortest_paths([("C1", "C2")])      # builds (or loads) <store>.kgplus/path-snapshot-*.npz once
+```
 """
 
 from __future__ import annotations

@@ -31,17 +31,29 @@ class PathRelationship(BaseModel):
 
 
 class KGPath(BaseModel):
-    """A path between two entities; ``text`` renders it in arrow notation."""
+    """A path between two entities; ``text`` renders it in arrow notation.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import KGPathRetriever
+
+    for path in KGPathRetriever.from_defaults(kg, max_hops=2).retrieve_paths("Can a virus cause a disease or syndrome?").paths:
+        print(path.length, path.text)  # 1 virus -[causes]-> disease or syndrome
+    ```
+    """
 
     nodes: list[PathNode] = Field(description="Entities in reading order (length + 1 of them).")
     relationships: list[PathRelationship] = Field(description="Relationships in reading order.")
 
     @property
     def length(self) -> int:
+        """Number of relationships (hops)."""
         return len(self.relationships)
 
     @property
     def text(self) -> str:
+        """The path as text, e.g. ``Virus -[CAUSES]-> Headache``."""
         return render_path([n.name for n in self.nodes], [(r.type, r.direction) for r in self.relationships])
 
     @property
@@ -51,6 +63,7 @@ class KGPath(BaseModel):
 
     @property
     def endpoints(self) -> tuple[str, str]:
+        """The ids of the first and last node."""
         return self.nodes[0].cid, self.nodes[-1].cid
 
     def identity(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

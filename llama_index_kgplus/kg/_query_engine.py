@@ -3,7 +3,7 @@
 The paths go to the synthesizer as ONE leading node, a clearly delimited "knowledge graph relationship paths"
 section, followed by the retrieved passages. ``path_format="arrows"`` writes ``a -[R]-> b <-[S]- c`` and the
 prompt tells the model how to read the arrows; ``"facts"`` writes ``a R b; c S b``, which small local models
-turn into prose instead of copying the notation (see benchmarks/README.md). Any standard LlamaIndex response
+turn into prose instead of copying the notation (figures: docs/benchmarks/index.md). Any standard LlamaIndex response
 synthesizer works (compact, refine, tree_summarize, simple_summarize, ...). The response's ``metadata`` gains
 ``kg_entities`` (the mentions), ``kg_paths`` (the structured paths used) and ``usage``. ``node_postprocessors`` (or
 ``context_budget`` in ``from_defaults``) run on the passages only, with the paths' facts as a hint to a query-aware
@@ -27,7 +27,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, ResponseMode, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_kgplus.compression import (
+from llama_index_kgplus.compression._apply import (
     arun_postprocessors,
     postprocessors_for,
     query_with_hints,
@@ -105,15 +105,17 @@ def kg_section_node(result: KGPathResult, path_format: PathFormat = "arrows") ->
 class KGAugmentedQueryEngine(CustomQueryEngine):
     """Answers from retrieved passages plus the knowledge-graph paths between the question's entities.
 
-    Example::
+    Example:
 
-        engine = KGAugmentedQueryEngine.from_defaults(
-            retriever=index.as_retriever(similarity_top_k=3),
-            kg_retriever=KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_paths=10),
-            llm=llm,
-        )
-        response = engine.query("How does aspirin relate to migraine?")
-        response.metadata["kg_paths"]      # [{"nodes": ..., "relationships": ..., "length": 2, "text": ...}]
+    ```python
+    engine = KGAugmentedQueryEngine.from_defaults(
+        retriever=index.as_retriever(similarity_top_k=3),
+        kg_retriever=KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_paths=10),
+        llm=llm,
+    )
+    response = engine.query("How does aspirin relate to migraine?")
+    response.metadata["kg_paths"]      # [{"nodes": ..., "relationships": ..., "length": 2, "text": ...}]
+    ```
     """
 
     retriever: BaseRetriever | None = Field(description="Vector (or any) retriever for passages; None: KG only.")
@@ -133,6 +135,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGAugmentedQueryEngine"
 
     @classmethod
@@ -193,6 +196,8 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return query_with_hints(query_str, "; ".join(p.facts for p in kg.paths))
 
     def custom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Answer ``query_str`` from the graph paths and the retrieved passages; the metadata holds the paths, the
+        entities and the usage."""
         usage = AnswerUsage(self.llm)
         kg = self.kg_retriever.retrieve_paths(query_str)
         passages = self.retriever.retrieve(query_str) if self.retriever is not None else []
@@ -201,6 +206,7 @@ class KGAugmentedQueryEngine(CustomQueryEngine):
         return attach_usage(self._annotate(response, kg), usage)
 
     async def acustom_query(self, query_str: str) -> RESPONSE_TYPE:
+        """Async :meth:`custom_query` (paths and passages are retrieved concurrently)."""
         usage = AnswerUsage(self.llm)
         if self.retriever is not None:
             kg, passages = await asyncio.gather(

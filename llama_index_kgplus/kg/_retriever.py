@@ -43,12 +43,14 @@ def path_node(path: KGPath) -> NodeWithScore:
 class KGPathRetriever(BaseRetriever):
     """Retrieves the relationship paths between the entities a question mentions.
 
-    Example::
+    Example:
 
-        retriever = KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_hops=2, max_paths=20)
-        for hit in retriever.retrieve("How does aspirin relate to migraine?"):
-            print(hit.score, hit.node.text)        # 0.5 aspirin -[TREATS]-> headache <-[ISA]- migraine
-        result = retriever.retrieve_paths("...")  # entities and structured paths
+    ```python
+    retriever = KGPathRetriever.from_defaults("ladybug:///tmp/kg.lbug", max_hops=2, max_paths=20)
+    for hit in retriever.retrieve("How does aspirin relate to migraine?"):
+        print(hit.score, hit.node.text)        # 0.5 aspirin -[TREATS]-> headache <-[ISA]- migraine
+    result = retriever.retrieve_paths("...")  # entities and structured paths
+    ```
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class KGPathRetriever(BaseRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathRetriever"
 
     @classmethod
@@ -81,6 +84,7 @@ class KGPathRetriever(BaseRetriever):
 
     @property
     def finder(self) -> KGPathFinder:
+        """The path finder that does the work."""
         return self._finder
 
     def retrieve_paths(self, query: str | QueryBundle) -> KGPathResult:
@@ -88,6 +92,7 @@ class KGPathRetriever(BaseRetriever):
         return self._finder.find(query.query_str if isinstance(query, QueryBundle) else query)
 
     async def aretrieve_paths(self, query: str | QueryBundle) -> KGPathResult:
+        """Async :meth:`retrieve_paths`."""
         return await self._finder.afind(query.query_str if isinstance(query, QueryBundle) else query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -101,11 +106,13 @@ class KGPathSubRetriever(BasePGRetriever):
     """The relationship paths of :class:`KGPathRetriever` as a ``PropertyGraphIndex`` sub-retriever, beside
     LlamaIndex's own (``LLMSynonymRetriever``, ``VectorContextRetriever``, ...).
 
-    Example::
+    Example:
 
-        index = PropertyGraphIndex.from_existing(property_graph_store=store, embed_kg_nodes=False)
-        retriever = index.as_retriever(sub_retrievers=[KGPathSubRetriever(index.property_graph_store, max_hops=2)])
-        retriever.retrieve("Does a virus give you a headache?")
+    ```python
+    index = PropertyGraphIndex.from_existing(property_graph_store=store, embed_kg_nodes=False)
+    retriever = index.as_retriever(sub_retrievers=[KGPathSubRetriever(index.property_graph_store, max_hops=2)])
+    retriever.retrieve("Does a virus give you a headache?")
+    ```
 
     ``include_text`` (LlamaIndex's option: add the source chunks of what was found) is off by default: paths
     of an imported graph have no source chunks.
@@ -125,14 +132,18 @@ class KGPathSubRetriever(BasePGRetriever):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "KGPathSubRetriever"
 
     @property
     def finder(self) -> KGPathFinder:
+        """The path finder that does the work."""
         return self._finder
 
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The paths between the question's entities, one node each."""
         return [path_node(p) for p in self._finder.find(query_bundle.query_str).paths]
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`retrieve_from_graph`."""
         return [path_node(p) for p in (await self._finder.afind(query_bundle.query_str)).paths]

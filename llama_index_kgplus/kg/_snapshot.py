@@ -11,11 +11,13 @@ staleness token: the import id, the layout, and the node and relationship counts
 Memory: about 55 bytes per relationship with the ids and names (10^6 relationships, 10^5 nodes: 58 MB in memory
 and on disk); building it peaks at about 0.7 KB per relationship while the store's rows are read.
 
-Example::
+Example:
 
-    snapshot = GraphSnapshot.build(kg)
-    snapshot.save(kg.cache_dir / "paths.npz")
-    snapshot = GraphSnapshot.load(kg.cache_dir / "paths.npz")
+```python
+snapshot = GraphSnapshot.build(kg)
+snapshot.save(kg.cache_dir / "paths.npz")
+snapshot = GraphSnapshot.load(kg.cache_dir / "paths.npz")
+```
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_open
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph

@@ -1,6 +1,6 @@
 """Plain completions of any LlamaIndex LLM, bounded for an in-process llama.cpp model: a token bound, a JSON
 grammar, a stop at a sentence end or when the text is enough, all through the LLM's ``complete()`` (see
-:mod:`._llama`), so callbacks and instrumentation see every call. JSON output: :mod:`llama_index_kgplus.structured`.
+:mod:`._llama`), so callbacks and instrumentation see every call. JSON output: :mod:`llama_index_kgplus._structured`.
 """
 
 from __future__ import annotations

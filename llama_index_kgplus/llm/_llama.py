@@ -18,7 +18,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse
 
-from llama_index_kgplus.text import ends_sentence, split_sentences
+from llama_index_kgplus._text import ends_sentence, split_sentences
 
 _LOCKS: dict[int, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()

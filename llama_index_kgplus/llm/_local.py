@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llama_index_kgplus.defaults import DEFAULT_LLM, INSTALL_HINT, LLM_MODELS, embed_model_path, gguf_path, verify_gguf
+from llama_index_kgplus._defaults import DEFAULT_LLM, INSTALL_HINT, LLM_MODELS, embed_model_path, gguf_path, verify_gguf
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def local_model_path(model: str | os.PathLike | None = None) -> Path:
-    """The GGUF file of a packaged model name (:data:`~llama_index_kgplus.defaults.LLM_MODELS`, default
-    :data:`~llama_index_kgplus.defaults.DEFAULT_LLM`) or of a path to any ``.gguf`` file, verified."""
+    """The GGUF file of a packaged model name (:data:`~llama_index_kgplus._defaults.LLM_MODELS`, default
+    :data:`~llama_index_kgplus._defaults.DEFAULT_LLM`) or of a path to any ``.gguf`` file, verified."""
     choice = str(model or DEFAULT_LLM)
     if choice in LLM_MODELS:
         return gguf_path(choice)

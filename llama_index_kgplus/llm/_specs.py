@@ -15,13 +15,15 @@ No spec (None) means ``$KGPLUS_LLM`` / ``$KGPLUS_EMBED_MODEL``, else the package
 Credentials come from the environment only (``OPENAI_API_KEY``; the AWS variables, profile and config files): a
 spec that carries a key or a password is refused. Each remote backend is an optional extra.
 
-Example::
+Example:
 
-    from llama_index_kgplus.llm import llm_from_spec, embed_model_from_spec
+```python
+from llama_index_kgplus.llm import llm_from_spec, embed_model_from_spec
 
-    llm = llm_from_spec("openai-like:qwen2.5-coder-1.5b@http://127.0.0.1:8080/v1")
-    embed_model = embed_model_from_spec("ollama:nomic-embed-text@http://gpu-box:11434")
-    local = llm_from_spec()              # the packaged Qwen2.5-Coder-1.5B through llama.cpp
+llm = llm_from_spec("openai-like:qwen2.5-coder-1.5b@http://127.0.0.1:8080/v1")
+embed_model = embed_model_from_spec("ollama:nomic-embed-text@http://gpu-box:11434")
+local = llm_from_spec()              # the packaged Qwen2.5-Coder-1.5B through llama.cpp
+```
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from llama_index_kgplus.defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
+from llama_index_kgplus._defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -158,9 +160,11 @@ def resolve_model_spec(
     ``$KGPLUS_LLM`` / ``$KGPLUS_EMBED_MODEL``, else the packaged default. An empty spec is an error, never the
     default.
 
-    Example::
+    Example:
 
-        resolve_model_spec(None, "embed_model")      # ModelSpec(kind='local', model='local') unless the env says
+    ```python
+    resolve_model_spec(None, "embed_model")      # ModelSpec(kind='local', model='local') unless the env says
+    ```
     """
     if isinstance(spec, ModelSpec):
         parsed = spec
@@ -184,7 +188,7 @@ def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> d
     if parsed.kind == "factory":
         return None
     if parsed.kind == "local":
-        from llama_index_kgplus.defaults import embed_model_path
+        from llama_index_kgplus._defaults import embed_model_path
 
         return {"model_name": embed_model_path().name, "server": None}
     return {"model_name": parsed.model, "server": parsed.base_url}
@@ -222,9 +226,11 @@ def llm_from_spec(
     not report theirs; ``timeout`` (seconds per request) and ``max_retries`` (with backoff, on 429 and 5xx) apply
     to servers; ``local_kwargs`` (``n_threads``, ``seed``, ``model_kwargs``, ...) to a local model.
 
-    Example::
+    Example:
 
-        llm = llm_from_spec("qwen2.5-coder-0.5b", max_new_tokens=256)
+    ```python
+    llm = llm_from_spec("qwen2.5-coder-0.5b", max_new_tokens=256)
+    ```
     """
     from llama_index.core.llms import LLM
 
@@ -291,9 +297,11 @@ def embed_model_from_spec(
     """The LlamaIndex embedding model that ``spec`` names (None: ``$KGPLUS_EMBED_MODEL``, else ``local``, the
     packaged all-MiniLM-L6-v2).
 
-    Example::
+    Example:
 
-        embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package
+    ```python
+    embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package
+    ```
     """
     from llama_index.core.base.embeddings.base import BaseEmbedding
 

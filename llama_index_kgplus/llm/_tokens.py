@@ -14,10 +14,12 @@ from llama_index_kgplus.llm._llama import is_llama_cpp, llama_vocabulary
 class TokenCounter:
     """``count(text)`` in the LLM's own tokens when ``exact``; otherwise LlamaIndex's tokenizer (tiktoken) estimates.
 
-    Example::
+    Example:
 
-        counter = TokenCounter.for_llm(llm)      # llama.cpp: the GGUF vocabulary
-        counter.count("Hello world"), counter.exact
+    ```python
+    counter = TokenCounter.for_llm(llm)      # llama.cpp: the GGUF vocabulary
+    counter.count("Hello world"), counter.exact
+    ```
     """
 
     tokenize: Callable[[str], Any]

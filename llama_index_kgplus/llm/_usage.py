@@ -13,11 +13,13 @@ LLM too. A ``LlamaCPP`` LLM gets per-call llama.cpp options (``max_tokens``, ``g
 through a per-call copy, one generation at a time, and its async calls run in a worker thread (LlamaIndex's
 ``CustomLLM`` would run them in the event loop, inside a second LLM event).
 
-Example::
+Example:
 
-    llm = metered(llm_from_spec("qwen2.5-coder-0.5b"))
-    llm.complete("Hi")
-    usage_meter(llm).snapshot()   # LLMUsage(llm_calls=1, prompt_tokens=..., completion_tokens=...)
+```python
+llm = metered(llm_from_spec("qwen2.5-coder-0.5b"))
+llm.complete("Hi")
+usage_meter(llm).snapshot()   # LLMUsage(llm_calls=1, prompt_tokens=..., completion_tokens=...)
+```
 """
 
 from __future__ import annotations
@@ -76,20 +78,36 @@ class LLMUsage:
 
 
 class UsageMeter:
-    """A thread-safe running total of :class:`LLMUsage`."""
+    """A thread-safe running total of :class:`LLMUsage`.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.llm import metered
+
+    llm = metered(llm)
+    before = llm.meter.snapshot()
+    llm.complete("Say hello.")
+    used = llm.meter.snapshot() - before  # llm_calls, prompt_tokens, completion_tokens
+    ```
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._total = LLMUsage()
 
     def add(self, usage: LLMUsage) -> None:
+        """Add ``usage`` to the total (thread-safe)."""
         with self._lock:
             self._total = self._total + usage
 
     def record(self, prompt_tokens: int, completion_tokens: int, *, estimated: bool = False) -> None:
+        """Record one LLM call of ``prompt_tokens`` and ``completion_tokens`` (``estimated``: counted by this pack, not
+        reported by the model)."""
         self.add(LLMUsage(1, int(prompt_tokens), int(completion_tokens), estimated))
 
     def snapshot(self) -> LLMUsage:
+        """The total so far; subtract two snapshots for the usage in between."""
         with self._lock:
             return self._total
 
@@ -127,11 +145,13 @@ _PROMPT_SETTINGS = (
 class MeteredLLM(CustomLLM):
     """Any LlamaIndex LLM, with each completion counted in a :class:`UsageMeter` (see the module docstring).
 
-    Example::
+    Example:
 
-        llm = metered(llm)
-        llm.complete("Hi")
-        llm.meter.snapshot().prompt_tokens
+    ```python
+    llm = metered(llm)
+    llm.complete("Hi")
+    llm.meter.snapshot().prompt_tokens
+    ```
     """
 
     _inner: LLM = PrivateAttr()
@@ -156,6 +176,7 @@ class MeteredLLM(CustomLLM):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "MeteredLLM"
 
     @property
@@ -170,6 +191,7 @@ class MeteredLLM(CustomLLM):
 
     @property
     def metadata(self) -> LLMMetadata:
+        """The wrapped LLM's metadata."""
         return self._inner.metadata
 
     def record_reply(self, prompt: str, response: Any, text: str) -> None:
@@ -219,17 +241,21 @@ class MeteredLLM(CustomLLM):
 
     # Chat goes to the inner LLM's own chat, so a chat model keeps its roles (CustomLLM would flatten them).
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """The wrapped LLM's ``chat``, counted."""
         return self._record_chat(messages, self._inner.chat(messages, **kwargs))
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """The wrapped LLM's ``achat``, counted."""
         if self._runs_sync("achat"):
             return self.chat(messages, **kwargs)
         return self._record_chat(messages, await self._inner.achat(messages, **kwargs))
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        """The wrapped LLM's ``stream_chat``, counted when the stream ends."""
         return _counted(self._inner.stream_chat(messages, **kwargs), lambda last: self._record_chat(messages, last))
 
     async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
+        """The wrapped LLM's ``astream_chat``, counted when the stream ends."""
         if self._runs_sync("astream_chat"):
             chunks: Any = _as_async(self._inner.stream_chat(messages, **kwargs))
         else:
@@ -237,6 +263,7 @@ class MeteredLLM(CustomLLM):
         return _acounted(chunks, lambda last: self._record_chat(messages, last))
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The wrapped LLM's ``complete``, counted."""
         if is_llama_cpp(self._inner):
             response = llama_complete(self._inner, prompt, formatted=formatted, **kwargs)
         else:
@@ -244,6 +271,7 @@ class MeteredLLM(CustomLLM):
         return self._record(prompt, response, formatted=formatted)
 
     async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The wrapped LLM's ``acomplete``, counted (a llama.cpp model runs in a thread)."""
         if is_llama_cpp(self._inner):
             return await asyncio.to_thread(self.complete, prompt, formatted, **kwargs)
         if self._runs_sync("acomplete"):
@@ -251,10 +279,12 @@ class MeteredLLM(CustomLLM):
         return self._record(prompt, await self._inner.acomplete(prompt, formatted=formatted, **kwargs))
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """The wrapped LLM's ``stream_complete``, counted when the stream ends."""
         chunks = self._stream(prompt, formatted, kwargs)
         return _counted(chunks, lambda last: self._record(prompt, last, formatted=formatted))
 
     async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
+        """The wrapped LLM's ``astream_complete``, counted when the stream ends."""
         if self._runs_sync("astream_complete"):
             chunks: Any = _as_async(self._stream(prompt, formatted, kwargs))
         else:
@@ -327,11 +357,13 @@ class AnswerUsage:
     metered; ``first_token_seconds`` is ``None`` unless the answer was streamed. Concurrent answers on one LLM
     share its meter, so their token figures mix.
 
-    Example::
+    Example:
 
-        usage = AnswerUsage(llm)
-        response = engine.query(question)
-        attach_usage(response, usage).metadata["usage"]   # {"prompt_tokens": 812, "completion_tokens": 41, ...}
+    ```python
+    usage = AnswerUsage(llm)
+    response = engine.query(question)
+    attach_usage(response, usage).metadata["usage"]   # {"prompt_tokens": 812, "completion_tokens": 41, ...}
+    ```
     """
 
     def __init__(self, llm: Any) -> None:
@@ -341,10 +373,13 @@ class AnswerUsage:
         self._first_token: float | None = None
 
     def first_token(self) -> None:
+        """Note the time of the first streamed token (only the first call counts)."""
         if self._first_token is None:
             self._first_token = time.perf_counter() - self._started
 
     def as_dict(self) -> dict[str, Any]:
+        """The usage since this object was made: prompt and completion tokens, LLM calls, seconds and seconds to the
+        first token (None where unknown)."""
         used = self._meter.snapshot() - self._before if self._meter is not None and self._before is not None else None
         return {
             "prompt_tokens": used.prompt_tokens if used else None,

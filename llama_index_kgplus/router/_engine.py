@@ -4,14 +4,16 @@ When the question's route has no engine, the configured route with the next best
 response says so. Engines may be given as zero-argument factories: each is built on first use only, so a
 session of table questions never loads a graph store.
 
-Example::
+Example:
 
-    engine = RoutedQueryEngine.from_defaults(
-        {"local": index.as_query_engine(), "sql": TableQueryEngine.from_defaults(tables)},
-        router=QuestionRouter.from_defaults(features=[table_feature(tables)]),
-    )
-    response = engine.query("What was the total precipitation in 2014?")
-    response.metadata["route"], response.metadata["engine"], response.metadata["routing"]["reason"]
+```python
+engine = RoutedQueryEngine.from_defaults(
+    {"local": index.as_query_engine(), "sql": TableQueryEngine.from_defaults(tables)},
+    router=QuestionRouter.from_defaults(features=[table_feature(tables)]),
+)
+response = engine.query("What was the total precipitation in 2014?")
+response.metadata["route"], response.metadata["engine"], response.metadata["routing"]["reason"]
+```
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.events import RouteDecisionEvent
-from llama_index_kgplus.llm import AnswerUsage, attach_usage, is_metered
+from llama_index_kgplus.llm import AnswerUsage, attach_usage
+from llama_index_kgplus.llm._usage import is_metered
 from llama_index_kgplus.router._router import ROUTES, QuestionRouter, RouteDecision
 
 __all__ = ["EngineChoice", "RoutedQueryEngine", "choose_engine"]
@@ -52,10 +55,12 @@ class RoutedQueryEngine(CustomQueryEngine):
     response's metadata gains ``route`` (the kind of question), ``engine`` (the route whose engine answered) and
     ``routing`` (scores, features, reason, fallback note).
 
-    Example::
+    Example:
 
-        engine = RoutedQueryEngine.from_defaults({"local": local_engine, "kg": lambda: kg_engine})
-        engine.query("How is insulin related to diabetes?").metadata["engine"]     # 'kg'
+    ```python
+    engine = RoutedQueryEngine.from_defaults({"local": local_engine, "kg": lambda: kg_engine})
+    engine.query("How is insulin related to diabetes?").metadata["engine"]     # 'kg'
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

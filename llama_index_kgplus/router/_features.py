@@ -1,9 +1,11 @@
 """Route features built from the configured sources: what a question names of a knowledge graph or of tables.
 
-Example::
+Example:
 
-    features = [kg_entity_feature(EntityMatcher.from_graph(kg)), table_feature(tables)]
-    router = QuestionRouter.from_defaults(features=features)
+```python
+features = [kg_entity_feature(EntityMatcher.from_graph(kg)), table_feature(tables)]
+router = QuestionRouter.from_defaults(features=features)
+```
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from llama_index_kgplus._text import PhraseMatcher
 from llama_index_kgplus.router._router import RouteFeature
-from llama_index_kgplus.text import PhraseMatcher
 
 __all__ = ["kg_entity_feature", "table_feature"]
 

@@ -6,11 +6,13 @@ configured sources then add evidence: entities of the knowledge graph found in t
 to a path question), table columns and values (a table question). The route is the best score; every score and
 every feature that fired is kept, so each decision explains itself.
 
-Example::
+Example:
 
-    router = QuestionRouter.from_defaults(features=[table_feature(tables)])
-    decision = router.route("What was the total precipitation in 2014?")
-    decision.route, decision.scores, decision.reason
+```python
+router = QuestionRouter.from_defaults(features=[table_feature(tables)])
+decision = router.route("What was the total precipitation in 2014?")
+decision.route, decision.scores, decision.reason
+```
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from llama_index.core import Settings
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel, Field
 
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import InputDataError, NotFittedError
-from llama_index_kgplus.vectors import unit_rows
 
 __all__ = ["EXAMPLES_PATH", "ROUTES", "QuestionRouter", "RouteDecision", "RouteFeature", "load_examples"]
 
@@ -65,9 +67,11 @@ class RouteFeature:
     ``min_hits`` of them, ``weight`` is added to ``route``'s score, else ``absent_weight`` (zero or negative:
     e.g. a table question that names nothing of the tables is unlikely).
 
-    Example::
+    Example:
 
-        RouteFeature("kg", "knowledge-graph entities", lambda q: [m.text for m in matcher.find(q)], min_hits=2)
+    ```python
+    RouteFeature("kg", "knowledge-graph entities", lambda q: [m.text for m in matcher.find(q)], min_hits=2)
+    ```
     """
 
     route: str
@@ -79,7 +83,17 @@ class RouteFeature:
 
 
 class RouteDecision(BaseModel):
-    """One routing decision with its explanation."""
+    """One routing decision with its explanation.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.router import QuestionRouter
+
+    decision = QuestionRouter.from_defaults(embed_model=embed_model).route("What are the main themes?")
+    decision.route, decision.scores, decision.reason  # ('global', {...}, '...')
+    ```
+    """
 
     question: str
     route: str = Field(description="the kind of question: one of ROUTES")
@@ -96,11 +110,13 @@ class QuestionRouter:
     ``selector`` (e.g. :class:`~llama_index_kgplus.router.JSONSingleSelector`), a close call (the best scores
     within ``ambiguity_margin`` of each other) is put to the LLM among those routes.
 
-    Example::
+    Example:
 
-        router = QuestionRouter.from_defaults()
-        router.route("How is insulin related to diabetes?").route        # 'kg'
-        [d.route for d in router.route_many(["What are the main themes?", "Who founded it?"])]
+    ```python
+    router = QuestionRouter.from_defaults()
+    router.route("How is insulin related to diabetes?").route        # 'kg'
+    [d.route for d in router.route_many(["What are the main themes?", "Who founded it?"])]
+    ```
     """
 
     def __init__(

@@ -2,11 +2,13 @@
 ``LLMSingleSelector`` is, e.g. in ``RouterQueryEngine``) whose reply is JSON constrained by a schema, so a small
 local model always returns a valid choice.
 
-Example::
+Example:
 
-    selector = JSONSingleSelector(llm=llm)
-    result = selector.select(["Questions about one fact", "Questions about the whole corpus"], "Main themes?")
-    result.ind, result.reason
+```python
+selector = JSONSingleSelector(llm=llm)
+result = selector.select(["Questions about one fact", "Questions about the whole corpus"], "Main themes?")
+result.ind, result.reason
+```
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from llama_index.core.schema import QueryBundle
 from llama_index.core.tools.types import ToolMetadata
 from pydantic import BaseModel, Field, create_model
 
-from llama_index_kgplus.structured import agenerate_json, generate_json
+from llama_index_kgplus._structured import agenerate_json, generate_json
 
 __all__ = ["ROUTE_DESCRIPTIONS", "JSONSingleSelector"]
 
@@ -53,9 +55,11 @@ class JSONSingleSelector(BaseSelector):
     """Selects one choice with any LLM through schema-constrained JSON (1-based ``choice`` in the reply,
     0-based ``index`` in the result, as LlamaIndex's selectors).
 
-    Example::
+    Example:
 
-        JSONSingleSelector(llm=llm).select(list(ROUTE_DESCRIPTIONS.values()), "How is X related to Y?").ind
+    ```python
+    JSONSingleSelector(llm=llm).select(list(ROUTE_DESCRIPTIONS.values()), "How is X related to Y?").ind
+    ```
     """
 
     def __init__(self, llm: Any, max_tokens: int = 64) -> None:

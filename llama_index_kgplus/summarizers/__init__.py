@@ -4,30 +4,37 @@ Every summarizer has ``summarize(texts) -> str`` and ``async asummarize(texts) -
 :class:`Summarizer` protocol); this pack's own are pydantic components whose settings enter the ingestion
 cache key of the builder that holds them.
 
-Example::
+Example:
 
-    from llama_index_kgplus.summarizers import TwoStageSummarizer
-    summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model)
-    summarizer.summarize(["chunk one ...", "chunk two ..."])
+```python
+from llama_index_kgplus.summarizers import TwoStageSummarizer
+summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model)
+summarizer.summarize(["chunk one ...", "chunk two ..."])
+```
 """
 
-from llama_index_kgplus.errors import SummarizationError
-from llama_index_kgplus.summarizers._abstractive import (
-    DEFAULT_SUMMARY_PROMPT,
-    AbstractiveSummarizer,
-)
-from llama_index_kgplus.summarizers._base import BaseSummarizer, Summarizer
+from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus._public import set_public_module
+from llama_index_kgplus.summarizers._abstractive import AbstractiveSummarizer
+from llama_index_kgplus.summarizers._base import BaseSummarizer
 from llama_index_kgplus.summarizers._extractive import ExtractiveSummarizer
 from llama_index_kgplus.summarizers._two_stage import TwoStageSummarizer
-from llama_index_kgplus.text import split_sentences
 
 __all__ = [
-    "DEFAULT_SUMMARY_PROMPT",
-    "AbstractiveSummarizer",
     "BaseSummarizer",
     "ExtractiveSummarizer",
-    "SummarizationError",
-    "Summarizer",
+    "AbstractiveSummarizer",
     "TwoStageSummarizer",
-    "split_sentences",
 ]
+set_public_module(__name__, globals(), __all__)
+
+# Names that left the public API: importable for one more release, with a DeprecationWarning.
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "DEFAULT_SUMMARY_PROMPT": "llama_index_kgplus.summarizers._abstractive:DEFAULT_SUMMARY_PROMPT",
+        "split_sentences": "llama_index_kgplus._text:split_sentences",
+        "Summarizer": "llama_index_kgplus.summarizers._base:Summarizer",
+        "SummarizationError": "llama_index_kgplus.errors:SummarizationError",
+    },
+)

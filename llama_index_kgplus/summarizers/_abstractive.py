@@ -10,10 +10,10 @@ from llama_index.core.base.llms.types import CompletionResponse
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 from llama_index.core.llms import LLM
 
+from llama_index_kgplus._text import ends_sentence, split_sentences
 from llama_index_kgplus.errors import KGPlusSetupError, SummarizationError
-from llama_index_kgplus.llm import acomplete_response, complete_response, repeats_itself
+from llama_index_kgplus.llm._complete import acomplete_response, complete_response, repeats_itself
 from llama_index_kgplus.summarizers._base import BaseSummarizer, model_fingerprint
-from llama_index_kgplus.text import ends_sentence, split_sentences
 
 DEFAULT_SUMMARY_PROMPT = (
     "Summarize the passages below in one paragraph of at most {max_words} words.\n"
@@ -50,10 +50,12 @@ class AbstractiveSummarizer(BaseSummarizer):
     A builder does not retry either when the LLM would only repeat itself (a llama.cpp model at temperature 0:
     ``retryable`` is False).
 
-    Example::
+    Example:
 
-        summarizer = AbstractiveSummarizer(llm=llm_from_spec("qwen2.5-coder-0.5b"), max_words=80)
-        summarizer.summarize(["Passage one ...", "Passage two ..."])
+    ```python
+    summarizer = AbstractiveSummarizer(llm=llm_from_spec("qwen2.5-coder-0.5b"), max_words=80)
+    summarizer.summarize(["Passage one ...", "Passage two ..."])
+    ```
     """
 
     llm: LLM | None = Field(default=None, description="Writes the summary; None: Settings.llm.")
@@ -97,6 +99,7 @@ class AbstractiveSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "AbstractiveSummarizer"
 
     @field_serializer("llm")
@@ -175,6 +178,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         return NO_COPY_HINT.format(copied=len(passages) + 1 - copied) + self.format_prompt(passages), passages
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """One summary of ``texts`` by the LLM; asked once more when it copied a passage."""
         llm = self.llm or _settings_llm()
         summary = self._clean(complete_response(llm, self.format_prompt(texts), **self._bounds()))
         copied = self.copied_passage(summary, texts)
@@ -184,6 +188,7 @@ class AbstractiveSummarizer(BaseSummarizer):
         return self._check_copy(self._clean(complete_response(llm, prompt, **self._bounds())), passages)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         llm = self.llm or _settings_llm()
         reply = await acomplete_response(llm, self.format_prompt(texts), **self._bounds())
         summary = self._clean(reply)

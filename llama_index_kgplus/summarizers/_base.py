@@ -19,15 +19,48 @@ class Summarizer(Protocol):
 
     The summary node builders accept any object with these two methods; this pack's summarizers subclass
     :class:`BaseSummarizer`, which also makes their settings part of the ingestion cache key.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import SemanticChunkingSummaryNodeBuilder
+
+    class FirstSentence:  # any object with these two methods is a Summarizer
+        def summarize(self, texts):
+            return texts[0].split(". ")[0] + "."
+
+        async def asummarize(self, texts):
+            return self.summarize(texts)
+
+    builder = SemanticChunkingSummaryNodeBuilder.from_defaults(summarizer=FirstSentence(), embed_model=embed_model)
+    ```
     """
 
-    def summarize(self, texts: Sequence[str]) -> str: ...
+    def summarize(self, texts: Sequence[str]) -> str:
+        """One summary of ``texts``."""
 
-    async def asummarize(self, texts: Sequence[str]) -> str: ...
+    async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
 
 
 class BaseSummarizer(BaseComponent):
-    """Base class: pydantic settings (hashed by ``to_dict()``), ``summarize`` / ``asummarize`` twins."""
+    """Base class: pydantic settings (hashed by ``to_dict()``), ``summarize`` / ``asummarize`` twins.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.summarizers import BaseSummarizer
+
+    class Headline(BaseSummarizer):  # its fields enter the ingestion cache key of the builder that holds it
+        max_words: int = 12
+
+        def summarize(self, texts):
+            return " ".join(" ".join(texts).split()[: self.max_words])
+
+        async def asummarize(self, texts):
+            return self.summarize(texts)
+    ```
+    """
 
     _default_embed_model: BaseEmbedding | None = PrivateAttr(default=None)
 

@@ -11,14 +11,14 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer
 
+from llama_index_kgplus._text import split_sentences
+from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import KGPlusSetupError
 from llama_index_kgplus.summarizers._base import (
     BaseSummarizer,
     model_fingerprint,
     resolve_embed_model,
 )
-from llama_index_kgplus.text import split_sentences
-from llama_index_kgplus.vectors import unit_rows
 
 _CACHE_LIMIT = 50_000
 
@@ -30,10 +30,12 @@ class ExtractiveSummarizer(BaseSummarizer):
     builder: the pipeline's own). ``k`` is ``ratio`` of the sentences, clamped to ``[min_sentences,
     max_sentences]``; a text with no more than ``k`` sentences comes back unchanged. No LLM call.
 
-    Example::
+    Example:
 
-        summarizer = ExtractiveSummarizer(embed_model=embed_model_from_spec(), max_sentences=3)
-        summarizer.summarize(["First passage ...", "Second passage ..."])
+    ```python
+    summarizer = ExtractiveSummarizer(embed_model=embed_model_from_spec(), max_sentences=3)
+    summarizer.summarize(["First passage ...", "Second passage ..."])
+    ```
     """
 
     embed_model: BaseEmbedding | None = Field(
@@ -48,6 +50,7 @@ class ExtractiveSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "ExtractiveSummarizer"
 
     @field_serializer("embed_model")
@@ -118,12 +121,14 @@ class ExtractiveSummarizer(BaseSummarizer):
         return resolve_embed_model(self.embed_model or self._default_embed_model, self.class_name())
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """The sentences of ``texts`` nearest the centroids of their embeddings, in text order."""
         sentences, k, known, missing = self._plan(texts)
         if missing:
             self._remember(known, missing, self._embedder().get_text_embedding_batch(missing))
         return self._finish(sentences, k, known)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         sentences, k, known, missing = self._plan(texts)
         if missing:
             self._remember(known, missing, await self._embedder().aget_text_embedding_batch(missing))

@@ -31,10 +31,12 @@ class TwoStageSummarizer(BaseSummarizer):
     instead of failing the cluster (``extractive_fallback``); the count is in ``usage_["extractive_fallbacks"]``.
     :meth:`from_defaults` does not ask again after a copy: told not to copy, the local models mostly copied again.
 
-    Example::
+    Example:
 
-        summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=3)
-        summarizer.summarize(chunk_texts)
+    ```python
+    summarizer = TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, max_sentences=3)
+    summarizer.summarize(chunk_texts)
+    ```
     """
 
     extractive: Any = Field(description="Condenses each text (an ExtractiveSummarizer or any Summarizer).")
@@ -57,6 +59,7 @@ class TwoStageSummarizer(BaseSummarizer):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes this component under."""
         return "TwoStageSummarizer"
 
     @field_validator("extractive", "abstractive")
@@ -97,6 +100,7 @@ class TwoStageSummarizer(BaseSummarizer):
         )
 
     def set_default_embed_model(self, embed_model: BaseEmbedding | None) -> None:
+        """Give both stages ``embed_model`` when they have none (a builder passes its own)."""
         super().set_default_embed_model(embed_model)
         for stage in (self.extractive, self.abstractive):
             if hasattr(stage, "set_default_embed_model"):
@@ -144,6 +148,8 @@ class TwoStageSummarizer(BaseSummarizer):
         return self.extractive.model_copy(update={"max_sentences": 1})
 
     def summarize(self, texts: Sequence[str]) -> str:
+        """Condense ``texts`` extractively, then summarize abstractively; the extractive summary when the LLM gives
+        none (``extractive_fallback``)."""
         try:
             return self.abstractive.summarize(self.condense(texts))
         except SummarizationError:
@@ -153,6 +159,7 @@ class TwoStageSummarizer(BaseSummarizer):
         return self.extractive.summarize(texts)
 
     async def asummarize(self, texts: Sequence[str]) -> str:
+        """Async :meth:`summarize`."""
         try:
             return await self.abstractive.asummarize(await self.acondense(texts))
         except SummarizationError:

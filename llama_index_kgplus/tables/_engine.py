@@ -1,13 +1,15 @@
 """Text-to-SQL over :class:`SQLTables`: the LLM writes one SELECT from the schema and sample rows, the guard checks
 it, DuckDB runs it (one repair from the database's error), and the answer is written from the rows, SQL shown.
 
-Example::
+Example:
 
-    tables = SQLTables()
-    tables.add("weather", "seattle-weather.csv")
-    engine = TableQueryEngine.from_defaults(tables)
-    response = engine.query("What was the total precipitation in 2014?")
-    response.metadata["sql"], response.metadata["rows"]
+```python
+tables = SQLTables()
+tables.add("weather", "seattle-weather.csv")
+engine = TableQueryEngine.from_defaults(tables)
+response = engine.query("What was the total precipitation in 2014?")
+response.metadata["sql"], response.metadata["rows"]
+```
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llama_index_kgplus._query_loop import QueryLoop, awrite_query, write_query
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.events import SQLGeneratedEvent
-from llama_index_kgplus.llm import acomplete_text, complete_text
+from llama_index_kgplus.llm._complete import acomplete_text, complete_text
 from llama_index_kgplus.tables._tables import SQLResult, SQLTables
 
 __all__ = ["SQLAnswer", "TableQueryEngine", "TableRetriever"]
@@ -134,11 +136,13 @@ class TableRetriever(BaseRetriever):
     """Retrieves the answer rows of a table question as one node (text: the SQL and a Markdown table; metadata
     ``sql_answer``: an :class:`SQLAnswer`).
 
-    Example::
+    Example:
 
-        retriever = TableRetriever(tables, llm=llm)
-        [hit] = retriever.retrieve("How many days of snow were there in 2015?")
-        hit.node.metadata["sql_answer"]["rows"]
+    ```python
+    retriever = TableRetriever(tables, llm=llm)
+    [hit] = retriever.retrieve("How many days of snow were there in 2015?")
+    hit.node.metadata["sql_answer"]["rows"]
+    ```
     """
 
     def __init__(self, tables: SQLTables, llm: LLM | None = None, max_tokens: int = 256, **kwargs: Any) -> None:
@@ -160,11 +164,13 @@ class TableQueryEngine(CustomQueryEngine):
     """Answers a question from registered tables with text-to-SQL; the response's metadata holds ``sql``,
     ``columns``, ``rows``, ``truncated`` and ``refused`` (why nothing ran, or None).
 
-    Example::
+    Example:
 
-        engine = TableQueryEngine.from_defaults(tables)      # Settings.llm
-        response = engine.query("Which month of 2013 had the most rain?")
-        print(response, response.metadata["sql"])
+    ```python
+    engine = TableQueryEngine.from_defaults(tables)      # Settings.llm
+    response = engine.query("Which month of 2013 had the most rain?")
+    print(response, response.metadata["sql"])
+    ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

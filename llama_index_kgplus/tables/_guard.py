@@ -7,9 +7,11 @@ and tables that are not registered. A ``LIMIT`` is put on (or lowered to) the ro
 types, a ``LIKE`` on a column that is not text compares the column's text form (``date LIKE '2014%'``, which
 small models write for a DATE column, becomes ``CAST(date AS TEXT) LIKE '2014%'`` instead of an error).
 
-Example::
+Example:
 
-    sql = read_only_select("SELECT weather, count(*) FROM weather GROUP BY 1", tables={"weather"}, max_rows=100)
+```python
+sql = read_only_select("SELECT weather, count(*) FROM weather GROUP BY 1", tables={"weather"}, max_rows=100)
+```
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ query does can reach them; once the first query runs the database is sealed (no 
 extension loading, no change of settings), and each query runs in a transaction that is rolled back. The copy
 is held in memory: tables up to a few GB, as much as the machine's memory allows.
 
-Example::
+Example:
 
-    tables = SQLTables()
-    tables.add("weather", "seattle-weather.csv")
-    tables.run("SELECT sum(precipitation) FROM weather WHERE year(date) = 2014")
+```python
+tables = SQLTables()
+tables.add("weather", "seattle-weather.csv")
+tables.run("SELECT sum(precipitation) FROM weather WHERE year(date) = 2014")
+```
 """
 
 from __future__ import annotations
@@ -83,12 +85,14 @@ class SQLResult:
 class SQLTables:
     """Registered tables in an in-memory DuckDB database, queried through the read-only guard.
 
-    Example::
+    Example:
 
-        tables = SQLTables(max_rows=1000, timeout=10.0)
-        tables.add("weather", "seattle-weather.csv")   # or .parquet, a SQLite or DuckDB file
-        result = tables.run("SELECT weather, count(*) AS days FROM weather GROUP BY weather")
-        result.columns, result.rows
+    ```python
+    tables = SQLTables(max_rows=1000, timeout=10.0)
+    tables.add("weather", "seattle-weather.csv")   # or .parquet, a SQLite or DuckDB file
+    result = tables.run("SELECT weather, count(*) AS days FROM weather GROUP BY weather")
+    result.columns, result.rows
+    ```
     """
 
     max_rows: int = 1000

@@ -20,10 +20,12 @@ CONFIG_ENV = "KGPLUS_UI_CONFIG"
 class WorkbenchConfig(BaseModel):
     """The sources and settings of one workbench; every path is resolved and checked by :meth:`check`.
 
-    Example::
+    Example:
 
-        config = WorkbenchConfig(index="./index", tables={"weather": "seattle-weather.csv"}).check()
-        os.environ[CONFIG_ENV] = config.to_json()      # what `kgplus ui` hands to `streamlit run`
+    ```python
+    config = WorkbenchConfig(index="./index", tables={"weather": "seattle-weather.csv"}).check()
+    os.environ[CONFIG_ENV] = config.to_json()      # what `kgplus ui` hands to `streamlit run`
+    ```
     """
 
     index: Path | None = Field(default=None, description="persisted index (kgplus ingest): local, multi-hop")
@@ -44,7 +46,7 @@ class WorkbenchConfig(BaseModel):
     def check(self) -> WorkbenchConfig:
         """A copy with every path resolved; raises :class:`InputDataError` (one line, with the fix) for a missing
         or wrong source, before any model loads or the server starts."""
-        from llama_index_kgplus.indexing import require_index
+        from llama_index_kgplus._indexing import require_index
 
         if not (self.index or self.kg_store or self.graphrag or self.tables or self.eval_dir):
             raise InputDataError(
@@ -55,7 +57,7 @@ class WorkbenchConfig(BaseModel):
             require_index(self.index)
             update["index"] = self.index.resolve()
         if self.graphrag is not None:
-            from llama_index_kgplus.graphrag import require_store
+            from llama_index_kgplus.graphrag._index import require_store
 
             update["graphrag"] = require_store(self.graphrag).resolve()
         if self.glossary is not None:
@@ -74,7 +76,7 @@ class WorkbenchConfig(BaseModel):
                 raise InputDataError(f"--eval {self.eval_dir} is not a `kgplus eval` output (no per_question.csv).")
             update["eval_dir"] = self.eval_dir.resolve()
         if self.kg_store is not None:
-            from llama_index_kgplus.graph_stores import GraphStoreURI
+            from llama_index_kgplus.graph_stores._uri import GraphStoreURI
 
             GraphStoreURI.parse(self.kg_store)
         return self.model_copy(update=update)

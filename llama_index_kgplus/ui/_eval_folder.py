@@ -38,11 +38,13 @@ def _score(value: str | None) -> float | None:
 class EvalFolder:
     """The files of one ``kgplus eval --out`` folder; only files inside it are ever read.
 
-    Example::
+    Example:
 
-        folder = EvalFolder("eval-out")
-        folder.pipelines, folder.metrics
-        rows = folder.compare("baseline", "glossary", "answer_correctness", order="worst")
+    ```python
+    folder = EvalFolder("eval-out")
+    folder.pipelines, folder.metrics
+    rows = folder.compare("baseline", "glossary", "answer_correctness", order="worst")
+    ```
     """
 
     def __init__(self, root: str | Path) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index_kgplus.text import split_sentences
+from llama_index_kgplus._text import split_sentences
 
 __all__ = ["EvidenceItem", "evidence_items", "glossary_view", "matching_sentences", "paths_dot", "walk_dot", "why_line"]
 

@@ -16,7 +16,8 @@ APP = Path(__file__).resolve().parent / "app.py"
 
 def main(argv: list[str] | None = None) -> int:
     """Warm up, then hand over to Streamlit's command line with ``run app.py`` and ``argv``."""
-    from llama_index_kgplus.ui import CONFIG_ENV, Workbench
+    from llama_index_kgplus.ui import Workbench
+    from llama_index_kgplus.ui._config import CONFIG_ENV
 
     raw = os.environ.get(CONFIG_ENV)
     if raw:

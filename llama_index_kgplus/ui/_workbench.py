@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index_kgplus import ENGINE_NAMES, KGPlusSources
+from llama_index_kgplus import KGPlusSources
+from llama_index_kgplus._assembly import ENGINE_NAMES
 from llama_index_kgplus.llm import resolve_model_spec
 from llama_index_kgplus.ui._config import WorkbenchConfig
 from llama_index_kgplus.ui._evidence import EvidenceItem, evidence_items, glossary_view, paths_dot
@@ -37,13 +38,15 @@ class Answer:
 class Workbench:
     """The sources of one ``kgplus ui`` session; models load on the first question, not at start-up.
 
-    Example::
+    Example:
 
-        bench = Workbench(WorkbenchConfig(index="./index").check())
-        response = bench.query("How do I create a virtual environment?")
-        text = "".join(bench.tokens(response))          # the stream, as the Ask page shows it
-        answer = bench.finish("How do I ...?", response, text)
-        [item.title for item in answer.items]
+    ```python
+    bench = Workbench(WorkbenchConfig(index="./index").check())
+    response = bench.query("How do I create a virtual environment?")
+    text = "".join(bench.tokens(response))          # the stream, as the Ask page shows it
+    answer = bench.finish("How do I ...?", response, text)
+    [item.title for item in answer.items]
+    ```
     """
 
     _shared: dict[str, Workbench] = {}
@@ -152,7 +155,7 @@ class Workbench:
             if self._docstore is None:
                 from llama_index.core.storage.docstore import SimpleDocumentStore
 
-                from llama_index_kgplus.indexing import check_index_files
+                from llama_index_kgplus._indexing import check_index_files
 
                 check_index_files(self.config.index)
                 self._docstore = SimpleDocumentStore.from_persist_dir(str(self.config.index))

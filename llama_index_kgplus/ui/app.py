@@ -19,17 +19,12 @@ from typing import Any
 
 import streamlit as st
 
-from llama_index_kgplus.ui import (
-    CONFIG_ENV,
-    Answer,
-    EvalFolder,
-    EvidenceItem,
-    Workbench,
-    escape_label,
-    escape_text,
-    highlight_html,
-    safe_path,
-)
+from llama_index_kgplus.ui import Workbench
+from llama_index_kgplus.ui._config import CONFIG_ENV
+from llama_index_kgplus.ui._eval_folder import EvalFolder
+from llama_index_kgplus.ui._evidence import EvidenceItem
+from llama_index_kgplus.ui._safety import escape_label, escape_text, highlight_html, safe_path
+from llama_index_kgplus.ui._workbench import Answer
 
 #: session-state key of a ready :class:`Workbench` (tests put one there, e.g. with a scripted LLM)
 WORKBENCH_KEY = "kgplus_workbench"

@@ -4,11 +4,13 @@ One automaton finds every dictionary key in a text in a single pass, whatever th
 matches are then filtered to whole words and reduced to leftmost-longest, non-overlapping spans. Runs of
 whitespace count as one space on both sides: in the keys and in the text searched.
 
-Example::
+Example:
 
-    matcher = PhraseMatcher.from_pairs([("aspirin", "C1"), ("headache", "C2")])
-    [(m.start, m.end, m.values) for m in matcher.find("Aspirin for a headache?")]
-    # [(0, 7, ('C1',)), (14, 22, ('C2',))]
+```python
+matcher = PhraseMatcher.from_pairs([("aspirin", "C1"), ("headache", "C2")])
+[(m.start, m.end, m.values) for m in matcher.find("Aspirin for a headache?")]
+# [(0, 7, ('C1',)), (14, 22, ('C2',))]
+```
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from typing import Any
 
 import ahocorasick
 
+from llama_index_kgplus._files import atomic_write_json
 from llama_index_kgplus.errors import InputDataError
-from llama_index_kgplus.files import atomic_write_json
 
 _FORMAT = "kgplus-phrase-matcher/2"
 _IRREGULAR_SPACE = re.compile(r"\s{2,}|[^\S ]")

@@ -31,9 +31,11 @@ def _tokenizer() -> Callable[[str], list[str]]:
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences (paragraph breaks always end a sentence); whitespace is normalised.
 
-    Example::
+    Example:
 
-        split_sentences("Dr. Smith came. He left.")  # ['Dr. Smith came.', 'He left.']
+    ```python
+    split_sentences("Dr. Smith came. He left.")  # ['Dr. Smith came.', 'He left.']
+    ```
     """
     tokenize = _tokenizer()
     sentences: list[str] = []
@@ -47,9 +49,11 @@ def split_sentences(text: str) -> list[str]:
 def ends_sentence(text: str) -> bool:
     """Whether ``text`` ends with a sentence's closing punctuation (quotes and brackets after it allowed).
 
-    Example::
+    Example:
 
-        ends_sentence('He said "no."')  # True
+    ```python
+    ends_sentence('He said "no."')  # True
+    ```
     """
     return bool(_FINISHED.search(text.rstrip()))
 
@@ -61,10 +65,12 @@ def questions_in(text: str) -> list[str]:
     the question after it (at the end, with the one before). Each question is taken as it stands: in "Who founded
     Acme? When did he die?" the second does not know who "he" is.
 
-    Example::
+    Example:
 
-        questions_in("Who built it? When did it open?")  # ['Who built it?', 'When did it open?']
-        questions_in("Purpose of Telnet What was CSNET")  # ['Purpose of Telnet', 'What was CSNET']
+    ```python
+    questions_in("Who built it? When did it open?")  # ['Who built it?', 'When did it open?']
+    questions_in("Purpose of Telnet What was CSNET")  # ['Purpose of Telnet', 'What was CSNET']
+    ```
     """
     if "?" not in text and not _RUN_ON.search(text):  # no sentence splitting for the common case
         return []

@@ -11,10 +11,12 @@ real; only the language understanding is replaced.
   none);
 - reduce (``-Key points-``): the key points as a list.
 
-Example::
+Example:
 
-    llm = RuleBasedGraphRAGLLM()
-    index = GraphRAGIndex.from_defaults(tmp_dir, llm=llm)
+```python
+llm = RuleBasedGraphRAGLLM()
+index = GraphRAGIndex.from_defaults(tmp_dir, llm=llm)
+```
 """
 
 from __future__ import annotations

@@ -1,0 +1,93 @@
+"""Load a corpus: a JSONL file of ``{"id", "title"?, "text"}`` records or a folder of text files.
+
+Each record becomes a LlamaIndex ``Document`` whose ``id_`` and ``metadata["doc_id"]`` are the corpus id, so
+every chunk, summary and citation can name its source document. ``metadata["title"]`` is the record's title
+(a file's name for a folder); a record without one has no title (its id is not a title).
+
+Example:
+
+```python
+docs = load_corpus("docs.jsonl")
+docs[0].id_, docs[0].metadata["title"]
+```
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from llama_index.core import Document
+
+from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
+from llama_index_kgplus.errors import InputDataError
+
+__all__ = [
+    "load_corpus",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def load_corpus(path: str | Path) -> list[Document]:
+    """Read ``path`` (a ``.jsonl`` file or a folder); documents with no text are skipped with a warning."""
+    path = Path(path)
+    if not path.exists():
+        raise InputDataError(f"Corpus {path} does not exist.")
+    docs = _read_folder(path) if path.is_dir() else _read_jsonl(path)
+    kept = [d for d in docs if d.text.strip()]
+    for d in docs:
+        if not d.text.strip():
+            logger.warning("Skipping document %r of %s: it has no text.", d.id_, path)
+    if not kept:
+        raise InputDataError(f"Corpus {path} holds no document with text.")
+    return kept
+
+
+def _read_jsonl(path: Path) -> list[Document]:
+    docs, seen = [], set()
+    for where, record in iter_jsonl(path, "Corpus"):
+        if "id" not in record or "text" not in record:
+            raise InputDataError(f'{where}: a record needs at least "id" and "text" fields.')
+        doc_id = id_field(record, "id", where)
+        if doc_id in seen:
+            raise InputDataError(f"{where}: duplicate document id {doc_id!r}.")
+        seen.add(doc_id)
+        title = (text_field(record, "title", where, required=False) or "").strip() or None
+        docs.append(_document(doc_id, title, text_field(record, "text", where, required=False) or ""))
+    return docs
+
+
+def _read_folder(path: Path) -> list[Document]:
+    """Every visible file (hidden files and folders such as ``.git/`` are skipped); the id is the relative
+    path without its extension, so ``a.txt`` and ``a.md`` side by side are refused."""
+    docs: list[Document] = []
+    seen: dict[str, Path] = {}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        relative = file.relative_to(path)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        doc_id = relative.with_suffix("").as_posix()
+        if doc_id in seen:
+            raise InputDataError(
+                f"{seen[doc_id]} and {file} would both be document {doc_id!r}: rename one (a document's id is "
+                "its path without the extension)."
+            )
+        seen[doc_id] = file
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            logger.warning("Skipping %s: not UTF-8 text.", file)
+            continue
+        docs.append(_document(doc_id, file.stem, text))
+    return docs
+
+
+def _document(doc_id: str, title: str | None, text: str) -> Document:
+    return Document(
+        id_=doc_id,
+        text=text,
+        metadata={"doc_id": doc_id, **({"title": title} if title else {})},
+        excluded_embed_metadata_keys=["doc_id"],
+        excluded_llm_metadata_keys=["doc_id"],
+    )

@@ -1,0 +1,252 @@
+"""Ingest documents into a persisted vector index, and load it back.
+
+The default vector store is LlamaIndex's simple vector store persisted in a folder; pass any LlamaIndex
+``vector_store`` instead. Extra transformations (e.g. summary node builders) run after splitting and embedding.
+
+The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``kill -9`` or a full disk never
+leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
+(``ingest.json``: ingest id, sha256 of every file), then moved into place; an interrupted move is finished by
+the next :func:`load_index` (or ingest), and files that do not match the stamp are refused with a clear error.
+
+Example:
+
+```python
+index = build_index(load_corpus("docs.jsonl"), "./index")
+index = load_index("./index")
+```
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import TransformComponent
+
+from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
+from llama_index_kgplus.errors import InputDataError
+
+__all__ = [
+    "DEFAULT_CHUNK_OVERLAP",
+    "DEFAULT_CHUNK_SIZE",
+    "INGEST_FILE",
+    "build_index",
+    "check_index_files",
+    "check_embed_model",
+    "index_embed_model",
+    "load_index",
+    "persist_index",
+    "persist_storage",
+    "require_index",
+]
+
+DEFAULT_CHUNK_SIZE = 384
+DEFAULT_CHUNK_OVERLAP = 32
+INGEST_FILE = "ingest.json"
+STAGING_DIR = ".ingest-staging"
+# written beside the index by later steps of an ingest; a new ingest removes the old ones with the old index
+_DERIVED_FILES = ("hierarchy.json", "entity_graph.npz", "retriever.json")
+
+
+def build_index(
+    documents: Sequence[Document],
+    persist_dir: str | Path | None,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    extra_transformations: Sequence[TransformComponent] = (),
+    vector_store: Any | None = None,
+    show_progress: bool = True,
+) -> VectorStoreIndex:
+    """Split, embed and index ``documents``; persist to ``persist_dir`` (if given)."""
+    from llama_index.core import Settings
+
+    if not documents:
+        raise InputDataError("No documents to index.")
+    embed_model = embed_model or Settings.embed_model
+    pipeline = IngestionPipeline(
+        transformations=[
+            SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            embed_model,
+            *extra_transformations,
+        ]
+    )
+    nodes = pipeline.run(documents=list(documents), show_progress=show_progress)
+    storage = (
+        StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
+    )
+    storage.docstore.add_documents(nodes)
+    index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress)
+    if persist_dir is not None:
+        persist_index(index, persist_dir, embed_model=embed_model)
+    return index
+
+
+def persist_index(index: VectorStoreIndex, persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> str:
+    """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
+    ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default."""
+    embed_model = embed_model or index_embed_model(index)
+    return persist_storage(
+        index.storage_context,
+        persist_dir,
+        index_id=index.index_id,
+        embed_model=embed_model_record(embed_model) if embed_model is not None else None,
+    )
+
+
+def embed_model_record(embed_model: BaseEmbedding) -> dict[str, Any]:
+    """What ``ingest.json`` records of the embedding model: its class, name and server (if served)."""
+    server = getattr(embed_model, "api_base", None) or getattr(embed_model, "base_url", None)
+    name = str(embed_model.model_name)
+    # a local model is named by its folder, wherever the environment keeps it
+    return {"class": embed_model.class_name(), "model_name": name if server else Path(name).name, "server": server}
+
+
+def persist_storage(
+    storage_context: StorageContext,
+    persist_dir: str | Path,
+    *,
+    index_id: str | None = None,
+    embed_model: dict[str, Any] | None = None,
+) -> str:
+    """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
+    persist_dir = Path(persist_dir)
+    persist_dir.mkdir(parents=True, exist_ok=True)
+    _finish_interrupted_persist(persist_dir)
+    staging = persist_dir / STAGING_DIR
+    shutil.rmtree(staging, ignore_errors=True)
+    storage_context.persist(persist_dir=str(staging))
+    files = {}
+    for path in sorted(staging.iterdir()):
+        with path.open("rb") as handle:
+            os.fsync(handle.fileno())
+        files[path.name] = sha256_file(path)
+    ingest_id = uuid.uuid4().hex
+    stamp = {"ingest_id": ingest_id, "index_id": index_id, "files": files, "embed_model": embed_model}
+    atomic_write_json(staging / INGEST_FILE, stamp)
+    _finish_interrupted_persist(persist_dir)
+    return ingest_id
+
+
+def _finish_interrupted_persist(persist_dir: Path) -> None:
+    """Move a complete staging folder into place (an incomplete one is the start of a write that never
+    finished: dropped, the old index stays)."""
+    staging = persist_dir / STAGING_DIR
+    if not staging.is_dir():
+        return
+    stamp = staging / INGEST_FILE
+    if stamp.is_file():
+        for name in _DERIVED_FILES:
+            (persist_dir / name).unlink(missing_ok=True)
+        for name in json.loads(stamp.read_text(encoding="utf-8"))["files"]:
+            if (staging / name).exists():
+                os.replace(staging / name, persist_dir / name)
+        os.replace(stamp, persist_dir / INGEST_FILE)
+        fsync_dir(persist_dir)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
+    """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
+    written by plain LlamaIndex: nothing to check)."""
+    persist_dir = Path(persist_dir)
+    fix = f"re-run `kgplus ingest DOCS --index {persist_dir}`"
+    try:
+        _finish_interrupted_persist(persist_dir)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{persist_dir}: cannot finish an interrupted ingest ({exc}): {fix}.") from exc
+    path = persist_dir / INGEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+        files = dict(stamp["files"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{path} is unreadable ({exc}): {fix}.") from exc
+    for name, digest in files.items():
+        file = persist_dir / name
+        if not file.is_file():
+            raise InputDataError(f"{persist_dir} lacks {name}, written by its last ingest: {fix}.")
+        if sha256_file(file) != digest:
+            raise InputDataError(
+                f"{file} is not the file the last ingest wrote (changed, truncated or copied from another "
+                f"index): the index files would not match each other; {fix}."
+            )
+    return stamp
+
+
+def require_index(persist_dir: str | Path) -> Path:
+    """Check that ``persist_dir`` holds a whole index (cheap: no model needed), finishing an interrupted persist."""
+    persist_dir = Path(persist_dir)
+    if persist_dir.is_dir():
+        check_index_files(persist_dir)
+    if not (persist_dir / "docstore.json").is_file():
+        raise InputDataError(
+            f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
+        )
+    return persist_dir
+
+
+def index_embed_model(index: Any) -> BaseEmbedding | None:
+    """The embedding model a ``VectorStoreIndex`` embeds queries with (``None`` for other objects)."""
+    # The pack's one private reach into LlamaIndex: VectorStoreIndex has no public accessor for its embedding
+    # model (core's own VectorIndexRetriever and PropertyGraphIndex read index._embed_model as well).
+    return getattr(index, "_embed_model", None)
+
+
+def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict[str, Any]) -> None:
+    """Refuse to query an index with another embedding model than the one that built it (vectors of another
+    model give a crash, or, with the same dimension, wrong rankings without an error). ``embed_model`` is the
+    model, or what it will be known by before it loads (``model_name`` and ``server`` of
+    :func:`~llama_index_kgplus.llm.embed_model_identity`)."""
+    persist_dir = Path(persist_dir)
+    path = persist_dir / INGEST_FILE
+    try:
+        built = json.loads(path.read_text(encoding="utf-8")).get("embed_model") if path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return  # check_index_files reports an unreadable stamp
+    if not isinstance(built, dict):
+        return  # an index of an earlier version, or of plain LlamaIndex: nothing recorded
+    now = embed_model if isinstance(embed_model, dict) else embed_model_record(embed_model)
+    if any(built.get(key) != now[key] for key in ("class", "model_name", "server") if key in now):
+
+        def name(record: dict[str, Any]) -> str:
+            return f"{record.get('model_name')}" + (f" at {record['server']}" if record.get("server") else "")
+
+        raise InputDataError(
+            f"{persist_dir} was built with the embedding model {name(built)}, not {name(now)}: query it with the "
+            f"same --embed-model (or $KGPLUS_EMBED_MODEL), or re-run `kgplus ingest` with this one."
+        )
+
+
+def load_index(
+    persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None, check: bool = True
+) -> VectorStoreIndex:
+    """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
+    called, e.g. before loading the embedding model)."""
+    persist_dir = require_index(persist_dir) if check else Path(persist_dir)
+    if embed_model is not None:
+        check_embed_model(persist_dir, embed_model)
+    try:
+        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
+        index = load_index_from_storage(storage, embed_model=embed_model)
+    except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
+        raise InputDataError(
+            f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "
+            f"--index {persist_dir}`."
+        ) from exc
+    if not isinstance(index, VectorStoreIndex):
+        raise InputDataError(
+            f"{persist_dir} holds a {type(index).__name__}, not a vector index built by `kgplus ingest`."
+        )
+    return index
