@@ -32,6 +32,8 @@ __all__ = [
     "LLM_ENV",
     "EMBED_MODEL_ENV",
     "MODELS_DIR_ENV",
+    "LLM_THREADS_ENV",
+    "LLM_TIMEOUT_ENV",
     "GGUFModel",
     "default_graph_store_path",
     "ensure_writable_dir",
@@ -47,6 +49,10 @@ MODELS_DIR_ENV = "KGPLUS_MODELS_DIR"
 LLM_ENV = "KGPLUS_LLM"
 EMBED_MODEL_ENV = "KGPLUS_EMBED_MODEL"
 GRAPH_STORE_ENV = "KGPLUS_GRAPH_STORE"
+#: llama.cpp threads of a local model when the caller names none (default: every core)
+LLM_THREADS_ENV = "KGPLUS_LLM_THREADS"
+#: seconds one request to a served model may take when the caller names none (default 120)
+LLM_TIMEOUT_ENV = "KGPLUS_LLM_TIMEOUT"
 
 GGUF_MAGIC = b"GGUF"
 INSTALL_HINT = "run `make setup` (or `pip install 'llama-index-kgplus[local]'`)"
@@ -60,6 +66,22 @@ def kgplus_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("kgplus", appauthor=False))
+
+
+def positive_env_number(name: str, default: float, *, integer: bool = False) -> float:
+    """The positive number (``integer``: a whole one) in the environment variable ``name``, else ``default``;
+    anything else is a one-line :class:`KGPlusSetupError`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf") or (integer and not value.is_integer()):
+        kind = "a positive whole number" if integer else "a positive number"
+        raise KGPlusSetupError(f"${name} must be {kind}, not {raw[:40]!r}.")
+    return value
 
 
 def models_dir() -> Path:

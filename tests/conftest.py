@@ -11,6 +11,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    # several workers share the cores: one thread per model (llama.cpp's threads spin-wait, and with more threads
+    # than cores a reply slows down several-fold), in this process and in the CLI runs, kernels and servers it starts
+    for variable in ("KGPLUS_LLM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
 from llama_index_kgplus import _defaults  # noqa: E402
 from llama_index_kgplus._testing import arcadedb_server, falkordb_server  # noqa: E402

@@ -91,6 +91,29 @@ def test_served_models_are_the_llama_index_classes_with_the_url(monkeypatch):
     assert type(ollama).__name__ == "Ollama" and ollama.base_url == "http://127.0.0.1:9"
 
 
+def test_the_request_timeout_comes_from_the_call_else_the_environment_else_120_s(monkeypatch):
+    url = "openai-like:qwen@http://127.0.0.1:9/v1"
+    assert llm_from_spec(url).timeout == 120.0
+    monkeypatch.setenv("KGPLUS_LLM_TIMEOUT", "900")
+    assert llm_from_spec(url).timeout == 900.0 and embed_model_from_spec(url).timeout == 900.0
+    assert llm_from_spec(url, timeout=5).timeout == 5.0
+    for bad in ("soon", "0", "-3", "inf"):
+        monkeypatch.setenv("KGPLUS_LLM_TIMEOUT", bad)
+        with pytest.raises(KGPlusSetupError, match=r"^\$KGPLUS_LLM_TIMEOUT must be a positive number, not '"):
+            llm_from_spec(url)
+
+
+@pytest.mark.model  # loads no model (refused before), but goes through _local.local_llm, which the fast tier guards
+def test_llama_cpp_threads_come_from_the_environment_as_a_whole_number(monkeypatch):
+    from llama_index_kgplus._defaults import positive_env_number
+
+    monkeypatch.setenv("KGPLUS_LLM_THREADS", "1")
+    assert positive_env_number("KGPLUS_LLM_THREADS", 8, integer=True) == 1
+    monkeypatch.setenv("KGPLUS_LLM_THREADS", "1.5")
+    with pytest.raises(KGPlusSetupError, match="must be a positive whole number, not '1.5'"):
+        llm_from_spec("qwen2.5-coder-0.5b")  # refused before the model loads
+
+
 def test_bedrock_needs_a_region(monkeypatch, tmp_path):
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
@@ -440,8 +463,14 @@ def test_ingest_and_query_through_a_served_model(servers, corpus, tmp_path, caps
 
 
 @pytest.mark.slow
-def test_graphrag_index_through_a_served_model(servers, corpus, tmp_path, capsys):
+def test_graphrag_index_through_a_served_model(servers, corpus, tmp_path, capsys, monkeypatch):
+    from llama_index_kgplus.graphrag import CommunityReportGenerator
+
     llm, _ = servers
+    # the server answers one request at a time on one thread: a report may wait for the other worker's, and each
+    # may use its whole token bound; 2 tokens/s is a loaded machine's pace
+    bound = CommunityReportGenerator.model_fields["max_tokens"].default
+    monkeypatch.setenv("KGPLUS_LLM_TIMEOUT", str(2 * bound / 2.0))
     store = tmp_path / "grag"
     args = ["graphrag", "index", str(corpus), "--store", str(store), "--llm", llm, "--workers", "2", "--json",
             "--min-entities", "1"]  # as for the 0.5B model in process: it would reply with empty lists  # fmt: skip

@@ -9,7 +9,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llama_index_kgplus._defaults import DEFAULT_LLM, INSTALL_HINT, LLM_MODELS, embed_model_path, gguf_path, verify_gguf
+from llama_index_kgplus._defaults import (
+    DEFAULT_LLM,
+    INSTALL_HINT,
+    LLM_MODELS,
+    LLM_THREADS_ENV,
+    embed_model_path,
+    gguf_path,
+    positive_env_number,
+    verify_gguf,
+)
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -70,7 +79,8 @@ def local_llm(
     path = local_model_path(model)
     spec = LLM_MODELS.get(str(model or DEFAULT_LLM))
     window = context_window or (spec.context_window if spec else 4096)
-    model_kwargs = {"n_threads": n_threads or os.cpu_count() or 1, "seed": seed, "verbose": False}
+    threads = n_threads or int(positive_env_number(LLM_THREADS_ENV, os.cpu_count() or 1, integer=True))
+    model_kwargs = {"n_threads": threads, "seed": seed, "verbose": False}
     model_kwargs.update(kwargs.pop("model_kwargs", {}))
     try:
         return LlamaCPP(

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from llama_index_kgplus._defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV
+from llama_index_kgplus._defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV, LLM_TIMEOUT_ENV, positive_env_number
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -217,13 +217,13 @@ def llm_from_spec(
     temperature: float = 0.0,
     max_new_tokens: int = 512,
     context_window: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     **local_kwargs: Any,
 ) -> LLM:
     """The LlamaIndex LLM that ``spec`` names (None: ``$KGPLUS_LLM``, else the packaged
     ``qwen2.5-coder-1.5b``). ``context_window`` defaults to the packaged model's, or to 4096 for servers that do
-    not report theirs; ``timeout`` (seconds per request) and ``max_retries`` (with backoff, on 429 and 5xx) apply
+    not report theirs; ``timeout`` (seconds per request; None: ``$KGPLUS_LLM_TIMEOUT``, else 120) and ``max_retries`` (with backoff, on 429 and 5xx) apply
     to servers; ``local_kwargs`` (``n_threads``, ``seed``, ``model_kwargs``, ...) to a local model.
 
     Example:
@@ -236,6 +236,7 @@ def llm_from_spec(
 
     parsed = resolve_model_spec(spec, "llm")
     window = context_window or 4096
+    timeout = timeout or positive_env_number(LLM_TIMEOUT_ENV, DEFAULT_TIMEOUT)
     if parsed.kind == "factory":
         return _from_factory(parsed, LLM, "LLM")  # type: ignore[no-any-return]
     if parsed.kind == "local":
@@ -290,7 +291,7 @@ def llm_from_spec(
 def embed_model_from_spec(
     spec: str | ModelSpec | None = None,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     **kwargs: Any,
 ) -> BaseEmbedding:
@@ -306,6 +307,7 @@ def embed_model_from_spec(
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
     parsed = resolve_model_spec(spec, "embed_model")
+    timeout = timeout or positive_env_number(LLM_TIMEOUT_ENV, DEFAULT_TIMEOUT)
     if parsed.kind == "factory":
         return _from_factory(parsed, BaseEmbedding, "embedding model")  # type: ignore[no-any-return]
     if parsed.kind == "local":
