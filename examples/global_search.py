@@ -3,7 +3,7 @@ from llama_index_kgplus.graphrag import CommunityReportGenerator, GraphExtractor
 from llama_index_kgplus.llm import llm_from_spec
 from llama_index_kgplus.sample import SAMPLE_MULTIHOP_DOCS
 
-documents = load_corpus(SAMPLE_MULTIHOP_DOCS)[4:7]  # three short Wikipedia passages: Lothair II's family
+documents = load_corpus(SAMPLE_MULTIHOP_DOCS)[4:6]  # two short Wikipedia passages: Lothair II and his mother
 # small limits keep a local model quick (defaults: 512-token chunks, up to 10 entities, 5-10 findings per report)
 extractor = GraphExtractor(min_entities=1, max_entities=3, max_relationships=3, max_description_chars=100)
 reporter = CommunityReportGenerator(min_findings=3, max_findings=3, max_chars=100)

@@ -53,6 +53,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.fast)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A notebook keeps the outputs of a real run with its model; in the suite, where the check is that every cell
+    runs, one that takes the default model gets the fast 0.5B through ``$KGPLUS_LLM`` (its kernel inherits it)."""
+    if item.path.suffix == ".ipynb":
+        os.environ[_defaults.LLM_ENV] = _defaults.FAST_LLM
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    if item.path.suffix == ".ipynb":
+        os.environ.pop(_defaults.LLM_ENV, None)
+
+
 @pytest.fixture(autouse=True)
 def _fast_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A `fast` test that reaches for a default model fails at once (mark it `model` if it must load one)."""

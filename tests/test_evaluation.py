@@ -420,3 +420,23 @@ def test_runner_scores_short_answers_without_a_judge(tmp_path):
     scores = {(r.sample_id, r.metric): r.score for r in records}
     assert scores == {("q1", "exact_match"): 0.0, ("q1", "token_f1"): pytest.approx(2 * (2 / 5) / (2 / 5 + 1)),
                       ("q1", "answer_contains"): 1.0}  # fmt: skip
+
+
+def test_retrieval_metrics_alone_retrieve_without_answering(tmp_path):
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.retrievers import BaseRetriever
+
+    class Listing(BaseRetriever):
+        def _retrieve(self, query_bundle):
+            ids = ["doc-a", "doc-b"] if query_bundle.query_str.endswith(" a") else ["doc-c"]
+            return [NodeWithScore(node=TextNode(text=f"text of {i}", metadata={"doc_id": i}), score=1.0) for i in ids]
+
+    asked: list[str] = []
+    llm = ScriptedLLM(respond=lambda prompt: asked.append(prompt) or "an answer")
+    engine = RetrieverQueryEngine.from_args(Listing(), llm=llm)
+    samples = [EvalSample(question="about a", id="q1", gold_ids=("doc-b",), answers=("answer",))]
+    records = EvalRunner(samples, {"p": engine}, tmp_path, metrics=["hit@5", "mrr"], show_progress=False).run()
+    assert {(r.metric, r.score) for r in records} == {("hit@5", 1.0), ("mrr", 0.5)} and asked == []
+    # a later run that needs answers does not take the answerless records from the cache
+    records = EvalRunner(samples, {"p": engine}, tmp_path, metrics=["answer_contains"], show_progress=False).run()
+    assert [(r.metric, r.score) for r in records] == [("answer_contains", 1.0)] and len(asked) == 1

@@ -463,7 +463,7 @@ def test_ingest_and_query_through_a_served_model(servers, corpus, tmp_path, caps
 
 
 @pytest.mark.slow
-def test_graphrag_index_through_a_served_model(servers, corpus, tmp_path, capsys, monkeypatch):
+def test_graphrag_index_through_a_served_model(servers, tmp_path, capsys, monkeypatch):
     from llama_index_kgplus.graphrag import CommunityReportGenerator
 
     llm, _ = servers
@@ -471,15 +471,16 @@ def test_graphrag_index_through_a_served_model(servers, corpus, tmp_path, capsys
     # may use its whole token bound; 2 tokens/s is a loaded machine's pace
     bound = CommunityReportGenerator.model_fields["max_tokens"].default
     monkeypatch.setenv("KGPLUS_LLM_TIMEOUT", str(2 * bound / 2.0))
-    store = tmp_path / "grag"
+    store, corpus = tmp_path / "grag", tmp_path / "curies.jsonl"  # the two documents about the Curies
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS[:2]), encoding="utf-8")
     args = ["graphrag", "index", str(corpus), "--store", str(store), "--llm", llm, "--workers", "2", "--json",
             "--min-entities", "1"]  # as for the 0.5B model in process: it would reply with empty lists  # fmt: skip
     code = main(args)
     stats = json.loads(capsys.readouterr().out)
     # extraction runs under the server's JSON-schema grammar; the 0.5B model may still write a report whose
     # fields break the schema's length bounds: exit 1, recorded for the next update (the CLI's contract)
-    assert stats["documents"] == 3 and stats["entities"] >= 2 and stats["relationships"] >= 1
-    assert stats["llm_calls"] >= 4 and stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
+    assert stats["documents"] == 2 and stats["entities"] >= 2 and stats["relationships"] >= 1
+    assert stats["llm_calls"] >= 3 and stats["prompt_tokens"] > 0 and stats["completion_tokens"] > 0
     assert code == 0 or (code == 1 and stats["reports_regenerated"] < stats["reports_total"])
 
 

@@ -367,3 +367,12 @@ def test_renamed_retrieval_modes():
 
     assert set(HierarchicalRetrievalMode.__args__) == {"collapsed", "tree", "evidence"}
     assert set(GlossaryRetrievalMode.__args__) == {"fused", "rewritten", "original"}
+
+
+def test_llamahub_lists_public_classes_only():
+    import tomllib
+
+    authors = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["llamahub"]
+    public_classes = {name for (_, name), obj in _public_objects().items() if inspect.isclass(obj)}
+    assert authors["import_path"] == "llama_index_kgplus" and authors["contains_example"] is True
+    assert sorted(set(authors["class_authors"]) - public_classes) == []

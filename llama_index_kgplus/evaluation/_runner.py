@@ -1,5 +1,8 @@
 """Run named query-engine pipelines over a dataset, score them, and cache every (pipeline, question, metric).
 
+When every metric asked for is a retrieval metric (hit@5, recall@k, mrr), a pipeline that can retrieve on its own
+(``aretrieve``, as ``RetrieverQueryEngine`` has) only retrieves: no LLM call, no answer.
+
 The cache is two append-only JSONL files under ``<out>/cache``: an interrupted run resumes where it stopped
 (a half-written last line is ignored and recomputed). An answer is reused while its question is unchanged, a score
 while its question, ground truth, gold ids and short answers are. ``settings.json`` there records what the cached answers
@@ -27,6 +30,7 @@ from typing import Any
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from tqdm.auto import tqdm
 
 from llama_index_kgplus._files import atomic_write_json
@@ -156,26 +160,39 @@ class EvalRunner:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    async def _retrieved_only(self, name: str, question: str) -> list[NodeWithScore] | None:
+        """The pipeline's hits without an answer, when the metrics need none and the engine can retrieve alone."""
+        retrieve = getattr(self.pipelines[name], "aretrieve", None)
+        if retrieve is None or any(m not in RETRIEVAL_METRICS for m in self.metrics):
+            return None
+        try:
+            return list(await retrieve(QueryBundle(question)))
+        except NotImplementedError:  # BaseQueryEngine's own: answer instead
+            return None
+
     async def _answers(self) -> dict[tuple[str, str], dict]:
         path = self._cache_dir / "answers.jsonl"
         questions = {s.id: s.question for s in self.samples}
+        needs_answers = any(m not in RETRIEVAL_METRICS for m in self.metrics)
         answers = {
             (r["pipeline"], r["sample_id"]): r
             for r in _read_jsonl(path)
-            if r.get("question") == questions.get(r["sample_id"])
+            if r.get("question") == questions.get(r["sample_id"]) and (r.get("answer") is not None or not needs_answers)
         }
         todo = [(p, s) for p in self.pipelines for s in self.samples if (p, s.id) not in answers]
 
         async def answer(name: str, sample: EvalSample) -> None:
-            response = await self.pipelines[name].aquery(sample.question)
+            retrieved = await self._retrieved_only(name, sample.question)
+            response = None if retrieved is not None else await self.pipelines[name].aquery(sample.question)
+            hits = response.source_nodes if response is not None else retrieved or []
             record = {
                 "pipeline": name,
                 "sample_id": sample.id,
                 "question": sample.question,
-                "answer": str(response),
-                "contexts": [hit.node.get_content() for hit in response.source_nodes],
-                "retrieved_ids": _source_doc_ids(response.source_nodes),
-                "metadata": {k: v for k, v in (response.metadata or {}).items() if _jsonable(v)},
+                "answer": None if response is None else str(response),  # None: retrieved only
+                "contexts": [hit.node.get_content() for hit in hits],
+                "retrieved_ids": _source_doc_ids(hits),
+                "metadata": {k: v for k, v in ((response and response.metadata) or {}).items() if _jsonable(v)},
             }
             _append_jsonl(path, record)
             answers[(name, sample.id)] = record
