@@ -6,25 +6,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
-from llama_index_kgplus.llm._length_sort import by_length, restored
+from llama_index_kgplus.llm._length_sort import LengthSortedBatches
 
 
-class LengthSortedHuggingFaceEmbedding(HuggingFaceEmbedding):
+class LengthSortedHuggingFaceEmbedding(LengthSortedBatches, HuggingFaceEmbedding):
     """``HuggingFaceEmbedding`` whose batch embedding groups texts of similar length (same results, less
     padding)."""
-
-    def get_text_embedding_batch(self, texts: list[str], show_progress: bool = False, **kwargs: Any) -> list[Any]:
-        order = by_length(texts)
-        vectors = super().get_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)
-        return restored(order, vectors)
-
-    async def aget_text_embedding_batch(
-        self, texts: list[str], show_progress: bool = False, **kwargs: Any
-    ) -> list[Any]:
-        order = by_length(texts)
-        vectors = await super().aget_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)
-        return restored(order, vectors)

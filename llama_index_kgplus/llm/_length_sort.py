@@ -22,3 +22,22 @@ def restored(order: list[int], vectors: list[Any]) -> list[Any]:
     for position, index in enumerate(order):
         out[index] = vectors[position]
     return out
+
+
+class LengthSortedBatches:
+    """Mixin for a LlamaIndex ``BaseEmbedding``: batch embedding in order of text length, results in the order
+    given. Put it before the embedding class in the bases."""
+
+    def get_text_embedding_batch(self, texts: list[str], show_progress: bool = False, **kwargs: Any) -> list[Any]:
+        """Embed ``texts`` in batches of similar length (less padding), returned in the order given."""
+        order = by_length(texts)
+        vectors = super().get_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)  # type: ignore[misc]
+        return restored(order, vectors)
+
+    async def aget_text_embedding_batch(
+        self, texts: list[str], show_progress: bool = False, **kwargs: Any
+    ) -> list[Any]:
+        """Async twin of :meth:`get_text_embedding_batch`."""
+        order = by_length(texts)
+        vectors = await super().aget_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)  # type: ignore[misc]
+        return restored(order, vectors)

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from llama_index_kgplus import _defaults
 from llama_index_kgplus.errors import KGPlusSetupError
-from llama_index_kgplus.llm._length_sort import by_length, restored
+from llama_index_kgplus.llm._length_sort import LengthSortedBatches
 
 DIMENSION = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
@@ -34,7 +34,7 @@ _LOCK = threading.Lock()
 _SESSIONS: dict[tuple[str, str, int, int], tuple[Any, Any, set[str]]] = {}
 
 
-class OnnxMiniLMEmbedding(BaseEmbedding):
+class OnnxMiniLMEmbedding(LengthSortedBatches, BaseEmbedding):
     """all-MiniLM-L6-v2 (384-d) on onnxruntime: the offline default embedding model, no torch needed.
 
     Example:
@@ -140,20 +140,6 @@ class OnnxMiniLMEmbedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self._embed, texts)
-
-    def get_text_embedding_batch(self, texts: list[str], show_progress: bool = False, **kwargs: Any) -> list[Any]:
-        """Embed ``texts`` in batches of similar length (less padding), returned in the order given."""
-        order = by_length(texts)
-        vectors = super().get_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)
-        return restored(order, vectors)
-
-    async def aget_text_embedding_batch(
-        self, texts: list[str], show_progress: bool = False, **kwargs: Any
-    ) -> list[Any]:
-        """Async twin of :meth:`get_text_embedding_batch`."""
-        order = by_length(texts)
-        vectors = await super().aget_text_embedding_batch([texts[i] for i in order], show_progress, **kwargs)
-        return restored(order, vectors)
 
 
 def _load(onnx: Path, tokenizer_file: Path, threads: int, max_length: int) -> tuple[Any, Any, set[str]]:
