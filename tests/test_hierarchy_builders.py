@@ -608,7 +608,7 @@ def test_cache_key_follows_the_settings_only(embed_model, kind):
     assert BUILDERS[kind](embed_model, random_state=5).to_dict() != base
     assert BUILDERS[kind](embed_model, embedding_mode="mean").to_dict() != base
     assert BUILDERS[kind](embed_model, summarizer=ExtractiveSummarizer(max_sentences=4)).to_dict() != base
-    assert base["embed_model"]["class_name"] == "HuggingFaceEmbedding"
+    assert base["embed_model"]["class_name"] == "OnnxMiniLMEmbedding"
 
 
 # ---------------------------------------------------------------------- the real local LLM

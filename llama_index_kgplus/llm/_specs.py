@@ -3,7 +3,8 @@
 
 =============================  ==============================================================================
 ``local:NAME`` or ``NAME``     a packaged local model (``qwen2.5-coder-1.5b``, ...) or a ``.gguf`` path; for
-                               embeddings ``local`` (all-MiniLM-L6-v2)
+                               embeddings ``all-MiniLM-L6-v2-onnx-int8`` (the default, also ``local``: onnxruntime,
+                               no torch) or ``all-MiniLM-L6-v2-sbert`` (sentence-transformers, the ``sbert`` extra)
 ``openai-like:MODEL@URL``      any OpenAI-compatible server (vLLM, TGI, llama.cpp's server, LM Studio)
 ``ollama:MODEL[@URL]``         an Ollama server (default ``http://localhost:11434``)
 ``bedrock:MODEL_ID``           Amazon Bedrock (Converse for LLMs), region and credentials from the AWS chain
@@ -34,7 +35,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from llama_index_kgplus._defaults import DEFAULT_LLM, EMBED_MODEL_ENV, LLM_ENV, LLM_TIMEOUT_ENV, positive_env_number
+from llama_index_kgplus._defaults import (
+    DEFAULT_EMBED_MODEL,
+    DEFAULT_LLM,
+    EMBED_MODEL_ENV,
+    LLM_ENV,
+    LLM_TIMEOUT_ENV,
+    LOCAL_EMBED_MODELS,
+    SBERT_EMBED_MODEL,
+    local_embed_name,
+    positive_env_number,
+)
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -46,7 +57,6 @@ KINDS: tuple[str, ...] = ("local", "openai-like", "ollama", "bedrock")
 # ``package.module:function``: a factory of the user's (a Windows drive ``C:`` or a ``.gguf`` path is not one)
 _FACTORY_RE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
 OLLAMA_URL = "http://localhost:11434"
-LOCAL_EMBED_NAMES = frozenset({"local", "default", "all-MiniLM-L6-v2"})
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
 # Shapes of secrets that must never sit on a command line: OpenAI-style keys, AWS access key ids, bearer tokens.
@@ -163,34 +173,40 @@ def resolve_model_spec(
     Example:
 
     ```python
-    resolve_model_spec(None, "embed_model")      # ModelSpec(kind='local', model='local') unless the env says
+    resolve_model_spec(None, "embed_model")   # ModelSpec(kind='local', model='all-MiniLM-L6-v2-onnx-int8')
     ```
+
+    A local embedding spec comes back under its model's own name (``local`` is ``all-MiniLM-L6-v2-onnx-int8``).
     """
     if isinstance(spec, ModelSpec):
         parsed = spec
     else:
-        env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, "local")
+        env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, DEFAULT_EMBED_MODEL)
         if spec is None:
             spec = os.environ.get(env)
         parsed = parse_model_spec(default if spec is None else str(spec))
-    if kind == "embed_model" and parsed.kind == "local" and parsed.model not in LOCAL_EMBED_NAMES:
-        raise KGPlusSetupError(
-            f"Unknown embedding model spec {parsed.model!r}: the local one is 'local' (all-MiniLM-L6-v2); served "
-            "ones are openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
-        )
+    if kind == "embed_model" and parsed.kind == "local":
+        name = local_embed_name(parsed.model)
+        if name is None:
+            raise KGPlusSetupError(
+                f"Unknown embedding model spec {parsed.model!r}: the local ones are {DEFAULT_EMBED_MODEL} (the "
+                f"default, also 'local') and {SBERT_EMBED_MODEL}; served ones are openai-like:MODEL@URL, "
+                "ollama:MODEL[@URL] or bedrock:MODEL_ID."
+            )
+        parsed = ModelSpec("local", name)
     return parsed
 
 
 def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> dict[str, Any] | None:
     """What the embedding model of ``spec`` will be known by, without loading it: ``{"model_name", "server"}``
-    as an index records them (None for a ``module:factory`` spec, known only once called)."""
+    (and ``class`` for a packaged model) as an index records them (None for a ``module:factory`` spec, known
+    only once called)."""
     parsed = resolve_model_spec(spec, "embed_model")
     if parsed.kind == "factory":
         return None
     if parsed.kind == "local":
-        from llama_index_kgplus._defaults import embed_model_path
-
-        return {"model_name": embed_model_path().name, "server": None}
+        model = LOCAL_EMBED_MODELS[parsed.model]
+        return {"class": model.record_class, "model_name": model.record_name, "server": None}
     return {"model_name": parsed.model, "server": parsed.base_url}
 
 
@@ -295,13 +311,14 @@ def embed_model_from_spec(
     max_retries: int = DEFAULT_MAX_RETRIES,
     **kwargs: Any,
 ) -> BaseEmbedding:
-    """The LlamaIndex embedding model that ``spec`` names (None: ``$KGPLUS_EMBED_MODEL``, else ``local``, the
-    packaged all-MiniLM-L6-v2).
+    """The LlamaIndex embedding model that ``spec`` names (None: ``$KGPLUS_EMBED_MODEL``, else the packaged
+    all-MiniLM-L6-v2 as int8 ONNX on onnxruntime, ``all-MiniLM-L6-v2-onnx-int8``).
 
     Example:
 
     ```python
-    embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package
+    embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package, no torch
+    exact = embed_model_from_spec("all-MiniLM-L6-v2-sbert")  # sentence-transformers (the sbert extra, torch)
     ```
     """
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -313,7 +330,7 @@ def embed_model_from_spec(
     if parsed.kind == "local":
         from llama_index_kgplus.llm._local import local_embed_model
 
-        return local_embed_model(**kwargs)
+        return local_embed_model(parsed.model, **kwargs)
     if parsed.kind == "openai-like":
         module = _import("llama_index.embeddings.openai", "openai", "openai-like:")
         return module.OpenAIEmbedding(  # type: ignore[no-any-return]
