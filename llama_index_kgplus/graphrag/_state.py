@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 
@@ -105,20 +106,64 @@ def _dump(obj: Entity | Relationship) -> str:
     return json.dumps(asdict(obj), ensure_ascii=False, sort_keys=True)
 
 
+def _columns(db: sqlite3.Connection) -> dict[str, list[str]]:
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    return {t: [r[1] for r in db.execute(f'PRAGMA table_info("{t}")').fetchall()] for t in tables}
+
+
+def _expected_columns() -> dict[str, list[str]]:
+    with sqlite3.connect(":memory:") as db:
+        db.executescript(_SCHEMA)
+        return {t: c for t, c in _columns(db).items() if not t.startswith("sqlite_")}
+
+
 class GraphRAGState:
-    """The SQLite state file of a GraphRAG store (see the module docstring); thread-safe."""
+    """The SQLite state file of a GraphRAG store (see the module docstring); thread-safe. A file that is not one
+    (not SQLite, damaged, other tables) is an :class:`InputDataError` that names it."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
-        version = self.get_meta("schema_version")
-        if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
+        try:
+            with self._damage():
+                self._check_tables()
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                with self._lock:
+                    self._db.executescript(_SCHEMA)
+                version = self.get_meta("schema_version")
+                if version is None:
+                    self.set_meta("schema_version", SCHEMA_VERSION)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_tables(self) -> None:
+        """The tables already in the file are a GraphRAG state's (checked before anything is written to it; a
+        state of an older release may lack a table, which is then made)."""
+        found = _columns(self._db)
+        if found and "meta" not in found:
+            raise self._damaged(f"it holds other tables: {', '.join(sorted(found))}")
+        for table, columns in _expected_columns().items():
+            if table in found and found[table] != columns:
+                raise self._damaged(f"its table {table} has columns {found[table]}, not {columns}")
+
+    def _damaged(self, what: str) -> InputDataError:
+        return InputDataError(
+            f"{self.path} is not a readable GraphRAG state file ({what}): restore it, or move it away and build "
+            f"the store again (`kgplus graphrag index DOCS --store {self.path.parent}`)."
+        )
+
+    @contextmanager
+    def _damage(self) -> Iterator[None]:
+        """SQLite's "not a database" and "malformed" errors (the file, not the moment) as one naming the file."""
+        try:
+            yield
+        except sqlite3.OperationalError:  # locked, disk full, I/O: about now, not the file
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(str(exc)) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -127,7 +172,7 @@ class GraphRAGState:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error) under the state's lock."""
-        with self._lock:
+        with self._lock, self._damage():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -137,14 +182,17 @@ class GraphRAGState:
             self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        with self._lock:
+        with self._lock, self._damage():
             return self._db.execute(sql, params).fetchall()
 
     # ------------------------------------------------------------------ meta
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else default
+        try:
+            return json.loads(rows[0][0]) if rows else default
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise self._damaged(f"its {key!r} setting is not JSON") from exc
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._tx() as db:

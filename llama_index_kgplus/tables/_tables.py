@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._files import check_input_file
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.tables._guard import read_only_select
 
@@ -45,6 +46,15 @@ def table_kind(path: Path) -> str:
     if head[8:12] == b"DUCK":
         return "duckdb"
     return "csv"
+
+
+_KIND_NAMES = {"csv": "CSV file", "parquet": "Parquet file", "sqlite": "SQLite database", "duckdb": "DuckDB database"}
+
+
+def _duckdb_error() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def _quoted(name: str) -> str:
@@ -144,11 +154,25 @@ class SQLTables:
             raise InputDataError(f"Table name {name!r}: use letters, digits and _ (not starting with a digit).")
         if self._sealed:
             raise InputDataError(f"Table {name!r}: add every table before the first query runs.")
-        if not path.is_file():
+        if not path.exists():
             raise InputDataError(f"Table {name!r}: no file at {path}.")
-        if path.stat().st_size == 0:
+        if check_input_file(path, f"Table {name!r}:").st_size == 0:  # a FIFO or device: refused, never opened
             raise InputDataError(f"Table {name!r}: {path} is empty.")
         kind = table_kind(path)
+        try:
+            added = self._copy_in(name, path, kind)
+        except (sqlite3.Error, _duckdb_error()) as exc:  # the user's file is broken: say which and how
+            detail = " ".join(str(exc).split("\n")[0].split())
+            raise InputDataError(f"Table {name!r}: {path} is not a readable {_KIND_NAMES[kind]} ({detail}).") from exc
+        self._derived.clear()
+        for table in added:
+            self.sources[table] = path
+            if description:
+                self.descriptions[table] = " ".join(description.split())
+        return added
+
+    def _copy_in(self, name: str, path: Path, kind: str) -> list[str]:
+        """Copy the file's table(s) into the database; the names they were given."""
         if kind in ("sqlite", "duckdb"):
             members = self._database_tables(path, kind)
             names = {t: name if len(members) == 1 else f"{name}_{t}" for t in members}
@@ -162,30 +186,20 @@ class SQLTables:
                     f"Table {table!r} is already registered (as {existing!r}, from {self.sources[existing]})."
                 )
         con = self._connection()
-        try:
-            if kind == "csv":
-                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_csv({_literal(str(path))})")
-            elif kind == "parquet":
-                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_parquet({_literal(str(path))})")
-            elif kind == "duckdb":
-                con.execute(f"ATTACH {_literal(str(path))} AS kgplus_source (READ_ONLY)")
-                try:
-                    for source, table in names.items():
-                        con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_source.{_quoted(source)}")
-                finally:
-                    con.execute("DETACH kgplus_source")
-            else:
+        if kind == "csv":
+            con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_csv({_literal(str(path))})")
+        elif kind == "parquet":
+            con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_parquet({_literal(str(path))})")
+        elif kind == "duckdb":
+            con.execute(f"ATTACH {_literal(str(path))} AS kgplus_source (READ_ONLY)")
+            try:
                 for source, table in names.items():
-                    self._copy_sqlite_table(path, source, table)
-        except Exception as exc:
-            if type(exc).__module__.startswith("duckdb") or isinstance(exc, sqlite3.Error):
-                raise InputDataError(f"Table {name!r} from {path}: {str(exc).splitlines()[0]}") from exc
-            raise
-        self._derived.clear()
-        for table in names.values():
-            self.sources[table] = path
-            if description:
-                self.descriptions[table] = " ".join(description.split())
+                    con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_source.{_quoted(source)}")
+            finally:
+                con.execute("DETACH kgplus_source")
+        else:
+            for source, table in names.items():
+                self._copy_sqlite_table(path, source, table)
         return list(names.values())
 
     def _database_tables(self, path: Path, kind: str) -> list[str]:
