@@ -290,7 +290,9 @@ def test_a_staging_folder_linking_out_of_the_index_is_never_written_through(inde
     (elsewhere / "docstore.json").write_text("precious")
     (index_dir / ".ingest-staging").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(InputDataError, match=r"\.ingest-staging is a symbolic link to .*elsewhere.*remove the link"):
-        build_index([Document(text="New.", id_="n")], index_dir, embed_model=MockEmbedding(embed_dim=8), show_progress=False)
+        build_index(
+            [Document(text="New.", id_="n")], index_dir, embed_model=MockEmbedding(embed_dim=8), show_progress=False
+        )
     assert [p.name for p in elsewhere.iterdir()] == ["docstore.json"]
     assert (elsewhere / "docstore.json").read_text() == "precious"
 
