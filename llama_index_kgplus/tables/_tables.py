@@ -8,9 +8,9 @@ extension loading, no change of settings), and each query runs in a transaction 
 is held in memory: tables up to a few GB, as much as the machine's memory allows.
 
 Registration reads exactly the file named, never another: CSV and Parquet through a handle the pack opened
-(DuckDB never sees the path, so ``*``, ``?``, ``[`` or ``~`` in a name are plain characters), a DuckDB file in a
-separate DuckDB allowed that one file only (a view in it that reads another file is refused), a SQLite file
-through a ``file:`` URI with the name percent-encoded.
+(DuckDB never sees the name, so ``*``, ``?`` and ``[`` in it are plain characters), a DuckDB file in a separate
+DuckDB allowed no file outside a private temporary folder (a view stored in it that reads another file is
+refused), a SQLite file through a ``file:`` URI with the name percent-encoded.
 
 Example:
 
@@ -254,16 +254,25 @@ class SQLTables:
         return members
 
     def _copy_duckdb_tables(self, path: Path, names: dict[str, str]) -> None:
-        """Each table ``source`` of the DuckDB file as ``names[source]``, read in a DuckDB confined to that file
-        (:func:`_confined_duckdb`) and handed over as Parquet."""
+        """Each table ``source`` of the DuckDB file as ``names[source]``: copied, in a DuckDB confined to that file
+        (:func:`_confined_duckdb`), into a DuckDB file of a private temporary folder that holds plain tables only
+        (no view or macro runs when it is read), which this database then copies in with every type as it was."""
         with tempfile.TemporaryDirectory(prefix="kgplus-table-") as scratch:
-            out = Path(scratch, "table.parquet")
-            for source, table in names.items():
-                with _confined_duckdb(path, Path(scratch)) as db:
-                    query = f"SELECT * FROM kgplus_source.{_quoted(source)}"
-                    db.execute(f"COPY ({query}) TO {_literal(str(out))} (FORMAT parquet)")
-                with out.open("rb") as handle:
-                    self._connection().read_parquet(handle).create(table)
+            copy = Path(scratch).resolve() / "copy.duckdb"
+            with _confined_duckdb(path, Path(scratch)) as db:
+                db.execute(f"ATTACH {_literal(str(copy))} AS kgplus_copy")
+                for source in names:
+                    db.execute(
+                        f"CREATE TABLE kgplus_copy.{_quoted(source)} AS SELECT * FROM kgplus_source.{_quoted(source)}"
+                    )
+                db.execute("DETACH kgplus_copy")
+            con = self._connection()
+            con.execute(f"ATTACH {_literal(str(copy))} AS kgplus_copy (READ_ONLY)")
+            try:
+                for source, table in names.items():
+                    con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_copy.{_quoted(source)}")
+            finally:
+                con.execute("DETACH kgplus_copy")
 
     def _copy_sqlite_table(self, path: Path, source: str, table: str) -> None:
         """SQLite has no typed columns: each column becomes BIGINT, DOUBLE or VARCHAR by the values it holds."""
