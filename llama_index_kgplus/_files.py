@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -153,7 +154,7 @@ def check_input_file(path: str | Path, what: str = "File", *, limit: int | None 
     """``path``'s status when it is a regular file of at most ``limit`` bytes (default :func:`max_file_bytes`);
     else an :class:`InputDataError` of one line. The file is not opened: a FIFO, device or socket is refused
     before anything could block on it."""
-    path = Path(path)
+    path = user_path(path)
     limit = max_file_bytes() if limit is None else limit
     try:
         status = path.stat()
@@ -175,7 +176,7 @@ def read_input_bytes(path: str | Path, what: str = "File", *, limit: int | None 
     """The bytes of a regular file of at most ``limit`` bytes (see :func:`check_input_file`). The file is opened
     without blocking and checked again once open, so one swapped for a FIFO after the check still cannot block,
     and one that grew is still cut off at the limit."""
-    path = Path(path)
+    path = user_path(path)
     limit = max_file_bytes() if limit is None else limit
     check_input_file(path, what, limit=limit)
     try:
@@ -199,7 +200,7 @@ def read_utf8(path: str | Path, what: str = "File") -> str:
     """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
     bad byte, its line, column and value with the fix (and for a FIFO, device or a file over the size limit,
     see :func:`read_input_bytes`)."""
-    path = Path(path)
+    path = user_path(path)
     raw = read_input_bytes(path, what)
     if raw.startswith(_UTF16_BOMS):
         raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")

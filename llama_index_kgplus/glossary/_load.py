@@ -28,6 +28,7 @@ from typing import Any
 
 from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus._jsonl import long_number
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries
 
@@ -38,7 +39,7 @@ LIST_SEPARATOR = "|"
 
 def load_entries(path: str | Path) -> list[GlossaryEntry]:
     """The entries of a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
-    path = Path(path)
+    path = user_path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
         return read_json_entries(path)
@@ -86,7 +87,7 @@ def read_json_entries(path: str | Path) -> list[GlossaryEntry]:
 
     Linear in the file's size: the file is parsed by the C parser and checked once; only when a check fails is
     it parsed again, recording where each object starts, so the message can give the line and column."""
-    path = Path(path)
+    path = user_path(path)
     text = _read_text(path)
     try:
         data = json.loads(text)
@@ -181,7 +182,7 @@ def _entry(record: Any, label: str) -> GlossaryEntry:
 
 def read_csv_entries(path: str | Path) -> list[GlossaryEntry]:
     """Load a CSV glossary with a header row (term, explanation, optional aliases/see_also/metadata.KEY)."""
-    path = Path(path)
+    path = user_path(path)
     text = _read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
