@@ -60,6 +60,10 @@ def table_kind(path: Path) -> str:
     return "csv"
 
 
+#: the name DuckDB gives a file read through a handle, in its errors
+_INTERNAL_NAME = re.compile(r"DUCKDB_INTERNAL_OBJECTSTORE://[0-9a-f]+")
+
+
 def _duckdb_error() -> type[Exception]:
     import duckdb
 
@@ -207,7 +211,7 @@ class SQLTables:
         try:
             added = self._copy_in(name, path, kind)
         except (sqlite3.Error, _duckdb_error()) as exc:  # the user's file is broken: say which and how
-            detail = " ".join(str(exc).split("\n")[0].split())
+            detail = _INTERNAL_NAME.sub(path.name, " ".join(str(exc).split("\n")[0].split()))
             raise InputDataError(f"Table {name!r} from {path}: {detail}") from exc
         self._derived.clear()
         for table in added:
