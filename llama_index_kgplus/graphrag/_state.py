@@ -117,6 +117,41 @@ def _expected_columns() -> dict[str, list[str]]:
         return {t: c for t, c in _columns(db).items() if not t.startswith("sqlite_")}
 
 
+def _damaged(path: Path, what: str) -> InputDataError:
+    return InputDataError(
+        f"{path} is not a readable GraphRAG state file ({what}): restore it, or move it away and build the store "
+        f"again (`kgplus graphrag index DOCS --store {path.parent}`)."
+    )
+
+
+def _check_tables(path: Path, found: dict[str, list[str]], *, empty_ok: bool = True) -> None:
+    if not found and not empty_ok:
+        raise _damaged(path, "it holds no tables")
+    if found and "meta" not in found:
+        raise _damaged(path, f"it holds other tables: {', '.join(sorted(found))}")
+    for table, columns in _expected_columns().items():
+        if table in found and found[table] != columns:
+            raise _damaged(path, f"its table {table} has columns {found[table]}, not {columns}")
+
+
+def check_state_file(path: Path) -> None:
+    """An :class:`InputDataError` naming ``path`` unless it is a GraphRAG state file: opened read-only, nothing
+    written (so a command can check its store before any model loads)."""
+    try:
+        db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error as exc:  # pragma: no cover - connect opens lazily
+        raise _damaged(path, str(exc)) from exc
+    try:
+        found = _columns(db)
+    except sqlite3.OperationalError:  # locked, I/O: about now, not the file; the open that follows says
+        return
+    except sqlite3.DatabaseError as exc:
+        raise _damaged(path, str(exc)) from exc
+    finally:
+        db.close()
+    _check_tables(path, found, empty_ok=False)
+
+
 class GraphRAGState:
     """The SQLite state file of a GraphRAG store (see the module docstring); thread-safe. A file that is not one
     (not SQLite, damaged, other tables) is an :class:`InputDataError` that names it."""
@@ -142,18 +177,10 @@ class GraphRAGState:
     def _check_tables(self) -> None:
         """The tables already in the file are a GraphRAG state's (checked before anything is written to it; a
         state of an older release may lack a table, which is then made)."""
-        found = _columns(self._db)
-        if found and "meta" not in found:
-            raise self._damaged(f"it holds other tables: {', '.join(sorted(found))}")
-        for table, columns in _expected_columns().items():
-            if table in found and found[table] != columns:
-                raise self._damaged(f"its table {table} has columns {found[table]}, not {columns}")
+        _check_tables(self.path, _columns(self._db))
 
     def _damaged(self, what: str) -> InputDataError:
-        return InputDataError(
-            f"{self.path} is not a readable GraphRAG state file ({what}): restore it, or move it away and build "
-            f"the store again (`kgplus graphrag index DOCS --store {self.path.parent}`)."
-        )
+        return _damaged(self.path, what)
 
     @contextmanager
     def _damage(self) -> Iterator[None]:
