@@ -568,3 +568,47 @@ def test_a_full_disk_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setattr(_setup, "_doctor", full)
     err = _one_line_error(["doctor"], capsys)
     assert "the disk is full writing /data/index/docstore.json: free some space and re-run" in err
+
+
+# ----------------------------------------------------------------------------- large inputs show progress
+
+
+def test_a_glossary_of_100_000_terms_loads_and_embeds_with_a_progress_bar(tmp_path, capsys):
+    """10^5 terms gave no output in 300 s: loading validated every entry twice, and a query formatted and counted
+    the tokens of every entry. Now loading is one pass, the entries are embedded behind a progress bar, and a query
+    formats only the entries it selects."""
+    import time
+
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_kgplus import Glossary
+    from llama_index_kgplus.glossary import GlossaryTermSelector
+
+    n = 100_000
+    terms = [
+        {"term": f"term{i}", "explanation": f"Explanation {i}.", "aliases": [f"alias {i}"], "see_also": [f"term{(i + 1) % n}"]}
+        for i in range(n)
+    ]  # fmt: skip
+    path = tmp_path / "glossary.json"
+    path.write_text(json.dumps({"terms": terms}))
+    counted: list[str] = []
+
+    def tokenizer(text: str) -> list[str]:
+        counted.append(text)
+        return text.split()
+
+    start = time.perf_counter()
+    glossary = Glossary.load(path)
+    assert len(glossary.entries) == n and glossary.get("alias 77").term == "term77"
+    selector = GlossaryTermSelector.from_defaults(
+        glossary,
+        embed_model=MockEmbedding(embed_dim=4, embed_batch_size=2_000),
+        tokenizer=tokenizer,
+        cache_embeddings=False,
+    )
+    selection = selector.select("What do term5 and alias 7 mean?")
+    elapsed = time.perf_counter() - start
+    assert {e.entry.term for e in selection.entries} >= {"term5", "term7"}
+    assert f"{n}/{n}" in capsys.readouterr().err  # the progress bar of the embedding
+    assert len(counted) < 100  # the entries selected, not every entry
+    assert elapsed < 60, elapsed  # 10 s on a busy machine (most of it the mock embedding); a hang guard
