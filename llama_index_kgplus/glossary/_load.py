@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus._files import read_utf8
+from llama_index_kgplus._files import check_input_file, read_utf8
 from llama_index_kgplus._jsonl import long_number
 from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
@@ -40,6 +40,7 @@ LIST_SEPARATOR = "|"
 def load_entries(path: str | Path) -> list[GlossaryEntry]:
     """The entries of a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
     path = user_path(path)
+    check_input_file(path, "Glossary file")  # a device (/dev/zero) or FIFO is named as one, whatever its suffix
     suffix = path.suffix.lower()
     if suffix == ".json":
         return read_json_entries(path)

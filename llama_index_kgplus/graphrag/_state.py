@@ -117,6 +117,12 @@ def _expected_columns() -> dict[str, list[str]]:
         return {t: c for t, c in _columns(db).items() if not t.startswith("sqlite_")}
 
 
+def _about_the_file(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite's "file is not a database" and "database disk image is malformed" (its subclasses are about a
+    moment or a statement: locked, disk full, a constraint)."""
+    return type(exc) is sqlite3.DatabaseError
+
+
 def _damaged(path: Path, what: str) -> InputDataError:
     return InputDataError(
         f"{path} is not a readable GraphRAG state file ({what}): restore it, or move it away and build the store "
@@ -137,16 +143,13 @@ def _check_tables(path: Path, found: dict[str, list[str]], *, empty_ok: bool = T
 def check_state_file(path: Path) -> None:
     """An :class:`InputDataError` naming ``path`` unless it is a GraphRAG state file: opened read-only, nothing
     written (so a command can check its store before any model loads)."""
-    try:
-        db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)
-    except sqlite3.Error as exc:  # pragma: no cover - connect opens lazily
-        raise _damaged(path, str(exc)) from exc
+    db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)  # opens lazily: cannot fail here
     try:
         found = _columns(db)
-    except sqlite3.OperationalError:  # locked, I/O: about now, not the file; the open that follows says
-        return
     except sqlite3.DatabaseError as exc:
-        raise _damaged(path, str(exc)) from exc
+        if _about_the_file(exc):
+            raise _damaged(path, str(exc)) from exc
+        return  # locked, I/O: about now, not the file; the open that follows says
     finally:
         db.close()
     _check_tables(path, found, empty_ok=False)
@@ -187,9 +190,9 @@ class GraphRAGState:
         """SQLite's "not a database" and "malformed" errors (the file, not the moment) as one naming the file."""
         try:
             yield
-        except sqlite3.OperationalError:  # locked, disk full, I/O: about now, not the file
-            raise
         except sqlite3.DatabaseError as exc:
+            if not _about_the_file(exc):  # locked, disk full, I/O, a constraint: about now, not the file
+                raise
             raise self._damaged(str(exc)) from exc
 
     def close(self) -> None:
