@@ -83,6 +83,18 @@ def _catalogue(tmp: Path, corpus: Path) -> list[tuple[list[str], str]]:
     ]  # fmt: skip
 
 
+def _one_line_error(argv: list[str], capsys) -> str:
+    """The one-line error of ``kgplus ARGV`` (exit 2, no traceback)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, (argv, err)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "unexpected" not in err, (argv, err)
+    return err
+
+
 def test_bad_input_gets_one_line_and_exit_2_before_any_model_loads(tmp_path, corpus, capsys, monkeypatch):
     from llama_index_kgplus.llm import _local
 
@@ -92,14 +104,7 @@ def test_bad_input_gets_one_line_and_exit_2_before_any_model_loads(tmp_path, cor
     monkeypatch.setattr(_local, "local_embed_model", no_model)
     monkeypatch.setattr(_local, "local_llm", no_model)
     for argv, expected in _catalogue(tmp_path, corpus):
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse
-            code = exc.code
-        err = capsys.readouterr().err
-        assert code == 2, (argv, err)
-        assert expected in err, (argv, err)
-        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
+        assert expected in _one_line_error(argv, capsys), argv
     assert not (tmp_path / "missing").exists()  # a mistyped store path creates nothing
 
 
@@ -350,18 +355,6 @@ def test_store_paths_with_spaces_percent_signs_and_hashes(tmp_path):
 
 
 # ----------------------------------------------------------------------------- limits: files read into memory
-
-
-def _one_line_error(argv: list[str], capsys) -> str:
-    """The one-line error of ``kgplus ARGV`` (exit 2, no traceback)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse
-        code = exc.code
-    err = capsys.readouterr().err
-    assert code == 2, (argv, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "unexpected" not in err, (argv, err)
-    return err
 
 
 def _without_hanging(run, fifos: list[Path], seconds: float = 20.0):
