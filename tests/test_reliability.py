@@ -247,6 +247,96 @@ def test_index_files_from_another_ingest_are_refused(tmp_path, corpus, embed_mod
         HierarchicalRetriever.from_persist_dir(tmp_path / "a", embed_model=embed_model)
 
 
+# ---------------------------------------------------------- crash consistency of an ingest with its graph and hierarchy
+
+# `kgplus ingest` in a process of its own, killed (kill -9) just before the NTH rename of a file named NAME: every
+# file of an ingest reaches its place by a rename, so these are the moments where the folder changes.
+_KILL_INGEST_AT_RENAME = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from llama_index_kgplus.cli import main
+
+    name, nth, seen = sys.argv[1], int(sys.argv[2]), [0]
+    real_replace = os.replace
+
+    def replace_or_die(src, dst):
+        if Path(dst).name == name:
+            seen[0] += 1
+            if seen[0] == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(src, dst)
+
+    os.replace = replace_or_die
+    sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
+def _ingest_argv(corpus: Path, index_dir: Path) -> list[str]:
+    return ["ingest", str(corpus), "--index", str(index_dir), "--entities", "titles", "--hierarchy", "semantic",
+            "--summarizer", "extractive"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def multihop_index(tmp_path_factory, embed_model) -> tuple[Path, Path]:
+    """The first 30 passages of the multi-hop sample ingested with title entities and semantic summaries, and a
+    corpus of the first 10 to ingest again over it."""
+    folder = tmp_path_factory.mktemp("multihop")
+    lines = (PACKAGE / "data" / "sample" / "multihop.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "30.jsonl").write_text("".join(lines[:30]), encoding="utf-8")
+    (folder / "10.jsonl").write_text("".join(lines[:10]), encoding="utf-8")
+    assert main(_ingest_argv(folder / "30.jsonl", folder / "index")) == 0
+    return folder / "10.jsonl", folder / "index"
+
+
+def _whole_index(index_dir: Path, embed_model) -> set[str]:
+    """The node ids of the index in ``index_dir``, checked to load with its own entity graph and hierarchy."""
+    from llama_index_kgplus import EntityGraph, load_index
+    from llama_index_kgplus.hierarchy._retriever import manifest_root_ids
+
+    index = load_index(index_dir, embed_model=embed_model)  # finishes or drops an interrupted switch
+    graph = EntityGraph.load(index_dir, index_id=index.index_id)
+    assert graph.index_id == index.index_id and set(graph.passage_ids) <= set(index.docstore.docs)
+    assert manifest_root_ids(index_dir, index.docstore)  # hierarchy.json of this index: its roots are in it
+    return set(index.docstore.docs)
+
+
+@pytest.mark.parametrize(
+    ("name", "nth", "survivor"),
+    [
+        ("entity_graph.npz", 1, "old"),  # the new entity graph written
+        ("hierarchy.json", 1, "old"),  # the new hierarchy written
+        ("ingest.json", 1, "old"),  # the seal of the new index
+        ("docstore.json", 1, "new"),  # the switch begun
+        ("ingest.json", 2, "new"),  # the switch's last rename
+    ],
+)
+def test_kill_9_during_a_re_ingest_with_entities_and_hierarchy_leaves_a_whole_index(
+    tmp_path, multihop_index, embed_model, capsys, name, nth, survivor
+):
+    import shutil
+
+    corpus, built = multihop_index
+    index_dir = tmp_path / "index"
+    shutil.copytree(built, index_dir)
+    old_ids = _whole_index(index_dir, embed_model)
+    script = tmp_path / "kill.py"
+    script.write_text(_KILL_INGEST_AT_RENAME)
+    run = subprocess.run([sys.executable, str(script), name, str(nth), *_ingest_argv(corpus, index_dir)],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    ids = _whole_index(index_dir, embed_model)
+    assert ids == old_ids if survivor == "old" else (ids and not ids & old_ids)  # never a mix
+    assert not (index_dir / ".ingest-staging").exists()
+    capsys.readouterr()
+    for retrieval in ("graph", "evidence"):
+        assert main(["retrieve", "Who was Teutberga married to?", "--index", str(index_dir), "--json",
+                     "--retrieval", retrieval]) == 0  # fmt: skip
+        sources = json.loads(capsys.readouterr().out)["sources"]
+        assert sources and "Teutberga" in {s["id"] for s in sources}, retrieval
+
+
 # ----------------------------------------------------------------------------- crash consistency of a graph import
 
 _KILL_DURING_IMPORT = textwrap.dedent(
