@@ -399,8 +399,12 @@ def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 300) -> None:
         time.sleep(0.05)
 
 
-def test_a_second_writer_is_refused_naming_the_first_and_a_killed_writer_leaves_no_lock(tmp_path, corpus, capsys):
-    from llama_index_kgplus import EntityGraph, GraphRAGIndex, build_index, load_corpus
+def test_a_second_writer_is_refused_naming_the_first_and_a_killed_writer_leaves_no_lock(
+    tmp_path, corpus, capsys, monkeypatch
+):
+    from llama_index_kgplus import EntityGraph, GraphRAGIndex, _indexing, build_index, load_corpus
+    from llama_index_kgplus._files import sha256_file
+    from llama_index_kgplus._indexing import check_index_files
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
     from llama_index_kgplus.hierarchy._retriever import write_manifest
@@ -427,9 +431,23 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_killed_writer_leaves_
             with pytest.raises(InputDataError, match=re.escape(busy)):
                 write()
         assert sorted(p.name for p in index_dir.iterdir()) == [".kgplus-writer.lock"]  # nothing written
+        # a reader leaves the staging folder of a live writer alone, and waits for one it is moving into place
+        staging = index_dir / ".ingest-staging"
+        staging.mkdir()
+        (staging / "docstore.json").write_text("{}")
+        assert check_index_files(index_dir) is None and (staging / "docstore.json").is_file()
+        (staging / "ingest.json").write_text(
+            json.dumps({"ingest_id": "new", "files": {"docstore.json": sha256_file(staging / "docstore.json")}})
+        )
+        monkeypatch.setattr(_indexing, "_SWITCH_WAIT", 0.5)
+        with pytest.raises(InputDataError, match="is being switched to a new index by another process"):
+            check_index_files(index_dir)
+        assert (staging / "ingest.json").is_file()
     finally:
         holder.kill()  # kill -9: the lock goes with the process
         holder.wait()
+    assert check_index_files(index_dir)["ingest_id"] == "new"  # the dead writer's sealed index, moved into place
+    assert not staging.exists()
     with writer_lock(index_dir, "the next writer"):
         pass
 
