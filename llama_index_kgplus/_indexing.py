@@ -41,6 +41,7 @@ from llama_index.core.schema import TransformComponent
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
 from llama_index_kgplus._lock import try_writer_lock, writer_lock
+from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -160,7 +161,7 @@ def persist_storage(
     files: Mapping[str, FileWriter] | None = None,
 ) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     with writer_lock(persist_dir, "persisting an index"):
         _finish_interrupted_persist(persist_dir)
         staging = _new_staging(persist_dir)
@@ -176,13 +177,14 @@ def write_index_file(persist_dir: str | Path, name: str, write: FileWriter) -> P
     """Write the file ``name`` of the index folder ``persist_dir`` with ``write(path)``, holding its writer lock.
     In a folder sealed by ``ingest.json`` the file joins the index as an ingest's files do: staged, stamped with
     the others (the same ingest id) and switched in, so a crash leaves the old file or the new, each with a stamp
-    that matches. Elsewhere (a folder of plain LlamaIndex, a new folder) ``write`` writes it in place."""
-    persist_dir = Path(persist_dir)
+    that matches. Elsewhere (a folder of plain LlamaIndex, a new folder) ``write`` writes it in place (refused
+    when it is a symlink out of the folder)."""
+    persist_dir = user_path(persist_dir)
     with writer_lock(persist_dir, f"writing {name}"):
         _finish_interrupted_persist(persist_dir)
         stamp = _read_stamp(persist_dir)
         if stamp is None:
-            write(persist_dir / name)
+            write(inside(persist_dir, name, fix=f"remove the link {persist_dir / name} and re-run the command"))
         else:
             write(_new_staging(persist_dir) / name)
             _seal_and_switch(persist_dir, stamp)
@@ -191,7 +193,7 @@ def write_index_file(persist_dir: str | Path, name: str, write: FileWriter) -> P
 
 def _new_staging(persist_dir: Path) -> Path:
     """An empty staging folder (under the writer lock, an interrupted one finished)."""
-    staging = persist_dir / STAGING_DIR
+    staging = _staging(persist_dir)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     return staging
@@ -234,11 +236,17 @@ def _ingest_id(persist_dir: Path) -> str | None:
         return None
 
 
+def _staging(persist_dir: Path) -> Path:
+    """The staging folder of ``persist_dir``; refused when it is a symlink out of the index."""
+    return inside(persist_dir, STAGING_DIR, fix=f"remove the link {persist_dir / STAGING_DIR} and re-run the command")
+
+
 def _finish_interrupted_persist(persist_dir: Path) -> None:
     """Move a sealed staging folder into place, or drop an unsealed one (the start of a write that never
     finished: the old index stays). A staging folder that a live writer is still writing is left to it; one it
-    is moving into place is waited for."""
-    staging = persist_dir / STAGING_DIR
+    is moving into place is waited for. A stamp that names anything but plain files of the staging folder is
+    refused before anything moves."""
+    staging = _staging(persist_dir)
     if not staging.is_dir():
         return
     sealed = (staging / INGEST_FILE).is_file()
@@ -260,12 +268,14 @@ def _switch(persist_dir: Path) -> None:
     staging = persist_dir / STAGING_DIR
     stamp = staging / INGEST_FILE
     if stamp.is_file():
+        fix = f"delete {staging} (the index keeps its last whole state) and re-run `kgplus ingest`"
         new = json.loads(stamp.read_text(encoding="utf-8"))
+        names = [member(staging, n, what=str(stamp), fix=fix).name for n in new["files"]]
         if _ingest_id(persist_dir) != new.get("ingest_id"):  # a new index, not a new file of the index in place
             for name in _DERIVED_FILES:
-                if name not in new["files"]:
+                if name not in names:
                     (persist_dir / name).unlink(missing_ok=True)
-        for name in new["files"]:
+        for name in names:
             if (staging / name).exists():
                 os.replace(staging / name, persist_dir / name)
         os.replace(stamp, persist_dir / INGEST_FILE)
@@ -276,7 +286,7 @@ def _switch(persist_dir: Path) -> None:
 def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
     written by plain LlamaIndex: nothing to check)."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     fix = _fix(persist_dir)
     try:
         _finish_interrupted_persist(persist_dir)
@@ -289,7 +299,7 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
         return None
     files = stamp["files"]
     for name, digest in files.items():
-        file = persist_dir / name
+        file = member(persist_dir, name, what=str(persist_dir / INGEST_FILE), fix=fix)
         if not file.is_file():
             raise InputDataError(f"{persist_dir} lacks {name}, written by its last ingest: {fix}.")
         if sha256_file(file) != digest:
@@ -302,7 +312,7 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
 
 def require_index(persist_dir: str | Path) -> Path:
     """Check that ``persist_dir`` holds a whole index (cheap: no model needed), finishing an interrupted persist."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     if persist_dir.is_dir():
         check_index_files(persist_dir)
     if not (persist_dir / "docstore.json").is_file():
@@ -324,7 +334,7 @@ def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict
     model give a crash, or, with the same dimension, wrong rankings without an error). ``embed_model`` is the
     model, or what it will be known by before it loads (``model_name`` and ``server`` of
     :func:`~llama_index_kgplus.llm.embed_model_identity`)."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     path = persist_dir / INGEST_FILE
     try:
         built = json.loads(path.read_text(encoding="utf-8")).get("embed_model") if path.is_file() else None
@@ -352,7 +362,7 @@ def load_index(
 ) -> VectorStoreIndex:
     """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
     called, e.g. before loading the embedding model)."""
-    persist_dir = require_index(persist_dir) if check else Path(persist_dir)
+    persist_dir = require_index(persist_dir) if check else user_path(persist_dir)
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
     try:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
 try:
@@ -46,7 +47,7 @@ def writer_lock(folder: str | Path, what: str) -> Iterator[None]:
     names this writer to a refused one. Raises :class:`InputDataError` when another writer holds it."""
     with try_writer_lock(folder, what) as held:
         if not held:
-            raise InputDataError(_busy_message(Path(folder)))
+            raise InputDataError(_busy_message(user_path(folder)))
         yield
 
 
@@ -54,7 +55,7 @@ def writer_lock(folder: str | Path, what: str) -> Iterator[None]:
 def try_writer_lock(folder: str | Path, what: str, *, wait: float = 0.0) -> Iterator[bool]:
     """The writer lock of ``folder`` for the block if no other writer holds it or lets it go within ``wait``
     seconds (``True``), else nothing (``False``). A folder that cannot be written is an :class:`InputDataError`."""
-    folder = Path(folder)
+    folder = user_path(folder)
     key = os.path.realpath(folder)
     if key in _HELD.get():  # this call chain holds it already
         yield True
