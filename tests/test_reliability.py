@@ -452,7 +452,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_a_killed_writer_leaves_
         pass
 
 
-def test_the_writer_lock_belongs_to_the_call_chain_that_took_it(tmp_path):
+def test_the_writer_lock_belongs_to_the_call_chain_that_took_it(tmp_path, monkeypatch):
     import asyncio
     import threading
 
@@ -468,9 +468,9 @@ def test_the_writer_lock_belongs_to_the_call_chain_that_took_it(tmp_path):
 
     refused: list[str] = []
 
-    def other_thread() -> None:
+    def other_thread(folder: Path = tmp_path) -> None:
         try:
-            with writer_lock(tmp_path, "other"):
+            with writer_lock(folder, "other"):
                 refused.append("not refused")
         except InputDataError as exc:
             refused.append(str(exc))
@@ -485,6 +485,15 @@ def test_the_writer_lock_belongs_to_the_call_chain_that_took_it(tmp_path):
     with writer_lock(tmp_path / "new" / "folder", "a writer that writes nothing"):
         assert (tmp_path / "new" / "folder").is_dir()
     assert not (tmp_path / "new").exists()  # an unused folder is not left behind
+    # ~ is expanded as for the write it guards: the lock of ~/index is the one persist_index("~/index") takes
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with writer_lock("~/index", "home"):
+        assert (tmp_path / "index" / ".kgplus-writer.lock").is_file() and not (tmp_path / "~").exists()
+        thread = threading.Thread(target=other_thread, args=(tmp_path / "index",))
+        thread.start()
+        thread.join()
+    assert f"{tmp_path / 'index'} is being written by this process (pid {os.getpid()}, home)" in refused[1]
 
 
 # `kgplus ingest` in a process of its own, paused (holding the lock, nothing switched yet) at its first rename
