@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "json_writer",
     "read_utf8",
     "sha256_file",
 ]
@@ -72,6 +73,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
     """Write ``data`` to ``path`` as UTF-8 JSON (``dumps`` go to ``json.dumps``), atomically."""
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
+
+
+def json_writer(data: Any, **dumps: Any) -> Callable[[Path], None]:
+    """A function that writes ``data`` as JSON (:func:`atomic_write_json`) to the path it is given."""
+    return lambda path: atomic_write_json(path, data, **dumps)
 
 
 def fsync_dir(folder: Path) -> None:
