@@ -25,7 +25,7 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "check_input_file",
+    "json_writer",
     "max_file_bytes",
     "read_input_bytes",
     "read_utf8",
@@ -84,6 +85,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
     """Write ``data`` to ``path`` as UTF-8 JSON (``dumps`` go to ``json.dumps``), atomically."""
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
+
+
+def json_writer(data: Any, **dumps: Any) -> Callable[[Path], None]:
+    """A function that writes ``data`` as JSON (:func:`atomic_write_json`) to the path it is given."""
+    return lambda path: atomic_write_json(path, data, **dumps)
 
 
 def fsync_dir(folder: Path) -> None:

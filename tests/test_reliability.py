@@ -253,6 +253,311 @@ def test_index_files_from_another_ingest_are_refused(tmp_path, corpus, embed_mod
         HierarchicalRetriever.from_persist_dir(tmp_path / "a", embed_model=embed_model)
 
 
+# ---------------------------------------------------------- crash consistency of an ingest with its graph and hierarchy
+
+# A process killed (kill -9) just before the NTH rename of a file named NAME: every file of an index reaches its
+# place by a rename, so these are the moments where the folder changes. Then `kgplus ARGS...` (or, with
+# `entity-graph DIR`, one document deleted from the entity graph of the index in DIR, persisted again).
+_KILL_AT_RENAME = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from llama_index_kgplus.cli import main
+
+    name, nth, seen = sys.argv[1], int(sys.argv[2]), [0]
+    real_replace = os.replace
+
+    def replace_or_die(src, dst):
+        if Path(dst).name == name:
+            seen[0] += 1
+            if seen[0] == nth:
+                os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(src, dst)
+
+    os.replace = replace_or_die
+    if sys.argv[3] == "entity-graph":
+        from llama_index_kgplus import EntityGraph
+
+        graph = EntityGraph.load(sys.argv[4])
+        graph.delete_ref_doc("Teutberga")
+        graph.persist(sys.argv[4])
+    else:
+        sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
+def _ingest_argv(corpus: Path, index_dir: Path) -> list[str]:
+    return ["ingest", str(corpus), "--index", str(index_dir), "--entities", "titles", "--hierarchy", "semantic",
+            "--summarizer", "extractive"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def multihop_index(tmp_path_factory, embed_model) -> tuple[Path, Path]:
+    """The first 30 passages of the multi-hop sample ingested with title entities and semantic summaries, and a
+    corpus of the first 10 to ingest again over it."""
+    folder = tmp_path_factory.mktemp("multihop")
+    lines = (PACKAGE / "data" / "sample" / "multihop.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "30.jsonl").write_text("".join(lines[:30]), encoding="utf-8")
+    (folder / "10.jsonl").write_text("".join(lines[:10]), encoding="utf-8")
+    assert main(_ingest_argv(folder / "30.jsonl", folder / "index")) == 0
+    return folder / "10.jsonl", folder / "index"
+
+
+def _whole_index(index_dir: Path, embed_model) -> set[str]:
+    """The node ids of the index in ``index_dir``, checked to load with its own entity graph and hierarchy."""
+    from llama_index_kgplus import EntityGraph, load_index
+    from llama_index_kgplus.hierarchy._retriever import manifest_root_ids
+
+    index = load_index(index_dir, embed_model=embed_model)  # finishes or drops an interrupted switch
+    graph = EntityGraph.load(index_dir, index_id=index.index_id)
+    assert graph.index_id == index.index_id and set(graph.passage_ids) <= set(index.docstore.docs)
+    assert manifest_root_ids(index_dir, index.docstore)  # hierarchy.json of this index: its roots are in it
+    return set(index.docstore.docs)
+
+
+@pytest.mark.parametrize(
+    ("name", "nth", "survivor"),
+    [
+        ("entity_graph.npz", 1, "old"),  # the new entity graph written
+        ("hierarchy.json", 1, "old"),  # the new hierarchy written
+        ("ingest.json", 1, "old"),  # the seal of the new index
+        ("docstore.json", 1, "new"),  # the switch begun
+        ("ingest.json", 2, "new"),  # the switch's last rename
+    ],
+)
+def test_kill_9_during_a_re_ingest_with_entities_and_hierarchy_leaves_a_whole_index(
+    tmp_path, multihop_index, embed_model, capsys, name, nth, survivor
+):
+    import shutil
+
+    corpus, built = multihop_index
+    index_dir = tmp_path / "index"
+    shutil.copytree(built, index_dir)
+    old_ids = _whole_index(index_dir, embed_model)
+    script = tmp_path / "kill.py"
+    script.write_text(_KILL_AT_RENAME)
+    run = subprocess.run([sys.executable, str(script), name, str(nth), *_ingest_argv(corpus, index_dir)],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    ids = _whole_index(index_dir, embed_model)
+    assert ids == old_ids if survivor == "old" else (ids and not ids & old_ids)  # never a mix
+    assert not (index_dir / ".ingest-staging").exists()
+    capsys.readouterr()
+    for retrieval in ("graph", "evidence"):
+        assert main(["retrieve", "Who was Teutberga married to?", "--index", str(index_dir), "--json",
+                     "--retrieval", retrieval]) == 0  # fmt: skip
+        sources = json.loads(capsys.readouterr().out)["sources"]
+        assert sources and "Teutberga" in {s["id"] for s in sources}, retrieval
+
+
+@pytest.mark.parametrize(
+    ("name", "nth", "survivor"),
+    [
+        ("entity_graph.npz", 1, "old"),
+        ("ingest.json", 1, "old"),
+        ("entity_graph.npz", 2, "new"),
+        ("ingest.json", 2, "new"),
+    ],
+)
+def test_kill_9_while_the_entity_graph_of_an_index_is_persisted_again(
+    tmp_path, multihop_index, embed_model, name, nth, survivor
+):
+    """A file of the index written on its own joins it as an ingest's files do: staged (rename 1), sealed with the
+    stamp of the index (ingest.json 1), moved into place (rename 2) and the stamp with it (ingest.json 2)."""
+    import shutil
+
+    from llama_index_kgplus import EntityGraph
+
+    index_dir = shutil.copytree(multihop_index[1], tmp_path / "index")
+    ids = _whole_index(index_dir, embed_model)
+    script = tmp_path / "kill.py"
+    script.write_text(_KILL_AT_RENAME)
+    run = subprocess.run([sys.executable, str(script), name, str(nth), "entity-graph", str(index_dir)],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    assert _whole_index(index_dir, embed_model) == ids  # the same index, its stamp matching its files
+    doc_ids = set(EntityGraph.load(index_dir).passage_doc_ids)
+    assert ("Teutberga" in doc_ids) == (survivor == "old") and len(doc_ids) == 30 - (survivor == "new")
+
+
+# ----------------------------------------------------------------------------- one writer per index
+
+_HOLD_WRITER_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from llama_index_kgplus._lock import writer_lock
+
+    with writer_lock(sys.argv[1], "kgplus ingest"):
+        Path(sys.argv[2]).touch()
+        time.sleep(600)
+    """
+)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 300) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+        time.sleep(0.05)
+
+
+def test_a_second_writer_is_refused_naming_the_first_and_a_killed_writer_leaves_no_lock(
+    tmp_path, corpus, capsys, monkeypatch
+):
+    from llama_index_kgplus import EntityGraph, GraphRAGIndex, _indexing, build_index, load_corpus
+    from llama_index_kgplus._files import sha256_file
+    from llama_index_kgplus._indexing import check_index_files
+    from llama_index_kgplus._lock import writer_lock
+    from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
+    from llama_index_kgplus.hierarchy._retriever import write_manifest
+
+    index_dir, held = tmp_path / "index", tmp_path / "held"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_WRITER_LOCK, str(index_dir), str(held)],
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        _wait_for(held, holder)
+        busy = f"{index_dir} is being written by process {holder.pid} (kgplus ingest): one writer per folder"
+        # refused at once, before any model loads (a fast-tier test fails if one does)
+        for argv in (["ingest", str(corpus), "--index", str(index_dir)],
+                     ["graphrag", "index", str(corpus), "--store", str(index_dir)]):  # fmt: skip
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and busy in err, err
+        docs = load_corpus(corpus)
+        for write in (
+            lambda: build_index(docs, index_dir),
+            lambda: EntityGraph().persist(index_dir),
+            lambda: write_manifest(index_dir, []),
+            lambda: GraphRAGIndex.from_defaults(index_dir, llm=RuleBasedGraphRAGLLM(), show_progress=False).build(docs),
+        ):
+            with pytest.raises(InputDataError, match=re.escape(busy)):
+                write()
+        assert sorted(p.name for p in index_dir.iterdir()) == [".kgplus-writer.lock"]  # nothing written
+        # a reader leaves the staging folder of a live writer alone, and waits for one it is moving into place
+        staging = index_dir / ".ingest-staging"
+        staging.mkdir()
+        (staging / "docstore.json").write_text("{}")
+        assert check_index_files(index_dir) is None and (staging / "docstore.json").is_file()
+        (staging / "ingest.json").write_text(
+            json.dumps({"ingest_id": "new", "files": {"docstore.json": sha256_file(staging / "docstore.json")}})
+        )
+        monkeypatch.setattr(_indexing, "_SWITCH_WAIT", 0.5)
+        with pytest.raises(InputDataError, match="is being switched to a new index by another process"):
+            check_index_files(index_dir)
+        assert (staging / "ingest.json").is_file()
+    finally:
+        holder.kill()  # kill -9: the lock goes with the process
+        holder.wait()
+    assert check_index_files(index_dir)["ingest_id"] == "new"  # the dead writer's sealed index, moved into place
+    assert not staging.exists()
+    with writer_lock(index_dir, "the next writer"):
+        pass
+
+
+def test_the_writer_lock_belongs_to_the_call_chain_that_took_it(tmp_path, monkeypatch):
+    import asyncio
+    import threading
+
+    from llama_index_kgplus._lock import writer_lock
+    from llama_index_kgplus._sync import run_sync
+
+    async def write_again() -> str:
+        with writer_lock(tmp_path, "inner"):
+            return "taken again"
+
+    async def from_a_running_loop() -> str:
+        return run_sync(write_again())  # runs in a worker thread, in a copy of this context
+
+    refused: list[str] = []
+
+    def other_thread(folder: Path = tmp_path) -> None:
+        try:
+            with writer_lock(folder, "other"):
+                refused.append("not refused")
+        except InputDataError as exc:
+            refused.append(str(exc))
+
+    with writer_lock(tmp_path, "outer"):
+        assert run_sync(write_again()) == "taken again"
+        assert asyncio.run(from_a_running_loop()) == "taken again"
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    assert f"is being written by this process (pid {os.getpid()}, outer)" in refused[0]
+    with writer_lock(tmp_path / "new" / "folder", "a writer that writes nothing"):
+        assert (tmp_path / "new" / "folder").is_dir()
+    assert not (tmp_path / "new").exists()  # an unused folder is not left behind
+    # ~ is expanded as for the write it guards: the lock of ~/index is the one persist_index("~/index") takes
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with writer_lock("~/index", "home"):
+        assert (tmp_path / "index" / ".kgplus-writer.lock").is_file() and not (tmp_path / "~").exists()
+        thread = threading.Thread(target=other_thread, args=(tmp_path / "index",))
+        thread.start()
+        thread.join()
+    assert f"{tmp_path / 'index'} is being written by this process (pid {os.getpid()}, home)" in refused[1]
+
+
+# `kgplus ingest` in a process of its own, paused (holding the lock, nothing switched yet) at its first rename
+# until the file RELEASE appears
+_PAUSED_INGEST = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from llama_index_kgplus.cli import main
+
+    paused, release = Path(sys.argv[1]), Path(sys.argv[2])
+    real_replace = os.replace
+
+    def pause_then_replace(src, dst):
+        os.replace = real_replace
+        paused.touch()
+        while not release.exists():
+            time.sleep(0.05)
+        real_replace(src, dst)
+
+    os.replace = pause_then_replace
+    sys.exit(main(sys.argv[3:]))
+    """
+)
+
+
+def test_two_concurrent_ingests_into_one_index_one_is_refused_and_nothing_is_lost(tmp_path, corpus, embed_model):
+    from llama_index_kgplus import build_index, load_corpus, load_index
+
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "other", "title": "Other", "text": "Another corpus entirely."}) + "\n")
+    index_dir, paused, release = tmp_path / "index", tmp_path / "paused", tmp_path / "release"
+    build_index(load_corpus(other), index_dir, embed_model=embed_model, show_progress=False)  # both re-ingest
+    script = tmp_path / "paused.py"
+    script.write_text(_PAUSED_INGEST)
+    first = subprocess.Popen([sys.executable, str(script), str(paused), str(release), "ingest", str(corpus),
+                              "--index", str(index_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    cli = [sys.executable, "-m", "llama_index_kgplus.cli", "ingest", str(other), "--index", str(index_dir)]
+    try:
+        _wait_for(paused, first)
+        second = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+        assert f"is being written by process {first.pid} (kgplus ingest)" in second.stderr
+        release.touch()
+        assert first.wait(timeout=300) == 0, first.communicate()[1][-2000:]
+    finally:
+        first.kill()
+        first.communicate()
+
+    def doc_ids() -> set[str]:
+        index = load_index(index_dir, embed_model=embed_model)
+        return {n.metadata["doc_id"] for n in index.docstore.docs.values()}
+
+    assert doc_ids() == {"venv", "gil", "dict"}  # the first writer's corpus, whole
+    assert subprocess.run(cli, capture_output=True, text=True, timeout=300).returncode == 0  # its lock went with it
+    assert doc_ids() == {"other"}
+
+
 # ----------------------------------------------------------------------------- crash consistency of a graph import
 
 _KILL_DURING_IMPORT = textwrap.dedent(

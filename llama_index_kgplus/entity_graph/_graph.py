@@ -284,9 +284,16 @@ class EntityGraph:
     # ------------------------------------------------------------------ persistence
 
     def persist(self, persist_dir: str | Path, *, index_id: str | None = None) -> Path:
-        """Write ``entity_graph.npz`` into ``persist_dir`` (atomically: a crash leaves the old file)."""
+        """Write ``entity_graph.npz`` into ``persist_dir`` (atomically: a crash leaves the old file; in an index
+        folder, holding its writer lock and stamped in its ``ingest.json`` with the other files of the index)."""
+        from llama_index_kgplus._indexing import write_index_file
+
         if index_id is not None:
             self.index_id = index_id
+        return write_index_file(persist_dir, GRAPH_FILE, self._write_file)
+
+    def _write_file(self, path: Path) -> None:
+        """Write the graph to the file ``path`` (atomically)."""
         keys = self._entity_keys
         column = {key: j for j, key in enumerate(keys)}
         entities = [self.entities.entities[k] for k in keys]
@@ -304,7 +311,6 @@ class EntityGraph:
             "aliases": [[j, a] for j, e in enumerate(entities) for a in sorted(e.aliases)],
             "relationships": [[column[a], column[b], t] for a, b, t in sorted(self.entities.relationships)],
         }
-        path = Path(persist_dir) / GRAPH_FILE
         with atomic_open(path) as handle:
             np.savez(
                 handle,
@@ -314,7 +320,6 @@ class EntityGraph:
                 mention_count=self._mention_count,
                 mention_about=self._mention_about,
             )
-        return path
 
     @classmethod
     def exists(cls, persist_dir: str | Path) -> bool:

@@ -40,6 +40,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.node_parser import TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import inside, user_path
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusError
@@ -250,8 +251,12 @@ class GraphRAGIndex(BaseModel):
         return await self._arefresh(documents, "update")
 
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
-        started = time.perf_counter()
         docs = check_corpus(documents)
+        with writer_lock(self.store_dir, f"GraphRAG {command}"):  # one writer per store at a time
+            return await self._arefresh_locked(docs, command)
+
+    async def _arefresh_locked(self, docs: list[Document], command: str) -> IndexStats:
+        started = time.perf_counter()
         state, meter = self.state, usage_meter(self.llm)
         usage_before = meter.snapshot()
         interrupted = state.interrupted_runs()
