@@ -35,13 +35,13 @@ from typing import Any
 from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TransformComponent
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
 from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
+from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -107,7 +107,7 @@ def _build_index(
 ) -> VectorStoreIndex:
     pipeline = IngestionPipeline(
         transformations=[
-            SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            sentence_splitter(chunk_size, chunk_overlap),
             embed_model,
             *extra_transformations,
         ]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,23 @@ from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _h
 from llama_index_kgplus.errors import InputDataError
 
 
-def _read_questions(path: Path, field: str = "question") -> Iterator[str]:
+def _read_questions(path: Path, field: str = "question") -> list[str]:
+    """The ``field`` of every line of a JSONL file; a file with none is an error (nothing would run)."""
+    texts = []
     for where, record in iter_jsonl(path, "Questions file"):
         text = text_field(record, field, where, required=False) or ""
         if not text.strip():
             raise InputDataError(f'{where}: each line needs a non-empty "{field}" field.')
-        yield text
+        texts.append(text)
+    if not texts:
+        raise InputDataError(f'Questions file {path} is empty: give one JSON object with a "{field}" per line.')
+    return texts
 
 
 def _questions(args: argparse.Namespace) -> list[str]:
     if bool(args.question) == bool(args.questions):
         raise InputDataError("Give either a QUESTION or --questions FILE.jsonl (not both).")
-    return [args.question] if args.question else list(_read_questions(Path(args.questions)))
+    return [args.question] if args.question else _read_questions(Path(args.questions))
 
 
 def source_record(hit: Any) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from llama_index_kgplus.graphrag._extraction import ExtractionResult, GraphExtra
 from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink
 from llama_index_kgplus.graphrag._merge import ChunkExtraction, Entity, Relationship, merge_extractions
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, ReportContext
-from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
+from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState, check_state_file
 from llama_index_kgplus.graphrag._stats import IndexStats, StoredReport
 from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 
@@ -67,6 +67,7 @@ def require_store(store_dir: str | Path) -> Path:
         raise InputDataError(
             f"{store_dir} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {store_dir}` first."
         )
+    check_state_file(store_dir / STATE_FILE)
     return store_dir
 
 

@@ -130,7 +130,11 @@ def _required(value: str, kind: str, form: str) -> str:
 
 
 def _checked_url(url: str, kind: str) -> str:
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - a port that is not a number, or out of range, raises here
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535"
+        raise KGPlusSetupError(f"The {kind} spec's server is not a valid URL ({exc}).") from None
     if parts.username or parts.password or _SECRET_PARAMS.search(parts.query):
         raise KGPlusSetupError(_CREDENTIALS_IN_URL)
     if parts.scheme not in ("http", "https") or not parts.hostname:
