@@ -3,6 +3,7 @@ summaries written by the real extractive summarizer), and the `kgplus` hierarchy
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -268,12 +269,24 @@ def test_persist_writes_a_folder_that_retrieves_the_same_with_the_same_settings(
     settings = json.loads((tmp_path / "saved" / "retriever.json").read_text())
     for key in ("summary_margin", "coverage", "evidence_source", "split_questions"):  # written before they existed
         settings.pop(key)
-    (tmp_path / "saved" / "retriever.json").write_text(json.dumps(settings), encoding="utf-8")
-    old = HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
+    saved = tmp_path / "saved"
+
+    def write_settings(text: str, *, sealed: bool) -> None:
+        (saved / "retriever.json").write_text(text, encoding="utf-8")
+        if sealed:  # as the version that wrote it sealed it
+            stamp = json.loads((saved / "ingest.json").read_text())
+            stamp["files"]["retriever.json"] = hashlib.sha256(text.encode()).hexdigest()
+            (saved / "ingest.json").write_text(json.dumps(stamp), encoding="utf-8")
+
+    write_settings(json.dumps(settings), sealed=True)
+    old = HierarchicalRetriever.from_persist_dir(saved, embed_model=embed_model)
     assert old.mode == "tree" and old.coverage == 0.0 and old.split_questions is True
-    (tmp_path / "saved" / "retriever.json").write_text("{not json", encoding="utf-8")
+    write_settings("{not json", sealed=False)
+    with pytest.raises(InputDataError, match="retriever.json is not the file the last ingest wrote"):
+        HierarchicalRetriever.from_persist_dir(saved, embed_model=embed_model)
+    write_settings("{not json", sealed=True)
     with pytest.raises(Exception, match="retriever's settings"):
-        HierarchicalRetriever.from_persist_dir(tmp_path / "saved", embed_model=embed_model)
+        HierarchicalRetriever.from_persist_dir(saved, embed_model=embed_model)
 
 
 def test_missing_vectors_are_embedded_on_demand(semantic_index):
