@@ -34,6 +34,7 @@ from llama_index.core.schema import TransformComponent
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
+from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -108,6 +109,7 @@ def persist_index(index: VectorStoreIndex, persist_dir: str | Path, *, embed_mod
 def embed_model_record(embed_model: BaseEmbedding) -> dict[str, Any]:
     """What ``ingest.json`` records of the embedding model: its class, name and server (if served)."""
     server = getattr(embed_model, "api_base", None) or getattr(embed_model, "base_url", None)
+    server = redact_url(server) if server else None  # written to ingest.json, shown in errors
     name = str(embed_model.model_name)
     # a local model is named by its folder, wherever the environment keeps it
     return {"class": embed_model.class_name(), "model_name": name if server else Path(name).name, "server": server}
