@@ -53,13 +53,15 @@ def redact_url(url: str) -> str:
     scheme, sep, rest = text.partition("://")
     if not sep:
         return text
-    # the userinfo ends at the last "@" before the query: a password may hold an unescaped "/"
+    # the userinfo ends at the last "@" before the query (a password may hold an unescaped "/"); none without a
+    # host (ladybug:///home/me@example.org/kg.lbug)
     before_query = re.split(r"[?#]", rest, maxsplit=1)[0]
-    if "@" in before_query:
+    userinfo = "@" in before_query and not rest.startswith("/")
+    if userinfo:
         rest = rest[before_query.rindex("@") + 1 :]
     end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
     authority, tail = rest[:end], rest[end:]
-    if "@" in before_query:
+    if userinfo:
         authority = f"{PLACEHOLDER}@{authority}"
     path, hash_, fragment = tail.partition("#")
     path, qmark, query = path.partition("?")
@@ -75,7 +77,10 @@ class _RedactingFilter(logging.Filter):
     """Formats each record of a logger of the pack once, through :func:`redact_text`."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call: reported by the handler, as without the filter
+            return True
         redacted = redact_text(message)
         if redacted != message:
             record.msg, record.args = redacted, None

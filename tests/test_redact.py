@@ -53,6 +53,7 @@ def test_userinfo_and_secret_named_parameters_are_replaced(url, shown):
         "http://127.0.0.1:8080/v1",
         "http://h/v1?api-version=2024-02-01&model=m&limit=5",
         "ladybug:///data/my%20kg.lbug",
+        "ladybug:///home/me@example.org/kg.lbug",  # no host, so no userinfo
         "neo4j://[::1]:7687",
         "http://h/v1?token=",  # nothing to hide
         "not a url at all",
