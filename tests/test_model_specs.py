@@ -89,7 +89,7 @@ def test_served_models_are_the_llama_index_classes_with_the_url(monkeypatch):
     assert embed.class_name() == "OpenAIEmbedding"  # what an index records, as before
     assert embed.api_key == "from-the-environment"
     ollama = llm_from_spec("ollama:llama3.2@http://127.0.0.1:9")
-    assert type(ollama).__name__ == "Ollama" and ollama.base_url == "http://127.0.0.1:9"
+    assert type(ollama).__name__ == "ServedOllama" and ollama.base_url == "http://127.0.0.1:9"
 
 
 def test_the_request_timeout_comes_from_the_call_else_the_environment_else_120_s(monkeypatch):
@@ -439,6 +439,33 @@ def test_an_embedding_reply_that_is_not_json_is_one_line():
         embed = embed_model_from_spec(f"openai-like:e@{url}/html/v1")
         with pytest.raises(ModelServerError, match="answered something that is not an OpenAI-style reply .not JSON"):
             embed.get_text_embedding("abc")
+
+
+class _OllamaProxyPage(_Stub):
+    """Ollama's endpoints answered with a proxy's page (status 200), or an empty JSON body."""
+
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        if path.startswith("/empty/"):
+            return 200, "application/json", b""
+        return 200, "text/html", b"<html><body>Proxy login required</body></html>"
+
+
+@pytest.mark.parametrize("path", ["html", "empty"])
+def test_an_ollama_reply_that_is_not_json_is_one_line(path):
+    import asyncio
+
+    from llama_index_kgplus.errors import ModelServerError
+
+    async def both(llm):
+        await llm.acomplete("hi")
+
+    with _serving(_OllamaProxyPage) as url:
+        llm, embed = llm_from_spec(f"ollama:m@{url}/{path}"), embed_model_from_spec(f"ollama:e@{url}/{path}")
+        calls = [lambda: llm.complete("hi"), lambda: list(llm.stream_complete("hi")), lambda: asyncio.run(both(llm)),
+                 lambda: embed.get_text_embedding("abc"), lambda: asyncio.run(embed.aget_text_embedding("abc"))]  # fmt: skip
+        for call in calls:
+            with pytest.raises(ModelServerError, match=f"the model server at {url}/{path}/api/.* is not an Ollama"):
+                call()
 
 
 @pytest.mark.parametrize("command", ["query", "ask"])

@@ -1,6 +1,6 @@
 """``OpenAIEmbedding`` for ``openai-like:`` embedding specs (imported only with the ``openai`` extra), whose
-replies are checked as the LLM's are (:mod:`~llama_index_kgplus.llm._replies`): an HTML page or an empty body is a
-one-line :class:`~llama_index_kgplus.errors.ModelServerError`."""
+replies are checked as the LLM's are (:mod:`~llama_index_kgplus.llm._openai_like`): an HTML page or an empty body
+is a one-line :class:`~llama_index_kgplus.errors.ModelServerError`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from llama_index.embeddings.openai import OpenAIEmbedding
 
-from llama_index_kgplus.llm._replies import checked_http_client
+from llama_index_kgplus.llm._openai_like import checked_http_client
 
 
 class ServedOpenAIEmbedding(OpenAIEmbedding):

@@ -13,10 +13,34 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any
 
+import httpx
+import openai
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse
 from llama_index.llms.openai_like import OpenAILike
 
-from llama_index_kgplus.llm._replies import checked_http_client, unusable
+from llama_index_kgplus.errors import ModelServerError
+from llama_index_kgplus.llm._replies import ReplyCheck, openai_problem
+
+
+class UnusableReplyError(ModelServerError, openai.OpenAIError):
+    """A :class:`ModelServerError` the OpenAI client passes on as it is: not retried, not wrapped in a connection
+    error (it is an ``OpenAIError``), and not retried by LlamaIndex either (the same reply would come again)."""
+
+
+OPENAI = ReplyCheck(
+    "an OpenAI-style reply",
+    "check the URL of the spec (it usually ends in /v1)",
+    openai_problem,
+    "event-stream",
+    UnusableReplyError,
+)
+
+
+def checked_http_client(is_async: bool) -> httpx.Client | httpx.AsyncClient:
+    """The OpenAI client's default httpx client, with the reply check."""
+    if is_async:
+        return openai.DefaultAsyncHttpxClient(event_hooks=OPENAI.event_hooks(is_async=True))
+    return openai.DefaultHttpxClient(event_hooks=OPENAI.event_hooks())
 
 
 class ServedOpenAILike(OpenAILike):
@@ -45,7 +69,7 @@ class ServedOpenAILike(OpenAILike):
             empty = False
             yield chunk
         if empty:
-            raise unusable(str(self.api_base), "an event stream without a single event")
+            raise OPENAI.unusable(str(self.api_base), "an event stream without a single event")
 
     async def _astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> AsyncGenerator[ChatResponse, None]:
         chunks = await super()._astream_chat(messages, **kwargs)
@@ -56,6 +80,6 @@ class ServedOpenAILike(OpenAILike):
                 empty = False
                 yield chunk
             if empty:
-                raise unusable(str(self.api_base), "an event stream without a single event")
+                raise OPENAI.unusable(str(self.api_base), "an event stream without a single event")
 
         return checked()

@@ -295,8 +295,10 @@ def llm_from_spec(
             additional_kwargs={"stream_options": {"include_usage": True}},
         )
     if parsed.kind == "ollama":
-        module = _import("llama_index.llms.ollama", "ollama", "ollama:")
-        return module.Ollama(  # type: ignore[no-any-return]
+        _import("llama_index.llms.ollama", "ollama", "ollama:")
+        from llama_index_kgplus.llm._ollama import ServedOllama
+
+        return ServedOllama(
             model=parsed.model,
             base_url=parsed.base_url,
             temperature=temperature,
@@ -355,8 +357,10 @@ def embed_model_from_spec(
             **kwargs,
         )
     if parsed.kind == "ollama":
-        module = _import("llama_index.embeddings.ollama", "ollama", "ollama:")
-        return module.OllamaEmbedding(model_name=parsed.model, base_url=parsed.base_url, **kwargs)  # type: ignore[no-any-return]
+        _import("llama_index.embeddings.ollama", "ollama", "ollama:")
+        from llama_index_kgplus.llm._ollama import ServedOllamaEmbedding
+
+        return ServedOllamaEmbedding(model_name=parsed.model, base_url=parsed.base_url, **kwargs)
     module = _import("llama_index.embeddings.bedrock", "bedrock", "bedrock:")
     return module.BedrockEmbedding(  # type: ignore[no-any-return]
         model_name=parsed.model, region_name=_aws_region(), timeout=timeout, max_retries=max_retries, **kwargs
