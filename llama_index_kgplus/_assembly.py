@@ -21,8 +21,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import PropertyGraphStore
 from llama_index.core.llms import LLM
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 from llama_index_kgplus.glossary import Glossary, GlossaryRetrievalMode
@@ -110,6 +111,12 @@ class KGPlusSources(BaseModel):
     _stack: contextlib.ExitStack = PrivateAttr(default_factory=contextlib.ExitStack)
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
     _built: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("index", "graphrag", "glossary", mode="after")
+    @classmethod
+    def _expand_user(cls, value: Any) -> Any:
+        """A folder or file given by name is read as named, ``~`` expanded once (see ``_paths``)."""
+        return user_path(value) if isinstance(value, _PATH) else value
 
     @classmethod
     def class_name(cls) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from llama_index.core import Document
 
 from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
+from llama_index_kgplus._paths import user_path, visible_files
 from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import InputDataError
 
@@ -31,7 +32,7 @@ logger = get_logger(__name__)
 
 def load_corpus(path: str | Path) -> list[Document]:
     """Read ``path`` (a ``.jsonl`` file or a folder); documents with no text are skipped with a warning."""
-    path = Path(path)
+    path = user_path(path)
     if not path.exists():
         raise InputDataError(f"Corpus {path} does not exist.")
     docs = _read_folder(path) if path.is_dir() else _read_jsonl(path)
@@ -59,15 +60,13 @@ def _read_jsonl(path: Path) -> list[Document]:
 
 
 def _read_folder(path: Path) -> list[Document]:
-    """Every visible file (hidden files and folders such as ``.git/`` are skipped); the id is the relative
-    path without its extension, so ``a.txt`` and ``a.md`` side by side are refused."""
+    """Every visible file (hidden files and folders such as ``.git/`` are skipped, and so, with a warning, is a
+    symlink to a file outside the folder); the id is the relative path without its extension, so ``a.txt`` and
+    ``a.md`` side by side are refused."""
     docs: list[Document] = []
     seen: dict[str, Path] = {}
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        relative = file.relative_to(path)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        doc_id = relative.with_suffix("").as_posix()
+    for file in visible_files(path):
+        doc_id = file.relative_to(path).with_suffix("").as_posix()
         if doc_id in seen:
             raise InputDataError(
                 f"{seen[doc_id]} and {file} would both be document {doc_id!r}: rename one (a document's id is "

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -102,7 +103,7 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 def read_utf8(path: str | Path, what: str = "File") -> str:
     """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
     bad byte, its line, column and value with the fix."""
-    path = Path(path)
+    path = user_path(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError as exc:

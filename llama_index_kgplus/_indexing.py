@@ -34,6 +34,7 @@ from llama_index.core.schema import TransformComponent
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
+from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.errors import InputDataError
 
@@ -123,10 +124,10 @@ def persist_storage(
     embed_model: dict[str, Any] | None = None,
 ) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     persist_dir.mkdir(parents=True, exist_ok=True)
     _finish_interrupted_persist(persist_dir)
-    staging = persist_dir / STAGING_DIR
+    staging = _staging(persist_dir)
     shutil.rmtree(staging, ignore_errors=True)
     storage_context.persist(persist_dir=str(staging))
     files = {}
@@ -141,17 +142,27 @@ def persist_storage(
     return ingest_id
 
 
+def _staging(persist_dir: Path) -> Path:
+    """The staging folder of ``persist_dir``; refused when it is a symlink out of the index."""
+    return inside(persist_dir, STAGING_DIR, fix=f"remove the link {persist_dir / STAGING_DIR} and re-run the command")
+
+
 def _finish_interrupted_persist(persist_dir: Path) -> None:
     """Move a complete staging folder into place (an incomplete one is the start of a write that never
-    finished: dropped, the old index stays)."""
-    staging = persist_dir / STAGING_DIR
+    finished: dropped, the old index stays). A stamp that names anything but plain files of the staging folder
+    is refused before anything moves."""
+    staging = _staging(persist_dir)
     if not staging.is_dir():
         return
     stamp = staging / INGEST_FILE
     if stamp.is_file():
+        fix = f"delete {staging} (the index keeps its last whole state) and re-run `kgplus ingest`"
+        names = [
+            member(staging, n, what=str(stamp), fix=fix).name for n in json.loads(stamp.read_text("utf-8"))["files"]
+        ]
         for name in _DERIVED_FILES:
             (persist_dir / name).unlink(missing_ok=True)
-        for name in json.loads(stamp.read_text(encoding="utf-8"))["files"]:
+        for name in names:
             if (staging / name).exists():
                 os.replace(staging / name, persist_dir / name)
         os.replace(stamp, persist_dir / INGEST_FILE)
@@ -162,10 +173,12 @@ def _finish_interrupted_persist(persist_dir: Path) -> None:
 def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
     written by plain LlamaIndex: nothing to check)."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     fix = f"re-run `kgplus ingest DOCS --index {persist_dir}`"
     try:
         _finish_interrupted_persist(persist_dir)
+    except InputDataError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputDataError(f"{persist_dir}: cannot finish an interrupted ingest ({exc}): {fix}.") from exc
     path = persist_dir / INGEST_FILE
@@ -177,7 +190,7 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputDataError(f"{path} is unreadable ({exc}): {fix}.") from exc
     for name, digest in files.items():
-        file = persist_dir / name
+        file = member(persist_dir, name, what=str(path), fix=fix)
         if not file.is_file():
             raise InputDataError(f"{persist_dir} lacks {name}, written by its last ingest: {fix}.")
         if sha256_file(file) != digest:
@@ -190,7 +203,7 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
 
 def require_index(persist_dir: str | Path) -> Path:
     """Check that ``persist_dir`` holds a whole index (cheap: no model needed), finishing an interrupted persist."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     if persist_dir.is_dir():
         check_index_files(persist_dir)
     if not (persist_dir / "docstore.json").is_file():
@@ -212,7 +225,7 @@ def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict
     model give a crash, or, with the same dimension, wrong rankings without an error). ``embed_model`` is the
     model, or what it will be known by before it loads (``model_name`` and ``server`` of
     :func:`~llama_index_kgplus.llm.embed_model_identity`)."""
-    persist_dir = Path(persist_dir)
+    persist_dir = user_path(persist_dir)
     path = persist_dir / INGEST_FILE
     try:
         built = json.loads(path.read_text(encoding="utf-8")).get("embed_model") if path.is_file() else None
@@ -240,7 +253,7 @@ def load_index(
 ) -> VectorStoreIndex:
     """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
     called, e.g. before loading the embedding model)."""
-    persist_dir = require_index(persist_dir) if check else Path(persist_dir)
+    persist_dir = require_index(persist_dir) if check else user_path(persist_dir)
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
     try:

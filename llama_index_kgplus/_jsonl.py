@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus._files import read_utf8
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -22,7 +23,7 @@ def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict
 
     Lines end at ``\n`` only (``\r\n`` too): a raw U+2028 or form feed inside a JSON string is text, not a
     line break."""
-    path = Path(path)
+    path = user_path(path)
     lines = read_utf8(path, what).split("\n")
     for lineno, line in enumerate(lines, 1):
         if not line.strip():

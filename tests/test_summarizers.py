@@ -340,3 +340,30 @@ async def test_abstractive_async_with_the_real_local_llm(small_llm):
     assert {"market", "bank", "bonds", "bond", "yields", "investors", "rates", "shares"} & {
         w.strip(".,").lower() for w in summary.split()
     }
+
+
+@pytest.mark.model  # loads the 0.5B model's vocabulary only (well under a second each)
+def test_llama_cpp_loads_in_threads_at_once_leave_the_output_streams_as_they_were():
+    import sys
+    import threading
+    from types import SimpleNamespace
+
+    from llama_index_kgplus import _defaults
+    from llama_index_kgplus.llm import _llama
+
+    stdout, stderr = sys.stdout, sys.stderr
+    model = SimpleNamespace(model_path=str(_defaults.gguf_path(_defaults.FAST_LLM)))
+
+    def load_when_all_are_ready(start: threading.Barrier) -> None:
+        start.wait()
+        _llama.llama_vocabulary(model)
+
+    for _ in range(3):  # llama.cpp swaps the streams for /dev/null while it loads: unlocked, the swaps interleave
+        _llama._vocabulary.cache_clear()
+        start = threading.Barrier(4)
+        workers = [threading.Thread(target=load_when_all_are_ready, args=(start,)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert (sys.stdout, sys.stderr) == (stdout, stderr)

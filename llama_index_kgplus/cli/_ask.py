@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args
 from llama_index_kgplus.cli._index import _questions, source_record
 from llama_index_kgplus.errors import InputDataError
@@ -34,7 +35,7 @@ def _table_arg(value: str) -> tuple[str, Path]:
     name, sep, path = value.partition("=")
     if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or not path:
         raise argparse.ArgumentTypeError(f"{value!r}: give NAME=PATH, NAME made of letters, digits and _")
-    return name, Path(path)
+    return name, user_path(path)
 
 
 def sources(args: argparse.Namespace, **settings: Any) -> Any:
@@ -132,10 +133,10 @@ def _ask(args: argparse.Namespace) -> int:
 
 def _add_common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("question", nargs="?", metavar="QUESTION")
-    cmd.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
-    cmd.add_argument("--index", type=Path, help="persisted index (kgplus ingest): local and multi-hop questions")
+    cmd.add_argument("--questions", type=user_path, help='JSONL file with a "question" field per line')
+    cmd.add_argument("--index", type=user_path, help="persisted index (kgplus ingest): local and multi-hop questions")
     cmd.add_argument("--kg-store", metavar="URI", help="knowledge graph store (kgplus kg import): path questions")
-    cmd.add_argument("--graphrag", type=Path, metavar="DIR", help="GraphRAG store (kgplus graphrag index): global")
+    cmd.add_argument("--graphrag", type=user_path, metavar="DIR", help="GraphRAG store (kgplus graphrag index): global")
     cmd.add_argument(
         "--table",
         action="append",

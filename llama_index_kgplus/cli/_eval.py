@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.cli import _args, _compression
 
@@ -81,15 +82,15 @@ def register(commands: _args.Commands) -> None:
 
     cmd = commands.add("eval", help="compare pipelines on a dataset with RAGAS-style metrics")
     cmd.add_argument(
-        "--dataset", required=True, type=Path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"'
+        "--dataset", required=True, type=user_path, help='JSONL: "question" and "ground_truth" and/or "gold_ids"'
     )
-    cmd.add_argument("--corpus", type=Path, help="DOCS_PATH to ingest once (folder or JSONL corpus)")
-    cmd.add_argument("--index", type=Path, help="reuse an existing index folder instead of ingesting")
-    cmd.add_argument("--glossary", type=Path, help="glossary.json for the glossary pipeline")
+    cmd.add_argument("--corpus", type=user_path, help="DOCS_PATH to ingest once (folder or JSONL corpus)")
+    cmd.add_argument("--index", type=user_path, help="reuse an existing index folder instead of ingesting")
+    cmd.add_argument("--glossary", type=user_path, help="glossary.json for the glossary pipeline")
     cmd.add_argument("--kg-store", help="graph store URI for the kg pipeline")
     cmd.add_argument("--pipelines", required=True, help="comma-separated pipeline names, e.g. baseline,glossary")
     cmd.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
-    cmd.add_argument("--out", required=True, type=Path, help="output folder (tables, plots, cache)")
+    cmd.add_argument("--out", required=True, type=user_path, help="output folder (tables, plots, cache)")
     cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="retrieved nodes per question (default 5)")
     cmd.add_argument("--limit", type=_args.positive_int, default=None, help="only the first N questions")
     cmd.add_argument("--llm", default=None, help="model spec (answers, and judge by default); see `kgplus --help`")

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args, _compression
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.llm import llm_from_spec
@@ -108,7 +109,7 @@ def _index(args: argparse.Namespace) -> int:
     from llama_index_kgplus import load_corpus
     from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
 
-    store = Path(args.store)
+    store = user_path(args.store)
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     _args.check_output_dir(store, "--store", STATE_FILE)
     docs = load_corpus(args.docs_path)
@@ -211,7 +212,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _common(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
-        "--store", required=True, type=Path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)"
+        "--store", required=True, type=user_path, help="folder of the GraphRAG store (graph.lbug + state.sqlite)"
     )
     cmd.add_argument("--llm", default=None, help=LLM_HELP)
     cmd.add_argument(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from llama_index_kgplus._jsonl import iter_jsonl, text_field
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _hierarchy
 from llama_index_kgplus.errors import InputDataError
 
@@ -201,7 +202,7 @@ def register(commands: _args.Commands) -> None:
     ingest.add_argument(
         "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
     )
-    ingest.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
+    ingest.add_argument("--index", required=True, type=user_path, help="folder of the persisted index")
     ingest.add_argument("--chunk-size", type=_args.positive_int, default=384, help="chunk size in tokens (default 384)")
     ingest.add_argument(
         "--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)"
@@ -216,8 +217,8 @@ def register(commands: _args.Commands) -> None:
     ):
         cmd = commands.add(name, help=help_text)
         cmd.add_argument("question", nargs="?", metavar="QUESTION")
-        cmd.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
-        cmd.add_argument("--index", required=True, type=Path, help="folder of the persisted index")
+        cmd.add_argument("--questions", type=user_path, help='JSONL file with a "question" field per line')
+        cmd.add_argument("--index", required=True, type=user_path, help="folder of the persisted index")
         cmd.add_argument("--top-k", type=_args.positive_int, default=5, help="how many nodes to retrieve (default 5)")
         cmd.add_argument("--json", action="store_true", help="print JSON (always on with --questions)")
         if synthesize:

@@ -21,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args
 from llama_index_kgplus.cli._index import _read_questions
 from llama_index_kgplus.errors import InputDataError
@@ -150,14 +151,16 @@ def register(commands: _args.Commands) -> None:
     store_help = "graph store URI (default $KGPLUS_GRAPH_STORE or the embedded ladybug store)"
 
     imp = kg_sub.add("import", help="import nodes/relationships CSVs (neo4j-admin header format)")
-    imp.add_argument("--nodes", required=True, type=Path, help="nodes CSV, e.g. header cid:ID,cfname,stygrp,:LABEL")
+    imp.add_argument(
+        "--nodes", required=True, type=user_path, help="nodes CSV, e.g. header cid:ID,cfname,stygrp,:LABEL"
+    )
     imp.add_argument(
         "--relationships",
         required=True,
-        type=Path,
+        type=user_path,
         help="relationships CSV, e.g. header :START_ID,:END_ID,:TYPE,relname,rank:int",
     )
-    imp.add_argument("--synonyms", type=Path, help="optional CSV with columns cid,synonym")
+    imp.add_argument("--synonyms", type=user_path, help="optional CSV with columns cid,synonym")
     imp.add_argument("--store", help=store_help)
     imp.add_argument("--label", default="Ent", help="label given to every node (default Ent)")
     imp.add_argument("--name-column", help="node property holding the entity name (default: name, cfname, ...)")
@@ -192,7 +195,7 @@ def register(commands: _args.Commands) -> None:
 
     paths = kg_sub.add("paths", help="entities of a text and the shortest paths between them")
     paths.add_argument("text", nargs="?", metavar="TEXT")
-    paths.add_argument("--questions", type=Path, help='JSONL file with a "text" field per line')
+    paths.add_argument("--questions", type=user_path, help='JSONL file with a "text" field per line')
     paths.add_argument("--store", help=store_help)
     paths.add_argument("--label", default="Ent", help="label of the graph's nodes (default Ent)")
     paths.add_argument("--max-hops", type=_hops, default=2, help="longest path in relationships (default 2, max 6)")
@@ -216,7 +219,7 @@ def register(commands: _args.Commands) -> None:
 
     ask = kg_sub.add("ask", help="answer a question with generated read-only Cypher (text-to-Cypher)")
     ask.add_argument("question", nargs="?", metavar="QUESTION")
-    ask.add_argument("--questions", type=Path, help='JSONL file with a "question" field per line')
+    ask.add_argument("--questions", type=user_path, help='JSONL file with a "question" field per line')
     ask.add_argument("--store", help=store_help)
     ask.add_argument("--label", default="Ent", help="label of the graph's nodes (default Ent)")
     from llama_index_kgplus.cli._graphrag import LLM_HELP

@@ -15,8 +15,8 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args
 from llama_index_kgplus.cli._ask import _table_arg
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
@@ -86,15 +86,17 @@ def register(commands: _args.Commands) -> None:
     from llama_index_kgplus.compression._compressor import DEFAULT_CONTEXT_BUDGET
 
     ui = commands.add("ui", help="the browser workbench: ask and see why, browse, compare evaluations")
-    ui.add_argument("--index", type=Path, help="persisted index (kgplus ingest): local and multi-hop questions")
+    ui.add_argument("--index", type=user_path, help="persisted index (kgplus ingest): local and multi-hop questions")
     ui.add_argument("--kg-store", metavar="URI", help="knowledge graph store (kgplus kg import): path questions")
-    ui.add_argument("--graphrag", type=Path, metavar="DIR", help="GraphRAG store (kgplus graphrag index): global")
-    ui.add_argument("--glossary", type=Path, metavar="FILE", help="glossary .json or .csv: rewrite local questions")
+    ui.add_argument("--graphrag", type=user_path, metavar="DIR", help="GraphRAG store (kgplus graphrag index): global")
+    ui.add_argument(
+        "--glossary", type=user_path, metavar="FILE", help="glossary .json or .csv: rewrite local questions"
+    )
     ui.add_argument(
         "--table", action="append", type=_table_arg, metavar="NAME=PATH",
         help="a CSV, Parquet, SQLite or DuckDB file as table NAME (repeatable): table questions",
     )  # fmt: skip
-    ui.add_argument("--eval", type=Path, metavar="DIR", help="a `kgplus eval --out` folder for the Compare page")
+    ui.add_argument("--eval", type=user_path, metavar="DIR", help="a `kgplus eval --out` folder for the Compare page")
     ui.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
     ui.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     ui.add_argument("--llm", default=None, help=LLM_HELP)

@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from llama_index_kgplus._paths import inside, user_path
 from llama_index_kgplus.evaluation._runner import ScoreRecord
 from llama_index_kgplus.evaluation._stats import mean_ci
 
@@ -78,13 +79,13 @@ def markdown_table(rows: Sequence[dict], pipelines: Sequence[str]) -> str:
 
 def write_report(records: Sequence[ScoreRecord], pipelines: Sequence[str], out_dir: str | Path) -> dict[str, Path]:
     """Write summary.md, summary.csv, per_question.csv and the plots; return their paths."""
-    out = Path(out_dir)
+    out = user_path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = summarize(records)
     paths = {
-        "summary_md": out / "summary.md",
-        "summary_csv": out / "summary.csv",
-        "per_question": out / "per_question.csv",
+        "summary_md": _target(out, "summary.md"),
+        "summary_csv": _target(out, "summary.csv"),
+        "per_question": _target(out, "per_question.csv"),
     }
     text = (
         "# Evaluation\n\nMean score per metric and pipeline, with the 95% confidence interval (t distribution, "
@@ -114,6 +115,11 @@ def write_report(records: Sequence[ScoreRecord], pipelines: Sequence[str], out_d
     return paths
 
 
+def _target(out: Path, name: str) -> Path:
+    """A file of the report, refused when a symlink would take the write out of ``out``."""
+    return inside(out, name, fix=f"remove the link {out / name} or give another --out folder")
+
+
 def _write_csv(path: Path, rows: Sequence[dict], fields: Sequence[str]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields))
@@ -138,7 +144,7 @@ def _plots(records: Sequence[ScoreRecord], pipelines: Sequence[str], out: Path) 
         ax.set(title=f"{metric}: score distribution", xlabel="score", ylabel="questions")
         ax.legend()
         fig.tight_layout()
-        paths[f"hist_{safe}"] = out / f"hist_{safe}.png"
+        paths[f"hist_{safe}"] = _target(out, f"hist_{safe}.png")
         fig.savefig(paths[f"hist_{safe}"], dpi=100)
         plt.close(fig)
     base = pipelines[0]
@@ -151,7 +157,7 @@ def _plots(records: Sequence[ScoreRecord], pipelines: Sequence[str], out: Path) 
         ax.set(title=f"{metric}: {other} minus {base}, per question", xlabel="questions (sorted)", ylabel="difference")
         fig.tight_layout()
         key = f"diff_{safe}_{other}_vs_{base}"
-        paths[key] = out / f"{key}.png"
+        paths[key] = _target(out, f"{key}.png")
         fig.savefig(paths[key], dpi=100)
         plt.close(fig)
     return paths

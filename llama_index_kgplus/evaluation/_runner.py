@@ -34,6 +34,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from tqdm.auto import tqdm
 
 from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._paths import inside, user_path
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.evaluation._dataset import EvalSample
@@ -129,7 +130,7 @@ class EvalRunner:
         self.samples = list(samples)
         self.pipelines = dict(pipelines)
         self.metrics = list(metrics)
-        self.out_dir = Path(out_dir)
+        self.out_dir = user_path(out_dir)
         self.llm = llm
         self.embed_model = embed_model
         self.settings = dict(settings or {})
@@ -138,7 +139,7 @@ class EvalRunner:
 
     def _check_settings(self) -> None:
         """Refuse a cache made with other settings; settings one run left unset (None) may be set by the next."""
-        path = self._cache_dir / "settings.json"
+        path = self._cache_file("settings.json")
         cached = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         changed = {
             key: (cached[key], value)
@@ -156,9 +157,14 @@ class EvalRunner:
 
     @property
     def _cache_dir(self) -> Path:
-        path = self.out_dir / "cache"
+        path = inside(self.out_dir, "cache", fix=f"remove the link {self.out_dir / 'cache'} or give another --out")
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def _cache_file(self, name: str) -> Path:
+        """A file of the cache, refused when a symlink would take the write out of the output folder."""
+        folder = self._cache_dir
+        return inside(folder, name, fix=f"remove the link {folder / name} or give another --out folder")
 
     async def _retrieved_only(self, name: str, question: str) -> list[NodeWithScore] | None:
         """The pipeline's hits without an answer, when the metrics need none and the engine can retrieve alone."""
@@ -171,7 +177,7 @@ class EvalRunner:
             return None
 
     async def _answers(self) -> dict[tuple[str, str], dict]:
-        path = self._cache_dir / "answers.jsonl"
+        path = self._cache_file("answers.jsonl")
         questions = {s.id: s.question for s in self.samples}
         needs_answers = any(m not in RETRIEVAL_METRICS for m in self.metrics)
         answers = {
@@ -266,7 +272,7 @@ class EvalRunner:
         """Answer and score everything not yet cached; return all score records."""
         self._check_settings()
         answers = await self._answers()
-        path = self._cache_dir / "scores.jsonl"
+        path = self._cache_file("scores.jsonl")
         keys = {s.id: _sample_key(s) for s in self.samples}
         done = {
             (r["pipeline"], r["sample_id"], r["metric"]): ScoreRecord(**r)

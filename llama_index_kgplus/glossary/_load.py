@@ -29,6 +29,7 @@ from typing import Any
 from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_kgplus._files import read_utf8
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries
 
@@ -39,7 +40,7 @@ LIST_SEPARATOR = "|"
 
 def load_entries(path: str | Path) -> list[GlossaryEntry]:
     """The entries of a ``.json`` or ``.csv`` glossary (chosen by suffix)."""
-    path = Path(path)
+    path = user_path(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
         return read_json_entries(path)
@@ -84,7 +85,7 @@ def _loads_with_offsets(text: str) -> tuple[Any, dict[int, int]]:
 
 def read_json_entries(path: str | Path) -> list[GlossaryEntry]:
     """Load ``{"terms": [...]}`` from a UTF-8 JSON file."""
-    path = Path(path)
+    path = user_path(path)
     text = _read_text(path)
     try:
         data, offsets = _loads_with_offsets(text)
@@ -164,7 +165,7 @@ def _entry(record: Any, label: str) -> GlossaryEntry:
 
 def read_csv_entries(path: str | Path) -> list[GlossaryEntry]:
     """Load a CSV glossary with a header row (term, explanation, optional aliases/see_also/metadata.KEY)."""
-    path = Path(path)
+    path = user_path(path)
     text = _read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:

@@ -39,6 +39,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.node_parser import TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from llama_index_kgplus._paths import inside, user_path
 from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusError
@@ -60,7 +61,7 @@ STATE_FILE = "state.sqlite"
 
 def require_store(store_dir: str | Path) -> Path:
     """Check that ``store_dir`` holds a GraphRAG index (cheap: no model needed)."""
-    store_dir = Path(store_dir)
+    store_dir = user_path(store_dir)
     if not (store_dir / STATE_FILE).is_file():
         raise InputDataError(
             f"{store_dir} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {store_dir}` first."
@@ -163,7 +164,10 @@ class GraphRAGIndex(BaseModel):
         """
         from llama_index.core import Settings
 
-        store_dir = Path(store_dir).expanduser().resolve()
+        store_dir = user_path(store_dir).resolve()
+        fix = "give a store folder whose files are its own"
+        for name in (STATE_FILE, f"{STATE_FILE}-wal", f"{STATE_FILE}-shm", GRAPH_FILE, f"{GRAPH_FILE}.wal"):
+            inside(store_dir, name, fix=fix)  # SQLite and the graph store would write through a link
         stored: dict[str, Any] = {}
         if (store_dir / STATE_FILE).is_file():
             state = GraphRAGState(store_dir / STATE_FILE)

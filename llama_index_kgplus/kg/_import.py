@@ -42,6 +42,7 @@ from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from llama_index_kgplus._files import fsync_dir
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.graph_stores._dialects import GraphLayout, NodeRecord, quote_identifier
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, ladybug_uri
@@ -112,6 +113,8 @@ def import_kg(
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}.")
     quote_identifier(node_label, "node label")
+    nodes, relationships = user_path(nodes), user_path(relationships)
+    synonyms = None if synonyms is None else user_path(synonyms)
     started = time.perf_counter()
     data = read_kg_csv(
         nodes,

@@ -76,10 +76,17 @@ def _vocabulary(model_path: str) -> Any:
 atexit.register(_vocabulary.cache_clear)
 
 
+#: one llama.cpp load at a time in this process: a quiet load swaps ``sys.stdout``/``sys.stderr`` and file
+#: descriptors 1 and 2 for /dev/null and back, so two loads in two threads can leave them swapped for good (every
+#: later print of a notebook or a program disappears)
+LOADING = threading.Lock()
+
+
 def llama_vocabulary(llm: Any) -> Any:
     """A vocabulary-only ``llama_cpp.Llama`` of the GGUF file a ``LlamaCPP`` LLM loaded (``tokenize`` and
     ``detokenize`` as the model's own; loaded once per file, in well under a second)."""
-    return _vocabulary(str(llm.model_path))
+    with LOADING:
+        return _vocabulary(str(llm.model_path))
 
 
 class SentenceStop:

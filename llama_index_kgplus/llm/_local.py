@@ -25,6 +25,7 @@ from llama_index_kgplus._defaults import (
     verify_gguf,
 )
 from llama_index_kgplus.errors import KGPlusSetupError
+from llama_index_kgplus.llm._llama import LOADING
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -95,17 +96,18 @@ def local_llm(
     model_kwargs = {"n_threads": threads, "seed": seed, "verbose": False}
     model_kwargs.update(kwargs.pop("model_kwargs", {}))
     try:
-        return LlamaCPP(
-            model_path=str(path),
-            temperature=temperature,
-            max_new_tokens=max_new_tokens,
-            context_window=window,
-            messages_to_prompt=chatml_messages_to_prompt,
-            completion_to_prompt=chatml_completion_to_prompt,
-            model_kwargs=model_kwargs,
-            verbose=False,
-            **kwargs,
-        )
+        with LOADING:
+            return LlamaCPP(
+                model_path=str(path),
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                context_window=window,
+                messages_to_prompt=chatml_messages_to_prompt,
+                completion_to_prompt=chatml_completion_to_prompt,
+                model_kwargs=model_kwargs,
+                verbose=False,
+                **kwargs,
+            )
     except (ValueError, RuntimeError) as exc:
         raise KGPlusSetupError(
             f"llama.cpp could not load {path} ({exc}). If it is a packaged model, delete it and run "

@@ -7,6 +7,11 @@ query does can reach them; once the first query runs the database is sealed (no 
 extension loading, no change of settings), and each query runs in a transaction that is rolled back. The copy
 is held in memory: tables up to a few GB, as much as the machine's memory allows.
 
+Registration reads exactly the file named, never another: CSV and Parquet through a handle the pack opened
+(DuckDB never sees the name, so ``*``, ``?`` and ``[`` in it are plain characters), a DuckDB file in a separate
+DuckDB allowed no file outside a private temporary folder (a view stored in it that reads another file is
+refused), a SQLite file through a ``file:`` URI with the name percent-encoded.
+
 Example:
 
 ```python
@@ -18,13 +23,19 @@ tables.run("SELECT sum(precipitation) FROM weather WHERE year(date) = 2014")
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sqlite3
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.tables._guard import read_only_select
 
@@ -45,6 +56,42 @@ def table_kind(path: Path) -> str:
     if head[8:12] == b"DUCK":
         return "duckdb"
     return "csv"
+
+
+def _sqlite_uri(path: Path) -> str:
+    """A read-only ``file:`` URI of ``path`` (``?``, ``#`` and ``%`` in the name percent-encoded)."""
+    return path.absolute().as_uri() + "?mode=ro"
+
+
+@contextmanager
+def _confined_duckdb(path: Path, scratch: Path) -> Iterator[Any]:
+    """A DuckDB with the database file ``path`` attached read-only as ``kgplus_source`` and access to no file
+    outside the private folder ``scratch``: what a view or macro stored in the file reads is refused. DuckDB sees
+    the file under a plain name in ``scratch`` (a hard link to it, or a copy on another file system): it would
+    read ``?`` in the user's name as the start of options."""
+    import duckdb
+
+    source = scratch / "source.duckdb"
+    for suffix in ("", ".wal"):  # a WAL not yet checkpointed belongs to the file
+        original, alias = path.with_name(path.name + suffix), Path(f"{source}{suffix}")
+        if suffix and not original.is_file():
+            continue
+        try:
+            os.link(original, alias)
+        except OSError:
+            shutil.copyfile(original, alias)
+    with duckdb.connect(":memory:", config={"autoinstall_known_extensions": False}) as db:
+        db.execute("SET autoload_known_extensions = false")
+        db.execute(f"SET allowed_directories = [{_literal(str(scratch.resolve()) + os.sep)}]")
+        db.execute("SET enable_external_access = false")
+        db.execute("SET lock_configuration = true")
+        db.execute(f"ATTACH {_literal(str(source.resolve()))} AS kgplus_source (READ_ONLY)")
+        try:
+            yield db
+        finally:
+            db.execute("DETACH kgplus_source")
+            for suffix in ("", ".wal"):
+                Path(f"{source}{suffix}").unlink(missing_ok=True)
 
 
 def _quoted(name: str) -> str:
@@ -139,7 +186,7 @@ class SQLTables:
         """Copy the file at ``path`` in as table ``name``; a SQLite or DuckDB file brings each of its tables, as
         ``name`` when it holds one and ``name_<table>`` otherwise. ``description`` (what the rows are, units) is
         shown to the LLM with the schema. Returns the table names added."""
-        path = Path(path)
+        path = user_path(path)
         if not _NAME.match(name):
             raise InputDataError(f"Table name {name!r}: use letters, digits and _ (not starting with a digit).")
         if self._sealed:
@@ -161,24 +208,21 @@ class SQLTables:
                 raise InputDataError(
                     f"Table {table!r} is already registered (as {existing!r}, from {self.sources[existing]})."
                 )
+        import duckdb
+
         con = self._connection()
         try:
-            if kind == "csv":
-                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_csv({_literal(str(path))})")
-            elif kind == "parquet":
-                con.execute(f"CREATE TABLE {_quoted(name)} AS SELECT * FROM read_parquet({_literal(str(path))})")
+            if kind in ("csv", "parquet"):
+                with path.open("rb") as handle:  # a handle, not a path: DuckDB reads this file and no other
+                    relation = con.read_csv(handle) if kind == "csv" else con.read_parquet(handle)
+                    relation.create(name)
             elif kind == "duckdb":
-                con.execute(f"ATTACH {_literal(str(path))} AS kgplus_source (READ_ONLY)")
-                try:
-                    for source, table in names.items():
-                        con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_source.{_quoted(source)}")
-                finally:
-                    con.execute("DETACH kgplus_source")
+                self._copy_duckdb_tables(path, names)
             else:
                 for source, table in names.items():
                     self._copy_sqlite_table(path, source, table)
         except Exception as exc:
-            if type(exc).__module__.startswith("duckdb") or isinstance(exc, sqlite3.Error):
+            if isinstance(exc, (duckdb.Error, sqlite3.Error)):
                 raise InputDataError(f"Table {name!r} from {path}: {str(exc).splitlines()[0]}") from exc
             raise
         self._derived.clear()
@@ -190,14 +234,18 @@ class SQLTables:
 
     def _database_tables(self, path: Path, kind: str) -> list[str]:
         if kind == "sqlite":
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            with sqlite3.connect(_sqlite_uri(path), uri=True) as db:
                 rows = db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
             members = [r[0] for r in rows if not r[0].startswith("sqlite_")]
         else:
-            import duckdb
-
-            with duckdb.connect(str(path), read_only=True) as db:
-                members = [r[0] for r in db.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+            with (
+                tempfile.TemporaryDirectory(prefix="kgplus-table-") as scratch,
+                _confined_duckdb(path, Path(scratch)) as db,
+            ):
+                rows = db.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'kgplus_source'"
+                ).fetchall()
+            members = [r[0] for r in rows]
         if not members:
             raise InputDataError(f"{path} holds no tables.")
         bad = [m for m in members if not _NAME.match(m)]
@@ -205,9 +253,30 @@ class SQLTables:
             raise InputDataError(f"{path}: table names {bad} cannot be used in SQL here; rename them.")
         return members
 
+    def _copy_duckdb_tables(self, path: Path, names: dict[str, str]) -> None:
+        """Each table ``source`` of the DuckDB file as ``names[source]``: copied, in a DuckDB confined to that file
+        (:func:`_confined_duckdb`), into a DuckDB file of a private temporary folder that holds plain tables only
+        (no view or macro runs when it is read), which this database then copies in with every type as it was."""
+        with tempfile.TemporaryDirectory(prefix="kgplus-table-") as scratch:
+            copy = Path(scratch).resolve() / "copy.duckdb"
+            with _confined_duckdb(path, Path(scratch)) as db:
+                db.execute(f"ATTACH {_literal(str(copy))} AS kgplus_copy")
+                for source in names:
+                    db.execute(
+                        f"CREATE TABLE kgplus_copy.{_quoted(source)} AS SELECT * FROM kgplus_source.{_quoted(source)}"
+                    )
+                db.execute("DETACH kgplus_copy")
+            con = self._connection()
+            con.execute(f"ATTACH {_literal(str(copy))} AS kgplus_copy (READ_ONLY)")
+            try:
+                for source, table in names.items():
+                    con.execute(f"CREATE TABLE {_quoted(table)} AS SELECT * FROM kgplus_copy.{_quoted(source)}")
+            finally:
+                con.execute("DETACH kgplus_copy")
+
     def _copy_sqlite_table(self, path: Path, source: str, table: str) -> None:
         """SQLite has no typed columns: each column becomes BIGINT, DOUBLE or VARCHAR by the values it holds."""
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        with sqlite3.connect(_sqlite_uri(path), uri=True) as db:
             cursor = db.execute(f"SELECT * FROM {_quoted(source)}")
             columns = [d[0] for d in cursor.description]
             rows = cursor.fetchall()

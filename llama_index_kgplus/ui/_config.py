@@ -7,8 +7,9 @@ import json
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = ["CONFIG_ENV", "WorkbenchConfig"]
@@ -37,6 +38,17 @@ class WorkbenchConfig(BaseModel):
     llm: str | None = Field(default=None, description="model spec of the answers; default $KGPLUS_LLM")
     top_k: int = Field(default=5, ge=1, description="passages to retrieve")
     context_budget: int = Field(default=1024, ge=1, description="tokens of passage text the LLM reads")
+
+    @field_validator("index", "graphrag", "glossary", "eval_dir", mode="after")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        """``~`` expanded once, for the check and the read alike (see ``_paths``)."""
+        return None if value is None else user_path(value)
+
+    @field_validator("tables", mode="after")
+    @classmethod
+    def _expand_user_tables(cls, value: dict[str, Path]) -> dict[str, Path]:
+        return {name: user_path(path) for name, path in value.items()}
 
     @classmethod
     def class_name(cls) -> str:
