@@ -6,10 +6,13 @@ records), fed URLs that carry a secret: the secret appears in no exception, no o
 from __future__ import annotations
 
 import contextlib
+import http.server
 import importlib
 import io
+import json
 import logging
 import pkgutil
+import threading
 
 import pytest
 
@@ -178,42 +181,88 @@ def _cli(argv: list[str]) -> tuple[int | str | None, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def _commands_with_urls(tmp_path) -> list[list[str]]:
-    index, docs = str(tmp_path / "index"), str(tmp_path / "docs.jsonl")
-    spec = f"openai-like:m@{SERVER_URLS[0]}"
-    store = STORE_URIS[0]
-    return [
-        ["query", "q", "--index", index, "--llm", spec],
-        ["retrieve", "q", "--index", index, "--glossary", docs, "--llm", spec],
-        ["ask", "q", "--index", index, "--llm", spec],
-        ["ask", "q", "--kg-store", store],
-        ["route", "q", "--kg-store", store],
-        ["ingest", docs, "--index", index, "--embed-model", spec],
-        ["ingest", docs, "--index", index, "--entities", "kg", "--kg-store", store],
-        ["ingest", docs, "--index", index, "--entity-store", store],
-        ["eval", "--dataset", docs, "--corpus", docs, "--pipelines", "kg", "--out", index, "--kg-store", store],
-        ["eval", "--dataset", docs, "--corpus", docs, "--pipelines", "baseline", "--out", index, "--judge-llm", spec],
-        ["graphrag", "query", "q", "--store", index, "--llm", spec],
-        ["kg", "import", "--nodes", docs, "--relationships", docs, "--store", store],
-        ["kg", "paths", "a", "--store", store],
-        ["kg", "ask", "q", "--store", store],
-        ["kg", "ask", "q", "--llm", spec],
-        ["ui", "--kg-store", store],
-        ["ui", "--index", index, "--llm", spec],
-        ["doctor", "--llm", spec, "--embed-model", "openai-like:e@http://127.0.0.1:1/v1"],
-        ["demo", "--llm", spec],
-        ["query", "q", "--index", index, "--retrieval", store],  # argparse's invalid choice quotes the value
-    ]
+class _Embeddings(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible embedding endpoint on 127.0.0.1, so that a real index exists and no model loads."""
+
+    def do_POST(self):  # noqa: N802 (the http.server name)
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["input"]
+        texts = texts if isinstance(texts, list) else [texts]
+        data = [{"object": "embedding", "index": i, "embedding": [1.0, len(t) % 7, 0.5]} for i, t in enumerate(texts)]
+        body = json.dumps({"object": "list", "data": data, "model": "e"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
-def test_no_command_prints_a_secret_of_a_url_it_was_given(tmp_path, logs, monkeypatch):
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """Real inputs, so that each command gets as far as its URL: a corpus, an index built with a stub embedding
+    server (still serving, and named by ``{embed}``), a glossary, node and relationship CSVs."""
+    folder = tmp_path_factory.mktemp("inputs")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    files = {
+        "docs": folder / "docs.jsonl",
+        "index": folder / "index",
+        "glossary": folder / "glossary.csv",
+        "nodes": folder / "nodes.csv",
+        "relationships": folder / "relationships.csv",
+        "embed": f"openai-like:e@http://127.0.0.1:{server.server_address[1]}/v1",
+    }
+    files["docs"].write_text('{"id": "a", "text": "Python makes virtual environments with venv."}\n')
+    files["glossary"].write_text("term,definition\nvenv,a virtual environment\n")
+    files["nodes"].write_text("id:ID,name\n1,a\n")
+    files["relationships"].write_text(":START_ID,:END_ID,:TYPE\n1,1,R\n")
+    assert main(["ingest", str(files["docs"]), "--index", str(files["index"]), "--embed-model", files["embed"]]) == 0
+    yield {name: str(value) for name, value in files.items()}
+    server.shutdown()
+
+
+#: every command with an option that takes a URL or URI, given one with a secret ({...} are the inputs above;
+#: {new} is a folder that does not exist yet)
+SPEC = f"openai-like:m@{SERVER_URLS[0]}"
+STORE = STORE_URIS[0]
+INDEX = ["--index", "{index}", "--embed-model", "{embed}"]
+COMMANDS_WITH_URLS = [
+    *(["query", "How?", *INDEX, "--llm", f"openai-like:x@{url}"] for url in SERVER_URLS),
+    ["query", "How?", *INDEX, "--json", "--llm", SPEC],
+    ["retrieve", "How?", *INDEX, "--glossary", "{glossary}", "--llm", SPEC],
+    ["ask", "How?", *INDEX, "--llm", SPEC],
+    ["ask", "How?", "--kg-store", STORE],
+    ["route", "How?", "--kg-store", STORE],
+    ["ingest", "{docs}", "--index", "{new}", "--embed-model", SPEC],
+    ["ingest", "{docs}", "--index", "{new}", "--embed-model", "{embed}", "--entities", "kg", "--kg-store", STORE],
+    ["ingest", "{docs}", "--index", "{new}", "--embed-model", "{embed}", "--entity-store", STORE],
+    ["eval", "--dataset", "{docs}", "--corpus", "{docs}", "--pipelines", "kg", "--out", "{new}", "--kg-store", STORE],
+    ["eval", "--dataset", "{docs}", "--corpus", "{docs}", "--pipelines", "baseline", "--out", "{new}",
+     "--judge-llm", SPEC],
+    ["graphrag", "query", "How?", "--store", "{new}", "--llm", SPEC],
+    *(["kg", "import", "--nodes", "{nodes}", "--relationships", "{relationships}", "--store", uri] for uri in STORE_URIS),
+    ["kg", "paths", "a", "--store", STORE],
+    ["kg", "ask", "How?", "--store", STORE],
+    ["kg", "ask", "How?", "--llm", SPEC],
+    *(["ui", "--kg-store", uri] for uri in STORE_URIS),
+    ["ui", "--index", "{new}", "--llm", SPEC],  # (a real index: the old code served the workbench)
+    ["doctor", "--llm", SPEC, "--embed-model", "{embed}"],
+    ["demo", "--llm", SPEC],
+    ["query", "How?", *INDEX, "--retrieval", STORE],  # argparse's invalid choice quotes the value
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", COMMANDS_WITH_URLS, ids=[" ".join(argv) for argv in COMMANDS_WITH_URLS])
+def test_no_command_prints_a_secret_of_a_url_it_was_given(argv, inputs, tmp_path, logs, monkeypatch):
     monkeypatch.setenv("KGPLUS_LLM_TIMEOUT", "5")
-    for argv in _commands_with_urls(tmp_path):
-        code, out, err = _cli(argv)
-        assert code == 2, (argv, code, out, err)
-        assert len(err.strip().splitlines()) == 1, (argv, err)
-        _assert_hidden(out, err, logs.text)
-    assert not (tmp_path / "index").exists()  # refused before anything was written
+    new = tmp_path / "new"
+    code, out, err = _cli([arg.format(new=new, **inputs) for arg in argv])
+    assert code == 2, (argv, code, out, err)
+    assert len(err.strip().splitlines()) == 1, (argv, err)
+    _assert_hidden(out, err, logs.text)
+    assert not new.exists()  # refused before anything was written
 
 
 @pytest.mark.parametrize("uri", STORE_URIS[:3])
