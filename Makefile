@@ -15,4 +15,4 @@ test: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet  # the docs site: no broken link or reference
-	$(VENV)/bin/python -m pytest --nbmake --nbmake-timeout=1200 -n 2 --dist worksteal $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest --nbmake --nbmake-timeout=1200 -n 2 --dist worksteal --durations=30 $(PYTEST_ARGS)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from llama_index.core import Document
 
+from llama_index_kgplus._files import read_input_bytes
 from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
 from llama_index_kgplus._paths import user_path, visible_files
 from llama_index_kgplus._redact import get_logger
@@ -74,7 +75,7 @@ def _read_folder(path: Path) -> list[Document]:
             )
         seen[doc_id] = file
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_input_bytes(file, "Corpus file").decode("utf-8")
         except UnicodeDecodeError:
             logger.warning("Skipping %s: not UTF-8 text.", file)
             continue

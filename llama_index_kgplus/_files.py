@@ -1,6 +1,10 @@
 """Files that are whole or absent: every state file of the pack is written beside its target, flushed to disk and
 renamed over it, so a crash, ``kill -9`` or a full disk leaves the old file or the new one, never a half.
 
+Files read whole into memory go through :func:`read_input_bytes` (or :func:`read_utf8`): only regular files
+(a FIFO, device or socket is refused before it is opened, so it cannot block or stream forever) of at most
+:func:`max_file_bytes` (1 GiB; ``$KGPLUS_MAX_FILE_MB`` changes it), each refusal one line naming the file.
+
 Example:
 
 ```python
@@ -19,8 +23,9 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,9 +37,17 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "check_input_file",
+    "json_writer",
+    "max_file_bytes",
+    "read_input_bytes",
     "read_utf8",
     "sha256_file",
 ]
+
+#: the environment variable that sets the largest file read whole into memory, in MB (default 1024)
+MAX_FILE_MB_ENV = "KGPLUS_MAX_FILE_MB"
+DEFAULT_MAX_FILE_MB = 1024
 
 
 @contextlib.contextmanager
@@ -74,6 +87,11 @@ def atomic_write_json(path: str | Path, data: Any, **dumps: Any) -> None:
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, **dumps))
 
 
+def json_writer(data: Any, **dumps: Any) -> Callable[[Path], None]:
+    """A function that writes ``data`` as JSON (:func:`atomic_write_json`) to the path it is given."""
+    return lambda path: atomic_write_json(path, data, **dumps)
+
+
 def fsync_dir(folder: Path) -> None:
     """Make the rename itself durable (a no-op where directories cannot be opened)."""
     try:
@@ -100,18 +118,96 @@ def sha256_file(path: str | Path) -> str:
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def read_utf8(path: str | Path, what: str = "File") -> str:
-    """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
-    bad byte, its line, column and value with the fix."""
-    path = user_path(path)
+def max_file_bytes() -> int:
+    """The largest file read whole into memory, in bytes: ``$KGPLUS_MAX_FILE_MB`` megabytes (default 1024)."""
+    raw = os.environ.get(MAX_FILE_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_FILE_MB << 20
     try:
-        raw = path.read_bytes()
+        megabytes = float(raw)
+    except ValueError:
+        megabytes = -1.0
+    if not megabytes > 0:
+        raise InputDataError(f"${MAX_FILE_MB_ENV} must be a positive number of megabytes, not {raw!r}.")
+    return int(megabytes * (1 << 20))
+
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is ("a named pipe (FIFO)", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def _too_large(path: Path, what: str, size: int | None, limit: int) -> InputDataError:
+    size_text = "" if size is None else f"{size / (1 << 20):,.1f} MB, "
+    return InputDataError(
+        f"{what} {path} is {size_text}over the {limit / (1 << 20):,.0f} MB limit on files read into memory: "
+        f"split it, or raise the limit with ${MAX_FILE_MB_ENV}."
+    )
+
+
+def check_input_file(path: str | Path, what: str = "File", *, limit: int | None = None) -> os.stat_result:
+    """``path``'s status when it is a regular file of at most ``limit`` bytes (default :func:`max_file_bytes`);
+    else an :class:`InputDataError` of one line. The file is not opened: a FIFO, device or socket is refused
+    before anything could block on it."""
+    path = user_path(path)
+    limit = max_file_bytes() if limit is None else limit
+    try:
+        status = path.stat()
     except FileNotFoundError as exc:
         raise InputDataError(f"{what} {path} does not exist.") from exc
-    except IsADirectoryError as exc:
-        raise InputDataError(f"{what} {path} is a folder, not a file.") from exc
     except OSError as exc:
         raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    kind = _kind(status.st_mode)
+    if kind == "a folder":
+        raise InputDataError(f"{what} {path} is a folder, not a file.")
+    if kind is not None:
+        raise InputDataError(f"{what} {path} is {kind}, not a regular file: give a file.")
+    if status.st_size > limit:
+        raise _too_large(path, what, status.st_size, limit)
+    return status
+
+
+def read_input_bytes(path: str | Path, what: str = "File", *, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (see :func:`check_input_file`). The file is opened
+    without blocking and checked again once open, so one swapped for a FIFO after the check still cannot block,
+    and one that grew is still cut off at the limit."""
+    path = user_path(path)
+    limit = max_file_bytes() if limit is None else limit
+    check_input_file(path, what, limit=limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    with os.fdopen(fd, "rb") as handle:
+        kind = _kind(os.fstat(handle.fileno()).st_mode)
+        if kind is not None:
+            raise InputDataError(f"{what} {path} is {kind}, not a regular file: give a file.")
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    if len(data) > limit:
+        raise _too_large(path, what, None, limit)
+    return data
+
+
+def read_utf8(path: str | Path, what: str = "File") -> str:
+    """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
+    bad byte, its line, column and value with the fix (and for a FIFO, device or a file over the size limit,
+    see :func:`read_input_bytes`)."""
+    path = user_path(path)
+    raw = read_input_bytes(path, what)
     if raw.startswith(_UTF16_BOMS):
         raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
     try:

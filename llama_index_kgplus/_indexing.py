@@ -7,6 +7,11 @@ The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``
 leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
 (``ingest.json``: ingest id, sha256 of every file), then moved into place; an interrupted move is finished by
 the next :func:`load_index` (or ingest), and files that do not match the stamp are refused with a clear error.
+The files an ingest derives from the index (the entity graph, ``hierarchy.json``) are staged and stamped with it
+(``files`` of :func:`persist_index`), so the folder holds the old index with its graph and hierarchy or the new
+one with its own, never the new vectors without their graph; one such file written later
+(:func:`write_index_file`) joins the index the same way. One writer at a time: every write holds the folder's
+writer lock (:mod:`llama_index_kgplus._lock`).
 
 Example:
 
@@ -18,24 +23,26 @@ index = load_index("./index")
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
-from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TransformComponent
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
+from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus._redact import redact_url
+from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -50,14 +57,19 @@ __all__ = [
     "persist_index",
     "persist_storage",
     "require_index",
+    "write_index_file",
 ]
 
 DEFAULT_CHUNK_SIZE = 384
 DEFAULT_CHUNK_OVERLAP = 32
 INGEST_FILE = "ingest.json"
 STAGING_DIR = ".ingest-staging"
-# written beside the index by later steps of an ingest; a new ingest removes the old ones with the old index
+# derived from the index, beside it; a new index removes those of the old one that it does not have
 _DERIVED_FILES = ("hierarchy.json", "entity_graph.npz", "retriever.json")
+# how long a reader waits for a writer that is moving a sealed index into place (a few renames)
+_SWITCH_WAIT = 60.0
+FileWriter = Callable[[Path], object]
+"""Writes one file at the path it is given."""
 
 
 def build_index(
@@ -71,15 +83,32 @@ def build_index(
     vector_store: Any | None = None,
     show_progress: bool = True,
 ) -> VectorStoreIndex:
-    """Split, embed and index ``documents``; persist to ``persist_dir`` (if given)."""
+    """Split, embed and index ``documents``; persist to ``persist_dir`` (if given), holding its writer lock from
+    the start (another writer of the folder is refused before any work)."""
     from llama_index.core import Settings
 
     if not documents:
         raise InputDataError("No documents to index.")
-    embed_model = embed_model or Settings.embed_model
+    with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
+        return _build_index(
+            documents, persist_dir, embed_model or Settings.embed_model, chunk_size, chunk_overlap,
+            extra_transformations, vector_store, show_progress,
+        )  # fmt: skip
+
+
+def _build_index(
+    documents: Sequence[Document],
+    persist_dir: str | Path | None,
+    embed_model: BaseEmbedding,
+    chunk_size: int,
+    chunk_overlap: int,
+    extra_transformations: Sequence[TransformComponent],
+    vector_store: Any | None,
+    show_progress: bool,
+) -> VectorStoreIndex:
     pipeline = IngestionPipeline(
         transformations=[
-            SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap),
+            sentence_splitter(chunk_size, chunk_overlap),
             embed_model,
             *extra_transformations,
         ]
@@ -95,15 +124,24 @@ def build_index(
     return index
 
 
-def persist_index(index: VectorStoreIndex, persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None) -> str:
+def persist_index(
+    index: VectorStoreIndex,
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    files: Mapping[str, FileWriter] | None = None,
+) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
-    ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default."""
+    ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default.
+    ``files``: the files derived from it, by name (``{"entity_graph.npz": graph.write_file}``), each written by its
+    writer beside the index's own files and switched in with them."""
     embed_model = embed_model or index_embed_model(index)
     return persist_storage(
         index.storage_context,
         persist_dir,
         index_id=index.index_id,
         embed_model=embed_model_record(embed_model) if embed_model is not None else None,
+        files=files,
     )
 
 
@@ -122,24 +160,82 @@ def persist_storage(
     *,
     index_id: str | None = None,
     embed_model: dict[str, Any] | None = None,
+    files: Mapping[str, FileWriter] | None = None,
 ) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
     persist_dir = user_path(persist_dir)
-    persist_dir.mkdir(parents=True, exist_ok=True)
-    _finish_interrupted_persist(persist_dir)
+    with writer_lock(persist_dir, "persisting an index"):
+        _finish_interrupted_persist(persist_dir)
+        staging = _new_staging(persist_dir)
+        storage_context.persist(persist_dir=str(staging))
+        for name, write in (files or {}).items():
+            write(staging / name)
+        ingest_id = uuid.uuid4().hex
+        _seal_and_switch(persist_dir, {"ingest_id": ingest_id, "index_id": index_id, "embed_model": embed_model})
+    return ingest_id
+
+
+def write_index_file(persist_dir: str | Path, name: str, write: FileWriter) -> Path:
+    """Write the file ``name`` of the index folder ``persist_dir`` with ``write(path)``, holding its writer lock.
+    In a folder sealed by ``ingest.json`` the file joins the index as an ingest's files do: staged, stamped with
+    the others (the same ingest id) and switched in, so a crash leaves the old file or the new, each with a stamp
+    that matches. Elsewhere (a folder of plain LlamaIndex, a new folder) ``write`` writes it in place (refused
+    when it is a symlink out of the folder)."""
+    persist_dir = user_path(persist_dir)
+    with writer_lock(persist_dir, f"writing {name}"):
+        _finish_interrupted_persist(persist_dir)
+        stamp = _read_stamp(persist_dir)
+        if stamp is None:
+            write(inside(persist_dir, name, fix=f"remove the link {persist_dir / name} and re-run the command"))
+        else:
+            write(_new_staging(persist_dir) / name)
+            _seal_and_switch(persist_dir, stamp)
+    return persist_dir / name
+
+
+def _new_staging(persist_dir: Path) -> Path:
+    """An empty staging folder (under the writer lock, an interrupted one finished)."""
     staging = _staging(persist_dir)
     shutil.rmtree(staging, ignore_errors=True)
-    storage_context.persist(persist_dir=str(staging))
-    files = {}
+    staging.mkdir()
+    return staging
+
+
+def _seal_and_switch(persist_dir: Path, stamp: dict[str, Any]) -> None:
+    """Seal the staging folder with ``stamp`` (its ``files`` and the sha256 of every staged file), then move it
+    into place."""
+    staging = persist_dir / STAGING_DIR
+    files = dict(stamp.get("files") or {})
     for path in sorted(staging.iterdir()):
         with path.open("rb") as handle:
             os.fsync(handle.fileno())
         files[path.name] = sha256_file(path)
-    ingest_id = uuid.uuid4().hex
-    stamp = {"ingest_id": ingest_id, "index_id": index_id, "files": files, "embed_model": embed_model}
-    atomic_write_json(staging / INGEST_FILE, stamp)
-    _finish_interrupted_persist(persist_dir)
-    return ingest_id
+    atomic_write_json(staging / INGEST_FILE, {**stamp, "files": files})
+    _switch(persist_dir)
+
+
+def _read_stamp(persist_dir: Path) -> dict[str, Any] | None:
+    """``ingest.json`` of the index in place (None without one), its ``files`` a dict."""
+    path = persist_dir / INGEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+        return {**stamp, "files": dict(stamp["files"])}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputDataError(f"{path} is unreadable ({exc}): {_fix(persist_dir)}.") from exc
+
+
+def _fix(persist_dir: Path) -> str:
+    return f"re-run `kgplus ingest DOCS --index {persist_dir}`"
+
+
+def _ingest_id(persist_dir: Path) -> str | None:
+    """The ingest id of the index in place (None without a readable ``ingest.json``)."""
+    try:
+        return str(json.loads((persist_dir / INGEST_FILE).read_text(encoding="utf-8"))["ingest_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _staging(persist_dir: Path) -> Path:
@@ -148,20 +244,39 @@ def _staging(persist_dir: Path) -> Path:
 
 
 def _finish_interrupted_persist(persist_dir: Path) -> None:
-    """Move a complete staging folder into place (an incomplete one is the start of a write that never
-    finished: dropped, the old index stays). A stamp that names anything but plain files of the staging folder
-    is refused before anything moves."""
+    """Move a sealed staging folder into place, or drop an unsealed one (the start of a write that never
+    finished: the old index stays). A staging folder that a live writer is still writing is left to it; one it
+    is moving into place is waited for. A stamp that names anything but plain files of the staging folder is
+    refused before anything moves."""
     staging = _staging(persist_dir)
     if not staging.is_dir():
         return
+    sealed = (staging / INGEST_FILE).is_file()
+    if not os.access(persist_dir, os.W_OK):  # a read-only folder: no writer to wait for (and no lock to take)
+        _switch(persist_dir)
+        return
+    with try_writer_lock(persist_dir, "finishing an interrupted ingest", wait=_SWITCH_WAIT if sealed else 0.0) as held:
+        if held:
+            _switch(persist_dir)
+        elif sealed:
+            raise InputDataError(
+                f"{persist_dir} is being switched to a new index by another process for over {_SWITCH_WAIT:.0f} s: "
+                "try again when it has finished."
+            )
+
+
+def _switch(persist_dir: Path) -> None:
+    """Move a sealed staging folder into place (under the writer lock); drop an unsealed one."""
+    staging = persist_dir / STAGING_DIR
     stamp = staging / INGEST_FILE
     if stamp.is_file():
         fix = f"delete {staging} (the index keeps its last whole state) and re-run `kgplus ingest`"
-        names = [
-            member(staging, n, what=str(stamp), fix=fix).name for n in json.loads(stamp.read_text("utf-8"))["files"]
-        ]
-        for name in _DERIVED_FILES:
-            (persist_dir / name).unlink(missing_ok=True)
+        new = json.loads(stamp.read_text(encoding="utf-8"))
+        names = [member(staging, n, what=str(stamp), fix=fix).name for n in new["files"]]
+        if _ingest_id(persist_dir) != new.get("ingest_id"):  # a new index, not a new file of the index in place
+            for name in _DERIVED_FILES:
+                if name not in names:
+                    (persist_dir / name).unlink(missing_ok=True)
         for name in names:
             if (staging / name).exists():
                 os.replace(staging / name, persist_dir / name)
@@ -174,23 +289,19 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     """Finish an interrupted persist, then check the files against ``ingest.json`` (``None`` for a folder
     written by plain LlamaIndex: nothing to check)."""
     persist_dir = user_path(persist_dir)
-    fix = f"re-run `kgplus ingest DOCS --index {persist_dir}`"
+    fix = _fix(persist_dir)
     try:
         _finish_interrupted_persist(persist_dir)
     except InputDataError:
         raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputDataError(f"{persist_dir}: cannot finish an interrupted ingest ({exc}): {fix}.") from exc
-    path = persist_dir / INGEST_FILE
-    if not path.is_file():
+    stamp = _read_stamp(persist_dir)
+    if stamp is None:
         return None
-    try:
-        stamp = json.loads(path.read_text(encoding="utf-8"))
-        files = dict(stamp["files"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputDataError(f"{path} is unreadable ({exc}): {fix}.") from exc
+    files = stamp["files"]
     for name, digest in files.items():
-        file = member(persist_dir, name, what=str(path), fix=fix)
+        file = member(persist_dir, name, what=str(persist_dir / INGEST_FILE), fix=fix)
         if not file.is_file():
             raise InputDataError(f"{persist_dir} lacks {name}, written by its last ingest: {fix}.")
         if sha256_file(file) != digest:

@@ -14,6 +14,7 @@ from llama_index_kgplus.errors import InputDataError
 __all__ = [
     "id_field",
     "iter_jsonl",
+    "long_number",
     "text_field",
 ]
 
@@ -35,9 +36,16 @@ def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict
             raise InputDataError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno}).") from exc
         except RecursionError as exc:
             raise InputDataError(f"{where}: JSON nested too deeply.") from exc
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise InputDataError(f"{where}: {long_number(exc)}") from exc
         if not isinstance(record, dict):
             raise InputDataError(f"{where}: each line must be a JSON object.")
         yield where, record
+
+
+def long_number(exc: ValueError) -> str:
+    """What to say of a JSON integer Python refuses to read (more than ``sys.get_int_max_str_digits()`` digits)."""
+    return f"a number is too long to read ({str(exc).split(';')[0]}); write it as a string."
 
 
 def text_field(record: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:

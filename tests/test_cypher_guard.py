@@ -33,6 +33,36 @@ def test_reads_pass_with_a_row_limit(query, expected):
 
 
 @pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            "MATCH (a) RETURN a.x AS x UNION MATCH (b) RETURN b.x AS x",
+            "MATCH (a) RETURN a.x AS x LIMIT 5 UNION MATCH (b) RETURN b.x AS x LIMIT 5",
+        ),
+        (
+            "MATCH (a) RETURN a.x AS x LIMIT 3 union all MATCH (b) RETURN b.x AS x LIMIT 900;",
+            "MATCH (a) RETURN a.x AS x LIMIT 3 union all MATCH (b) RETURN b.x AS x LIMIT 5",
+        ),
+        (
+            "MATCH (a) RETURN a.x AS x UNION MATCH (b) RETURN b.x AS x UNION ALL MATCH (c) RETURN c.x AS x",
+            "MATCH (a) RETURN a.x AS x LIMIT 5 UNION MATCH (b) RETURN b.x AS x LIMIT 5 UNION ALL "
+            "MATCH (c) RETURN c.x AS x LIMIT 5",
+        ),
+        (  # a UNION in a string, a name, a property or a comment is not a clause
+            "MATCH (a) WHERE a.name = 'x UNION y' RETURN a.union AS `union` // UNION ALL",
+            "MATCH (a) WHERE a.name = 'x UNION y' RETURN a.union AS `union` LIMIT 5",
+        ),
+        (  # nor one inside a subquery's braces
+            "MATCH (a) WHERE EXISTS { MATCH (a)-->(b) RETURN b UNION MATCH (a)<--(b) RETURN b } RETURN a",
+            "MATCH (a) WHERE EXISTS { MATCH (a)-->(b) RETURN b UNION MATCH (a)<--(b) RETURN b } RETURN a LIMIT 5",
+        ),
+    ],
+)
+def test_every_branch_of_a_union_gets_the_row_limit(query, expected):
+    assert read_only_cypher(query, max_rows=5) == expected
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "MATCH (n) DETACH DELETE n",

@@ -53,7 +53,7 @@ def test_found_nothing_is_no_rows_or_zero_counts_never_a_boolean():
 def _kg(answers: dict[str, list[dict]]):
     ran: list[str] = []
 
-    def run_read_only(store, cypher, timeout, params=None):
+    def run_read_only(store, cypher, timeout, params=None, max_rows=None):
         ran.append(cypher)
         if cypher not in answers:
             raise GraphStoreError("no such query")
@@ -292,7 +292,7 @@ def test_a_kinds_own_name_comes_before_a_longer_name_or_a_word_for_it():
 def test_chains_are_counted_with_parameters_and_one_the_database_cannot_count_in_time_is_left_out():
     ran: list[tuple[str, dict]] = []
 
-    def run_read_only(store, query, timeout, params):
+    def run_read_only(store, query, timeout, params, max_rows=None):
         ran.append((query, params))
         if len(ran) == 1:
             raise GraphStoreError("cannot count this one")

@@ -431,6 +431,102 @@ def test_killed_process_resumes_without_duplicates(tmp_path):
     assert (counts["entities"], counts["chunks"]) == (len(clean["entities"]), 8)
 
 
+# An update in a process of its own, killed (kill -9) when its LLM is called for the CALL-th time (before it
+# answers), or right after the state method AFTER returns; one LLM call at a time, so the moment is exact.
+_KILL_UPDATE = """
+import os, signal, sys
+from llama_index_kgplus import load_corpus
+from llama_index_kgplus.graphrag import GraphRAGIndex
+from llama_index_kgplus.graphrag._state import GraphRAGState
+from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
+
+store, corpus, call, after = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+calls = [0]
+
+class DiesAtCall(RuleBasedGraphRAGLLM):
+    def reply(self, prompt):
+        calls[0] += 1
+        if calls[0] == call:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().reply(prompt)
+
+if after:
+    method = getattr(GraphRAGState, after)
+
+    def then_die(self, *args, **kwargs):
+        method(self, *args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(GraphRAGState, after, then_die)
+index = GraphRAGIndex.from_defaults(store, llm=DiesAtCall(), show_progress=False)
+index.executor.num_workers = 1
+index.update(load_corpus(corpus))
+"""
+# the update: "sorbonne" added, "amazon" changed, "curie" deleted
+_BEFORE = [n for n in ALL if n != "sorbonne"]
+_AFTER = {n: TEXTS[n] for n in ALL if n != "curie"} | {
+    "amazon": "The Amazon River flows through Brazil. Belem lies at its mouth."
+}
+
+
+@pytest.fixture(scope="module")
+def updated_store(tmp_path_factory) -> tuple[Path, dict, object]:
+    """A store of ``_BEFORE`` (to copy) and the snapshot and stats of its uninterrupted update to ``_AFTER``."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("update")
+    with _index(folder / "before") as index:
+        index.build(_docs(*_BEFORE))
+    shutil.copytree(folder / "before", folder / "clean")
+    with _index(folder / "clean") as index:
+        stats = index.update(_docs(*_AFTER, **_AFTER))
+        assert stats.chunks_extracted == 2 and stats.reports_regenerated >= 3  # moments in both LLM steps
+        return folder / "before", _snapshot(index), stats
+
+
+@pytest.mark.parametrize(
+    ("call", "after"),
+    [
+        (1, ""),
+        (2, ""),
+        (3, ""),
+        (4, ""),
+        (-1, ""),
+        (0, "replace_graph"),
+        (0, "replace_communities"),
+        (0, "prune_reports"),
+    ],
+)
+def test_a_killed_update_resumes_to_the_state_of_an_uninterrupted_one(tmp_path, updated_store, call, after):
+    """Calls 1 and 2 extract the added and the changed document, the others write reports (-1: the last one);
+    the graph is replaced between the two steps, the communities and reports after them. A real ``kill -9``
+    rather than an exception raised from the LLM: nothing of the process (no ``finally``, no closing of the
+    stores) runs after it."""
+    import shutil
+
+    before, clean, clean_stats = updated_store
+    call = clean_stats.llm_calls if call == -1 else call
+    store = shutil.copytree(before, tmp_path / "s")
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps({"id": n, "title": n.title(), "text": t}) + "\n" for n, t in _AFTER.items()))
+    script = tmp_path / "update.py"
+    script.write_text(_KILL_UPDATE)
+    run = subprocess.run([sys.executable, str(script), str(store), str(corpus), str(call), after],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    with _index(store) as index:
+        stats = index.update(load_corpus(corpus))
+        assert _snapshot(index) == clean  # entities, relationships, communities and reports
+        assert stats.resumed and [r["status"] for r in index.runs()][-2:] == ["resumed", "done"]
+        # the answers saved before the kill are never asked for again
+        answered = {"": call - 1, "replace_graph": clean_stats.chunks_extracted}.get(after, clean_stats.llm_calls)
+        assert stats.llm_calls == clean_stats.llm_calls - answered
+        assert index.state.count("reports") == clean_stats.reports_total
+    counts = _graph_counts(store)
+    assert (counts["entities"], counts["relationships"]) == (len(clean["entities"]), len(clean["relationships"]))
+    assert counts["chunks"] == clean_stats.chunks
+
+
 # --------------------------------------------------------------------------- Ray
 
 

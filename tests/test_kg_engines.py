@@ -790,6 +790,23 @@ def test_text_to_cypher_runs_one_guarded_read_on_every_engine(backend, umls):
         assert "Nodes: (:Ent {cid: string, cfname: string, stygrp: string})" in schema and "causes" in schema
 
 
+def test_the_row_limit_holds_for_a_union_on_every_engine(backend, umls):
+    """A LIMIT binds to its own branch of a UNION: the guard limits every branch and the runner stops reading at
+    the limit, so `--max-rows 5` returns 5 rows, not 135 + 5."""
+    from llama_index_kgplus._testing import ScriptedLLM
+    from llama_index_kgplus.kg import CypherQueryEngine
+
+    union = "MATCH (a:Ent) RETURN a.cfname AS name UNION ALL MATCH (b:Ent) RETURN b.cfname AS name"
+    with backend.open(umls) as kg:
+        llm = ScriptedLLM(replies=[json.dumps({"cypher": union})] * 3, default="Many.")
+        engine = CypherQueryEngine.from_defaults(kg, llm=llm, max_rows=5, timeout=5.0, synthesize_response=False)
+        meta = engine.query("List the names of all entities.").metadata
+        assert meta["refused"] is None and len(meta["rows"]) == 5, meta
+        assert meta["cypher"].count("LIMIT 5") == 2
+        rows = kg.dialect.run_read_only(kg.store, f"{union} LIMIT 500", 5.0, max_rows=7)
+        assert len(rows) == 7
+
+
 def test_a_query_that_does_not_fit_the_question_is_sent_back_once(backend, umls):
     listed = "MATCH (a:Ent {cfname: 'virus'})-[r]->(b:Ent) WHERE r.relname = 'causes' RETURN DISTINCT b.cfname AS name"
     with backend.open(umls) as kg:

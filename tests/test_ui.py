@@ -536,3 +536,55 @@ def test_in_a_real_browser_ask_wait_for_the_answer_and_open_a_citation(index_dir
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
         log.close()
+
+
+# ------------------------------------------------------------------------------------------------ malformed eval folders
+
+
+def _eval_folder(root: Path, header: str = "pipeline,sample_id,metric,score,invalid_reason") -> Path:
+    """A hand-made `kgplus eval` folder whose cached answers, questions and ids are numbers."""
+    root.mkdir()
+    rows = ["a,1,token_f1,0.5,", "b,1,token_f1,0.25,"]
+    (root / "per_question.csv").write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    (root / "cache").mkdir()
+    answers = [
+        {"pipeline": "a", "sample_id": 1, "question": 7, "answer": 42, "contexts": [3.5, "text"]},
+        {"pipeline": "b", "sample_id": 1, "question": 7, "answer": ["x", 1], "contexts": "not a list"},
+    ]
+    (root / "cache" / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers), encoding="utf-8")
+    (root / "cache" / "scores.jsonl").write_text(
+        json.dumps({"pipeline": "a", "sample_id": "1", "metric": "token_f1", "details": "not an object"}) + "\n"
+    )
+    return root
+
+
+def test_an_eval_folder_without_a_column_is_refused_in_one_line_at_start_up(tmp_path, cli_error):
+    folder = _eval_folder(tmp_path / "eval", header="sample_id,metric,score,invalid_reason")
+    message = "per_question.csv:1: the header lacks column(s) pipeline"
+    with pytest.raises(InputDataError, match=re.escape(message)):
+        EvalFolder(folder)
+    assert message in cli_error(["ui", "--eval", str(folder)])
+
+
+def test_compare_shows_numbers_in_an_eval_folder_as_text(tmp_path):
+    folder = EvalFolder(_eval_folder(tmp_path / "eval"))
+    [row] = folder.compare("a", "b", "token_f1")
+    assert (row["question"], row["first"]["answer"], row["second"]["answer"]) == ("7", "42", '["x", 1]')
+    assert row["first"]["contexts"] == ["3.5", "text"] and row["second"]["contexts"] == []
+    assert row["first"]["details"] == {}
+    at = _app(WorkbenchConfig(eval_dir=folder.root).check())
+    at.sidebar.radio(key="page").set_value("Compare").run()
+    assert not at.exception
+    assert "42" in html.unescape(_all_markdown(at))
+
+
+def test_compare_shows_an_eval_folder_broken_after_start_up_as_one_line(tmp_path):
+    root = _eval_folder(tmp_path / "eval")
+    config = WorkbenchConfig(eval_dir=root).check()
+    (root / "per_question.csv").write_text('pipeline,sample_id\n"a,1\n', encoding="utf-8")
+    at = _app(config)
+    at.sidebar.radio(key="page").set_value("Compare").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"{root.resolve() / 'per_question.csv'}:1: the header lacks column(s) metric, score; a `kgplus eval` output has pipeline, sample_id, metric, score, invalid_reason."
+    ]

@@ -2,6 +2,14 @@
 the sentence splitter (summaries, context compression, judges) and the question splitter (evidence retrieval)."""
 
 from llama_index_kgplus._text._matcher import PhraseMatch, PhraseMatcher, normalize_phrase
-from llama_index_kgplus._text._sentences import ends_sentence, questions_in, split_sentences
+from llama_index_kgplus._text._sentences import ends_sentence, questions_in, sentence_splitter, split_sentences
 
-__all__ = ["PhraseMatch", "PhraseMatcher", "ends_sentence", "normalize_phrase", "questions_in", "split_sentences"]
+__all__ = [
+    "PhraseMatch",
+    "PhraseMatcher",
+    "ends_sentence",
+    "normalize_phrase",
+    "questions_in",
+    "sentence_splitter",
+    "split_sentences",
+]

@@ -1,10 +1,23 @@
-"""Sentence splitting with the Punkt model that llama-index-core bundles (no download)."""
+"""Sentence splitting with the Punkt model that llama-index-core bundles (no download).
+
+NLTK runs every regular expression under a 5 s limit, and Punkt's run over one paragraph: a single-line document
+of 10 MB raised ``TimeoutError``. Text is therefore handed to Punkt in pieces of at most :data:`PIECE` characters,
+cut at a line break or a sentence end where the piece has one (else at a space): text shorter than that is split
+exactly as before, and a longer one in time linear in its length.
+"""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from llama_index.core.node_parser import SentenceSplitter
+
+#: the most characters handed to Punkt at once
+PIECE = 20_000
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s")
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _CLOSERS = r"[\"'\u201d\u2019)\]]*$"  # quotes and brackets that may follow a sentence's last punctuation
@@ -28,6 +41,37 @@ def _tokenizer() -> Callable[[str], list[str]]:
     return nltk.sent_tokenize
 
 
+def pieces(text: str, size: int = PIECE) -> list[str]:
+    """``text`` cut into consecutive pieces of at most ``size`` characters (joined, they are ``text``), each cut
+    after the last line break of its second half, else its last sentence end, else its last space."""
+    out, start = [], 0
+    while len(text) - start > size:
+        low, high = start + size // 2, start + size
+        cut = text.rfind("\n", low, high) + 1
+        if not cut:
+            ends = [m.end() for m in _SENTENCE_END.finditer(text, low, high)]
+            cut = ends[-1] if ends else text.rfind(" ", low, high) + 1
+        cut = cut or high
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
+
+def _punkt_spans() -> Callable[[str], list[str]]:
+    from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer
+
+    whole = split_by_sentence_tokenizer()
+    return lambda text: [sentence for piece in pieces(text) for sentence in whole(piece)]
+
+
+def sentence_splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
+    """llama-index's ``SentenceSplitter`` whose sentence tokenizer sees at most :data:`PIECE` characters at once."""
+    from llama_index.core.node_parser import SentenceSplitter
+
+    return SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, chunking_tokenizer_fn=_punkt_spans())
+
+
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences (paragraph breaks always end a sentence); whitespace is normalised.
 
@@ -41,8 +85,8 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for paragraph in _PARAGRAPH.split(text):
         paragraph = " ".join(paragraph.split())
-        if paragraph:
-            sentences.extend(s for s in (s.strip() for s in tokenize(paragraph)) if s)
+        for piece in pieces(paragraph) if paragraph else []:
+            sentences.extend(s for s in (s.strip() for s in tokenize(piece)) if s)
     return sentences
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -29,6 +30,23 @@ def _env(name: str, value: str | None) -> Iterator[None]:
                 os.environ[name] = old
 
 
+def _disk_full(exc: BaseException) -> str | None:
+    """What to say when ``exc`` (or an error it came from) is a full disk or quota, else None."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        full = isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        if full or "disk is full" in str(cause) or "No space left on device" in str(cause):
+            where = f" writing {cause.filename}" if isinstance(cause, OSError) and cause.filename else ""
+            return (
+                f"the disk is full{where}: free some space and re-run the command (files are replaced whole, so "
+                "what was there before is still there)."
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command: 0 on success, 2 with one line for bad input or set-up, 1 with one line (and a hint to
     re-run with ``--debug``, accepted anywhere on the line) for anything unexpected."""
@@ -52,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         from llama_index_kgplus.llm._specs import describe_server_error
 
-        served = describe_server_error(exc)
+        served = describe_server_error(exc) or _disk_full(exc)
         if served is not None:
             print(f"kgplus: error: {served}", file=sys.stderr)
             return 2

@@ -1,8 +1,8 @@
 """The entity-graph options of ``kgplus ingest`` / ``retrieve`` / ``query`` (used by ``_index``; no commands).
 
 ``kgplus ingest DOCS --index DIR --entities titles,kg,glossary,ner,llm [--kg-store URI] [--glossary FILE]
-[--entity-store URI]`` links every chunk to the entities it mentions and writes ``entity_graph.npz`` beside the
-index (and copies the graph into a graph store);
+[--entity-store URI]`` links every chunk to the entities it mentions and writes ``entity_graph.npz`` with the
+index (switched in with it: see ``_indexing``), then copies the graph into a graph store;
 ``kgplus retrieve|query ... --retrieval graph`` ranks passages by personalized PageRank from the question's
 entities and the top dense hits. Each source of the JSON output then also carries ``why``: the walk's
 score, the question's entities and the path that reached the passage.
@@ -83,14 +83,26 @@ def make_linker(args: argparse.Namespace) -> Any | None:
     )
 
 
-def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None) -> None:
-    """Build the entity graph of the new index and write it beside it."""
+def entity_graph(index: Any, linker: Any | None) -> Any | None:
+    """The entity graph of a new index (None without ``--entities``)."""
     if linker is None:
-        return
+        return None
     from llama_index_kgplus.entity_graph import EntityGraph
 
-    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
-    graph.persist(args.index)
+    return EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
+
+
+def files(graph: Any | None) -> dict[str, Any]:
+    """``entity_graph.npz`` and its writer, to be persisted with the index."""
+    from llama_index_kgplus.entity_graph import GRAPH_FILE
+
+    return {} if graph is None else {GRAPH_FILE: graph._write_file}
+
+
+def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None, graph: Any | None) -> None:
+    """Copy the entity graph of the new index into ``--entity-store`` (if given) and say what it holds."""
+    if linker is None or graph is None:
+        return
     if args.entity_store:
         from llama_index_kgplus.graph_stores import open_graph_store
 

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args, _compression
 from llama_index_kgplus.errors import InputDataError
@@ -107,12 +108,19 @@ def _report_stats(args: argparse.Namespace, stats: Any, verb: str) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     from llama_index_kgplus import load_corpus
-    from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
+    from llama_index_kgplus.graphrag._index import STATE_FILE
 
     store = user_path(args.store)
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     _args.check_output_dir(store, "--store", STATE_FILE)
     docs = load_corpus(args.docs_path)
+    with writer_lock(store, "kgplus graphrag index"):  # a second writer is refused before the model loads
+        return _index_locked(args, store, docs)
+
+
+def _index_locked(args: argparse.Namespace, store: Path, docs: list[Any]) -> int:
+    from llama_index_kgplus.graphrag._index import GRAPH_FILE, STATE_FILE
+
     if args.rebuild:
         (store / STATE_FILE).unlink(missing_ok=True)
         for suffix in ("-wal", "-shm"):
@@ -146,7 +154,7 @@ def _update(args: argparse.Namespace) -> int:
 
     require_store(args.store)
     docs = load_corpus(args.docs_path)
-    with _opened_index(args) as index:
+    with writer_lock(args.store, "kgplus graphrag update"), _opened_index(args) as index:
         stats = index.update(docs)
     return _report_stats(args, stats, "updated")
 

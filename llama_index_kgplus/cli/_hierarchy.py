@@ -87,13 +87,27 @@ def make_builders(args: argparse.Namespace, embed_model: Any) -> list[Any]:
     return [RaptorSummaryNodeBuilder(**settings)]
 
 
-def after_ingest(args: argparse.Namespace, index: Any, builders: list[Any]) -> None:
-    """Write ``hierarchy.json`` and say how many summaries were made (and which clusters failed)."""
+def manifest(index: Any, builders: list[Any]) -> dict[str, Any] | None:
+    """The ``hierarchy.json`` of a new index (None without ``--hierarchy``)."""
     if not builders:
-        return
-    from llama_index_kgplus.hierarchy._retriever import write_manifest
+        return None
+    from llama_index_kgplus.hierarchy._retriever import hierarchy_manifest
 
-    manifest = write_manifest(args.index, list(index.docstore.docs.values()), builders[0])
+    return hierarchy_manifest(list(index.docstore.docs.values()), builders[0])
+
+
+def files(manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """``hierarchy.json`` and its writer, to be persisted with the index."""
+    from llama_index_kgplus._files import json_writer
+    from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE
+
+    return {} if manifest is None else {MANIFEST_FILE: json_writer(manifest, indent=1, default=str)}
+
+
+def after_ingest(args: argparse.Namespace, manifest: dict[str, Any] | None) -> None:
+    """Say how many summaries were made (and which clusters failed)."""
+    if manifest is None:
+        return
     levels = ", ".join(f"level {k}: {v}" for k, v in manifest["nodes_per_level"].items())
     print(f"hierarchy ({args.hierarchy}): {levels}")
     for failed in manifest["failed_clusters"]:

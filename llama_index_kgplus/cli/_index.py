@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,23 @@ from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _h
 from llama_index_kgplus.errors import InputDataError
 
 
-def _read_questions(path: Path, field: str = "question") -> Iterator[str]:
+def _read_questions(path: Path, field: str = "question") -> list[str]:
+    """The ``field`` of every line of a JSONL file; a file with none is an error (nothing would run)."""
+    texts = []
     for where, record in iter_jsonl(path, "Questions file"):
         text = text_field(record, field, where, required=False) or ""
         if not text.strip():
             raise InputDataError(f'{where}: each line needs a non-empty "{field}" field.')
-        yield text
+        texts.append(text)
+    if not texts:
+        raise InputDataError(f'Questions file {path} is empty: give one JSON object with a "{field}" per line.')
+    return texts
 
 
 def _questions(args: argparse.Namespace) -> list[str]:
     if bool(args.question) == bool(args.questions):
         raise InputDataError("Give either a QUESTION or --questions FILE.jsonl (not both).")
-    return [args.question] if args.question else list(_read_questions(Path(args.questions)))
+    return [args.question] if args.question else _read_questions(Path(args.questions))
 
 
 def source_record(hit: Any) -> dict[str, Any]:
@@ -123,25 +127,34 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
+    from llama_index_kgplus._indexing import persist_index
+    from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     _args.check_output_dir(args.index, "--index", "docstore.json")
     docs = load_corpus(args.docs_path)
-    linker = _entities.make_linker(args)
-    embed_model = embed_model_from_spec()
-    builders = _hierarchy.make_builders(args, embed_model)
-    index = build_index(
-        docs,
-        args.index,
-        embed_model=embed_model,
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        extra_transformations=[*([linker] if linker else []), *builders],
-    )
-    print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
-    _entities.after_ingest(args, index, linker)
-    _hierarchy.after_ingest(args, index, builders)
+    with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
+        linker = _entities.make_linker(args)
+        embed_model = embed_model_from_spec()
+        builders = _hierarchy.make_builders(args, embed_model)
+        index = build_index(
+            docs,
+            None,
+            embed_model=embed_model,
+            chunk_size=args.chunk_size,
+            chunk_overlap=args.chunk_overlap,
+            extra_transformations=[*([linker] if linker else []), *builders],
+        )
+        graph = _entities.entity_graph(index, linker)
+        manifest = _hierarchy.manifest(index, builders)
+        # the index, its entity graph and its hierarchy are switched in together: old all three, or new
+        persist_index(
+            index, args.index, embed_model=embed_model, files={**_entities.files(graph), **_hierarchy.files(manifest)}
+        )
+        print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
+        _entities.after_ingest(args, index, linker, graph)
+        _hierarchy.after_ingest(args, manifest)
     return 0
 
 

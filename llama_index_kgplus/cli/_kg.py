@@ -64,7 +64,7 @@ def _paths(args: argparse.Namespace) -> int:
 
     if bool(args.text) == bool(args.questions):
         raise InputDataError('Give either a TEXT or --questions FILE.jsonl (a "text" field per line), not both.')
-    texts = [args.text] if args.text else list(_read_questions(Path(args.questions), field="text"))
+    texts = [args.text] if args.text else _read_questions(Path(args.questions), field="text")
     with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
         finder = KGPathFinder.from_defaults(
             kg,
@@ -96,7 +96,7 @@ def _ask(args: argparse.Namespace) -> int:
         raise InputDataError(
             'Give either a QUESTION or --questions FILE.jsonl (a "question" field per line), not both.'
         )
-    questions = [args.question] if args.question else list(_read_questions(Path(args.questions)))
+    questions = [args.question] if args.question else _read_questions(Path(args.questions))
     with KnowledgeGraph.open(args.store, node_label=args.label) as kg:
         kg.manifest  # noqa: B018 - a store without a knowledge graph fails here, before the LLM loads
         llm = llm_from_spec(args.llm)

@@ -23,11 +23,9 @@ graph.delete_ref_doc("Lothair II")
 
 from __future__ import annotations
 
-import gc
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ import scipy.sparse as sp
 from llama_index.core.schema import BaseNode
 
 from llama_index_kgplus._files import atomic_open
+from llama_index_kgplus._gc import paused_gc
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
 from llama_index_kgplus.errors import InputDataError
@@ -285,9 +284,16 @@ class EntityGraph:
     # ------------------------------------------------------------------ persistence
 
     def persist(self, persist_dir: str | Path, *, index_id: str | None = None) -> Path:
-        """Write ``entity_graph.npz`` into ``persist_dir`` (atomically: a crash leaves the old file)."""
+        """Write ``entity_graph.npz`` into ``persist_dir`` (atomically: a crash leaves the old file; in an index
+        folder, holding its writer lock and stamped in its ``ingest.json`` with the other files of the index)."""
+        from llama_index_kgplus._indexing import write_index_file
+
         if index_id is not None:
             self.index_id = index_id
+        return write_index_file(persist_dir, GRAPH_FILE, self._write_file)
+
+    def _write_file(self, path: Path) -> None:
+        """Write the graph to the file ``path`` (atomically)."""
         keys = self._entity_keys
         column = {key: j for j, key in enumerate(keys)}
         entities = [self.entities.entities[k] for k in keys]
@@ -305,7 +311,6 @@ class EntityGraph:
             "aliases": [[j, a] for j, e in enumerate(entities) for a in sorted(e.aliases)],
             "relationships": [[column[a], column[b], t] for a, b, t in sorted(self.entities.relationships)],
         }
-        path = Path(persist_dir) / GRAPH_FILE
         with atomic_open(path) as handle:
             np.savez(
                 handle,
@@ -315,7 +320,6 @@ class EntityGraph:
                 mention_count=self._mention_count,
                 mention_about=self._mention_about,
             )
-        return path
 
     @classmethod
     def exists(cls, persist_dir: str | Path) -> bool:
@@ -337,7 +341,7 @@ class EntityGraph:
         """Read ``entity_graph.npz`` of ``persist_dir``; with ``index_id``, check it belongs to that index."""
         path, fix = cls.require(persist_dir), _fix(persist_dir)
         try:
-            with np.load(path, allow_pickle=False) as data, _no_gc():
+            with np.load(path, allow_pickle=False) as data, paused_gc():
                 header = json.loads(bytes(data["header"]).decode("utf-8"))
                 arrays = {k: data[k] for k in ("mention_passage", "mention_entity", "mention_count", "mention_about")}
         except (OSError, ValueError, KeyError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -351,7 +355,7 @@ class EntityGraph:
             )
         if index_id is not None and header.get("index_id") not in (None, index_id):
             raise InputDataError(f"{path} belongs to another index than the one in {persist_dir}: {fix}.")
-        with _no_gc():
+        with paused_gc():
             return cls._from_header(header, arrays)
 
     @classmethod
@@ -397,19 +401,6 @@ class EntityGraph:
             (self.passage_ids[p], keys[e], int(c), bool(t))
             for p, e, c, t in zip(self._mention_passage, self._mention_entity, self._mention_count, self._mention_about)
         ]
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: reading 10^5 entities makes 10^5 objects, and collections triggered
-    while they are made tripled the load time in a process that already held many objects."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _fix(persist_dir: str | Path) -> str:

@@ -13,17 +13,20 @@ Load files with :meth:`Glossary.load` (JSON or CSV), see :mod:`._load` for the f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, model_validator
+from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, model_validator
 
 from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._gc import paused_gc
 from llama_index_kgplus._text import PhraseMatch, PhraseMatcher, normalize_phrase
 from llama_index_kgplus.glossary._entry import GlossaryEntry, check_entries, normalise, plural_forms, spelling
 from llama_index_kgplus.glossary._load import entries_from_data, load_entries, read_csv_entries, read_json_entries
+
+_CHECKED = "kgplus_entries_checked"  # validation context: the entries passed check_entries already
 
 
 class Glossary(BaseModel):
@@ -53,9 +56,17 @@ class Glossary(BaseModel):
     _folded: dict[str, set[int]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _consistent(self) -> Glossary:
-        check_entries(self.entries, lambda i: f"entries[{i}] ({self.entries[i].term!r})")
+    def _consistent(self, info: ValidationInfo) -> Glossary:
+        if not (info.context or {}).get(_CHECKED):  # the loaders checked them already, naming file positions
+            check_entries(self.entries, lambda i: f"entries[{i}] ({self.entries[i].term!r})")
         return self
+
+    @classmethod
+    def _checked(cls, read: Callable[[], list[GlossaryEntry]], source: str) -> Glossary:
+        """A glossary of the entries ``read()`` returns, checked by the reader (with file positions) and not a
+        second time; the garbage collector is paused while 10^5 entries are made (see :mod:`._gc`)."""
+        with paused_gc():
+            return cls.model_validate({"entries": read(), "source": source}, context={_CHECKED: True})
 
     @classmethod
     def class_name(cls) -> str:
@@ -67,22 +78,22 @@ class Glossary(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> Glossary:
         """Load ``.json`` (``{"terms": [...]}``) or ``.csv`` (columns term, explanation, aliases, see_also)."""
-        return cls(entries=load_entries(path), source=str(path))
+        return cls._checked(lambda: load_entries(path), str(path))
 
     @classmethod
     def from_json(cls, path: str | Path) -> Glossary:
         """Load a ``.json`` glossary, whatever its suffix."""
-        return cls(entries=read_json_entries(path), source=str(path))
+        return cls._checked(lambda: read_json_entries(path), str(path))
 
     @classmethod
     def from_csv(cls, path: str | Path) -> Glossary:
         """Load a ``.csv`` glossary, whatever its suffix."""
-        return cls(entries=read_csv_entries(path), source=str(path))
+        return cls._checked(lambda: read_csv_entries(path), str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<dict>") -> Glossary:
         """From ``{"terms": [{"term", "explanation", "aliases"?, "see_also"?, "metadata"?}]}``."""
-        return cls(entries=entries_from_data(data, source), source=source)
+        return cls._checked(lambda: entries_from_data(data, source), source)
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """The JSON form, ``{"terms": [...]}``, that :meth:`from_dict` reads back."""
@@ -107,11 +118,13 @@ class Glossary(BaseModel):
 
     def _name_index(self) -> dict[str, int]:
         if self._index is None:
-            self._index, self._folded = {}, {}
+            index: dict[str, int] = {}
+            folded: dict[str, set[int]] = {}
             for i, entry in enumerate(self.entries):
                 for name in entry.names:
-                    self._index[spelling(name)] = i
-                    self._folded.setdefault(normalise(name), set()).add(i)
+                    index[spelling(name)] = i
+                    folded.setdefault(normalise(name), set()).add(i)
+            self._index, self._folded = index, folded
         return self._index
 
     def get(self, name: str) -> GlossaryEntry | None:
@@ -135,23 +148,31 @@ class Glossary(BaseModel):
     # ------------------------------------------------------------------ term spotting
 
     def matcher(self) -> PhraseMatcher:
-        """The shared whole-word matcher over terms and aliases (payload: entry position), built once."""
+        """The shared whole-word matcher over terms and aliases (payload: entry position), built once (in time
+        linear in the number of names)."""
         if self._matcher is None:
-            self._name_index()
-            assert self._folded is not None
-            pairs = []
-            for i, entry in enumerate(self.entries):
-                for name in entry.names:
-                    pairs.append((name, i))
-                    if self.match_plurals:  # a plural that is itself a term keeps pointing at that term only
-                        pairs.extend((f, i) for f in plural_forms(name) if normalise(f) not in self._folded)
-            spellings: dict[str, dict[str, set[int]]] = {}
-            for name, i in pairs:
-                spellings.setdefault(normalize_phrase(name), {}).setdefault(spelling(name), set()).add(i)
-            # keys shared by entries whose names differ in case are matched as written
-            self._exact = {k: v for k, v in spellings.items() if len(set().union(*v.values())) > 1 and len(v) > 1}
-            self._matcher = PhraseMatcher.from_pairs(pairs)
+            with paused_gc():
+                self._build_matcher()
+        assert self._matcher is not None
         return self._matcher
+
+    def _build_matcher(self) -> None:
+        self._name_index()
+        folded = self._folded
+        assert folded is not None
+        pairs = []
+        plurals = self.match_plurals
+        for i, entry in enumerate(self.entries):
+            for name in entry.names:
+                pairs.append((name, i))
+                if plurals:  # a plural that is itself a term keeps pointing at that term only
+                    pairs.extend((f, i) for f in plural_forms(name) if normalise(f) not in folded)
+        spellings: dict[str, dict[str, set[int]]] = {}
+        for name, i in pairs:
+            spellings.setdefault(normalize_phrase(name), {}).setdefault(spelling(name), set()).add(i)
+        # keys shared by entries whose names differ in case are matched as written
+        self._exact = {k: v for k, v in spellings.items() if len(v) > 1 and len(set().union(*v.values())) > 1}
+        self._matcher = PhraseMatcher.from_pairs(pairs)
 
     def find(self, text: str) -> list[PhraseMatch]:
         """Whole-word, leftmost-longest spans of ``text`` naming a term or alias (``values``: entry positions)."""

@@ -40,6 +40,8 @@ logger = get_logger(__name__)
 
 SelectionReason = Literal["matched", "similar", "all"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: from this many entries on, embedding them shows a progress bar (unless ``show_progress`` says otherwise)
+PROGRESS_FROM = 1_000
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,10 @@ class GlossaryTermSelector(BaseModel):
         default=False, description="Select every entry, untruncated, ignoring the budget (for comparison)."
     )
     embed_batch_size: int = Field(default=32, gt=0, description="Batch size when embedding the entries.")
-    show_progress: bool = Field(default=False, description="Show a progress bar while embedding the entries.")
+    show_progress: bool | None = Field(
+        default=None,
+        description=f"Show a progress bar while embedding the entries (None: when there are {PROGRESS_FROM:,} or more).",
+    )
     cache_embeddings: bool = Field(
         default=True,
         description="Keep the entries' embeddings in $KGPLUS_HOME/cache (a numpy file keyed by the entries' text "
@@ -114,7 +119,7 @@ class GlossaryTermSelector(BaseModel):
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
     _tokenizer: Callable[[str], list] | None = PrivateAttr(default=None)
     _entry_embeddings: np.ndarray | None = PrivateAttr(default=None)
-    _lines: dict[tuple[bool, int | None], list[tuple[str, int]]] = PrivateAttr(default_factory=dict)
+    _lines: dict[tuple[bool, int | None, int], tuple[str, int]] = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -190,7 +195,7 @@ class GlossaryTermSelector(BaseModel):
         path = self._cache_path(texts)
         cached = self._cached(path, len(texts))
         if cached is None:
-            vectors = self.embed_model.get_text_embedding_batch(texts, show_progress=self.show_progress)
+            vectors = self.embed_model.get_text_embedding_batch(texts, show_progress=self._progress(texts))
             cached = self._remember(path, vectors)
         self._entry_embeddings = cached
 
@@ -202,9 +207,12 @@ class GlossaryTermSelector(BaseModel):
         path = self._cache_path(texts)
         cached = self._cached(path, len(texts))
         if cached is None:
-            vectors = await self.embed_model.aget_text_embedding_batch(texts, show_progress=self.show_progress)
+            vectors = await self.embed_model.aget_text_embedding_batch(texts, show_progress=self._progress(texts))
             cached = self._remember(path, vectors)
         self._entry_embeddings = cached
+
+    def _progress(self, texts: list[str]) -> bool:
+        return self.show_progress if self.show_progress is not None else len(texts) >= PROGRESS_FROM
 
     def _cache_path(self, texts: list[str]) -> Path | None:
         if not self.cache_embeddings:
@@ -239,16 +247,16 @@ class GlossaryTermSelector(BaseModel):
                 logger.warning("Cannot cache the glossary embeddings in %s (%s).", path, exc)
         return unit
 
-    def _entry_lines(self) -> list[tuple[str, int]]:
-        """Each entry's prompt line (explanation cut to the per-entry limit) and its token count."""
-        key = (self.whole_glossary, self.max_explanation_tokens)
-        if key not in self._lines:
-            lines = []
-            for entry in self.glossary.entries:
-                text = entry.to_text(None if self.whole_glossary else self._short_explanation(entry.explanation))
-                lines.append((text, self.count_tokens(text)))
-            self._lines[key] = lines
-        return self._lines[key]
+    def _entry_line(self, i: int) -> tuple[str, int]:
+        """Entry ``i``'s prompt line (explanation cut to the per-entry limit) and its token count, made when first
+        needed: a query over 10^5 entries formats the few it selects, not all."""
+        key = (self.whole_glossary, self.max_explanation_tokens, i)
+        line = self._lines.get(key)
+        if line is None:
+            entry = self.glossary.entries[i]
+            text = entry.to_text(None if self.whole_glossary else self._short_explanation(entry.explanation))
+            line = self._lines[key] = (text, self.count_tokens(text))
+        return line
 
     def _short_explanation(self, explanation: str) -> str:
         limit = self.max_explanation_tokens
@@ -301,13 +309,11 @@ class GlossaryTermSelector(BaseModel):
         return self.entry_embeddings_ @ q
 
     def _all(self, query: str) -> GlossarySelection:
-        lines = self._entry_lines()
         return GlossarySelection(
-            query, [SelectedEntry(e, "all", None, *lines[i]) for i, e in enumerate(self.glossary.entries)]
+            query, [SelectedEntry(e, "all", None, *self._entry_line(i)) for i, e in enumerate(self.glossary.entries)]
         )
 
     def _choose(self, query: str, similarities: np.ndarray | None) -> GlossarySelection:
-        lines = self._entry_lines()
         entries = self.glossary.entries
         candidates: list[tuple[int, SelectionReason, float | None, str | None]] = []
         seen: set[int] = set()
@@ -330,7 +336,7 @@ class GlossaryTermSelector(BaseModel):
                 added += 1
         selection, used = GlossarySelection(query), 0
         for i, reason, score, matched_text in candidates:
-            text, tokens = lines[i]
+            text, tokens = self._entry_line(i)
             chosen = SelectedEntry(entries[i], reason, score, text, tokens, matched_text)
             if used + tokens <= self.max_tokens:
                 selection.entries.append(chosen)

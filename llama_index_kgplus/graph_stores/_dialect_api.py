@@ -71,7 +71,15 @@ class StoreAPIDialect(GraphDialect):
     async def arun(self, store: Any, query: str, params: dict[str, Any] | None = None) -> NoReturn:
         self._refuse(store, _NO_QUERIES)
 
-    def run_read_only(self, store: Any, query: str, timeout: float, params: dict[str, Any] | None = None) -> NoReturn:
+    def run_read_only(
+        self,
+        store: Any,
+        query: str,
+        timeout: float,
+        params: dict[str, Any] | None = None,
+        *,
+        max_rows: int | None = None,
+    ) -> NoReturn:
         self._refuse(store, _NO_QUERIES)
 
     # nothing is imported into it: no key/value records, no schema, no writes

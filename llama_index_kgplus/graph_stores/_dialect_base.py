@@ -174,13 +174,20 @@ class GraphDialect(ABC):
         return await asyncio.to_thread(self.run, store, query, params)
 
     def run_read_only(
-        self, store: Any, query: str, timeout: float, params: dict[str, Any] | None = None
+        self,
+        store: Any,
+        query: str,
+        timeout: float,
+        params: dict[str, Any] | None = None,
+        *,
+        max_rows: int | None = None,
     ) -> list[dict[str, Any]]:
         """Run a generated query (already through the read-only guard) with ``params``, the engine's own
         read-only mode where it has one and a ``timeout`` in seconds (:class:`QueryTimeoutError` when it runs
-        out)."""
+        out); at most ``max_rows`` rows are read (a ``UNION`` has a ``LIMIT`` per branch: this one holds for
+        the whole)."""
         try:
-            return self.driver(store).run_read_only(query, params or {}, timeout=timeout)
+            return self.driver(store).run_read_only(query, params or {}, timeout=timeout, max_rows=max_rows)
         except Exception as exc:  # drivers raise many types; report them as one, keep the cause
             if any(
                 word in str(exc).lower() for word in ("timeout", "timed out", "interrupt")

@@ -18,6 +18,7 @@ driver.run_read_only("MATCH (n) RETURN n.id AS id", timeout=5.0)
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -54,10 +55,10 @@ def connection_options(store: Any) -> ConnectionOptions:
         return ConnectionOptions()
 
 
-def result_rows(result: Any) -> Rows:
-    """A Ladybug query result as one dict per row, keyed by column name."""
+def result_rows(result: Any, max_rows: int | None = None) -> Rows:
+    """A Ladybug query result as one dict per row, keyed by column name (the first ``max_rows`` only, if given)."""
     columns = result.get_column_names()
-    return [dict(zip(columns, row)) for row in result]
+    return [dict(zip(columns, row)) for row in itertools.islice(result, max_rows)]
 
 
 class GraphDriver(ABC):
@@ -73,8 +74,11 @@ class GraphDriver(ABC):
         """Run ``query`` (read or write) and return every row unsanitised."""
 
     @abstractmethod
-    def run_read_only(self, query: str, params: dict[str, Any] | None = None, *, timeout: float) -> Rows:
-        """Run ``query`` in the engine's read-only mode where it has one, stopped after ``timeout`` seconds."""
+    def run_read_only(
+        self, query: str, params: dict[str, Any] | None = None, *, timeout: float, max_rows: int | None = None
+    ) -> Rows:
+        """Run ``query`` in the engine's read-only mode where it has one, stopped after ``timeout`` seconds; at
+        most ``max_rows`` rows are read (all with None)."""
 
 
 class LadybugDriver(GraphDriver):
@@ -91,10 +95,12 @@ class LadybugDriver(GraphDriver):
     def run(self, query: str, params: dict[str, Any] | None = None) -> Rows:
         return result_rows(self.connection.execute(query, parameters=params or {}))
 
-    def run_read_only(self, query: str, params: dict[str, Any] | None = None, *, timeout: float) -> Rows:
+    def run_read_only(
+        self, query: str, params: dict[str, Any] | None = None, *, timeout: float, max_rows: int | None = None
+    ) -> Rows:
         self.connection.set_query_timeout(max(1, int(timeout * 1000)))
         try:
-            return self.run(query, params)
+            return result_rows(self.connection.execute(query, parameters=params or {}), max_rows)
         finally:
             self.connection.set_query_timeout(0)
 
@@ -127,14 +133,17 @@ class FalkorDBDriver(GraphDriver):
         timeout = None if self.timeout_ms is None else int(self.timeout_ms)
         return self._rows(self.graph.query(query, params or {}, timeout=timeout))
 
-    def run_read_only(self, query: str, params: dict[str, Any] | None = None, *, timeout: float) -> Rows:
-        return self._rows(self.graph.ro_query(query, params or {}, timeout=max(1, int(timeout * 1000))))
+    def run_read_only(
+        self, query: str, params: dict[str, Any] | None = None, *, timeout: float, max_rows: int | None = None
+    ) -> Rows:
+        return self._rows(self.graph.ro_query(query, params or {}, timeout=max(1, int(timeout * 1000))), max_rows)
 
     @staticmethod
-    def _rows(result: Any) -> Rows:
+    def _rows(result: Any, max_rows: int | None = None) -> Rows:
         from llama_index.graph_stores.falkordb.falkordb_property_graph import to_plain_value
 
-        return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in result.result_set]
+        rows = itertools.islice(result.result_set, max_rows)
+        return [{h[1]: to_plain_value(v) for h, v in zip(result.header, row)} for row in rows]
 
 
 class Neo4jDriver(GraphDriver):
@@ -160,12 +169,15 @@ class Neo4jDriver(GraphDriver):
         )
         return [r.data() for r in records]
 
-    def run_read_only(self, query: str, params: dict[str, Any] | None = None, *, timeout: float) -> Rows:
+    def run_read_only(
+        self, query: str, params: dict[str, Any] | None = None, *, timeout: float, max_rows: int | None = None
+    ) -> Rows:
         import neo4j
 
         @neo4j.unit_of_work(timeout=timeout)
         def read(tx: Any) -> Rows:
-            return tx.run(query, params or {}).data()
+            result = tx.run(query, params or {})
+            return [record.data() for record in itertools.islice(result, max_rows)]
 
         with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
             return session.execute_read(read)

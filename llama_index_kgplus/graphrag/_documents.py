@@ -8,9 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from llama_index.core import Document
-from llama_index.core.node_parser import SentenceSplitter, TextSplitter
+from llama_index.core.node_parser import TextSplitter
 
 from llama_index_kgplus._redact import get_logger
+from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
 
@@ -36,7 +37,7 @@ def chunker(text_splitter: TextSplitter | None, chunk_size: int, chunk_overlap: 
     """The splitter (``text_splitter``, else a ``SentenceSplitter``) and a key naming it with its settings: a
     document stored under another key is chunked again."""
     if text_splitter is None:
-        splitter = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+        splitter = sentence_splitter(chunk_size, chunk_overlap)
         return splitter, f"sentence:{chunk_size}:{chunk_overlap}"
     settings = json.dumps(text_splitter.to_dict(), sort_keys=True, default=str)
     return text_splitter, f"{text_splitter.class_name()}:{hashlib.sha256(settings.encode()).hexdigest()[:16]}"

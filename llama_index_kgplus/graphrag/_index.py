@@ -39,6 +39,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.node_parser import TextSplitter
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import inside, user_path
 from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._sync import run_sync
@@ -50,7 +51,7 @@ from llama_index_kgplus.graphrag._extraction import ExtractionResult, GraphExtra
 from llama_index_kgplus.graphrag._graph_sink import GraphDiff, GraphSink, LadybugGraphSink
 from llama_index_kgplus.graphrag._merge import ChunkExtraction, Entity, Relationship, merge_extractions
 from llama_index_kgplus.graphrag._reports import CommunityReport, CommunityReportGenerator, ReportContext
-from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
+from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState, check_state_file
 from llama_index_kgplus.graphrag._stats import IndexStats, StoredReport
 from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 
@@ -66,6 +67,7 @@ def require_store(store_dir: str | Path) -> Path:
         raise InputDataError(
             f"{store_dir} holds no GraphRAG index: run `kgplus graphrag index DOCS --store {store_dir}` first."
         )
+    check_state_file(store_dir / STATE_FILE)
     return store_dir
 
 
@@ -249,8 +251,12 @@ class GraphRAGIndex(BaseModel):
         return await self._arefresh(documents, "update")
 
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
-        started = time.perf_counter()
         docs = check_corpus(documents)
+        with writer_lock(self.store_dir, f"GraphRAG {command}"):  # one writer per store at a time
+            return await self._arefresh_locked(docs, command)
+
+    async def _arefresh_locked(self, docs: list[Document], command: str) -> IndexStats:
+        started = time.perf_counter()
         state, meter = self.state, usage_meter(self.llm)
         usage_before = meter.snapshot()
         interrupted = state.interrupted_runs()

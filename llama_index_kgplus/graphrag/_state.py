@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.graphrag._communities import Community
 from llama_index_kgplus.graphrag._merge import Entity, Relationship
 
@@ -105,20 +106,94 @@ def _dump(obj: Entity | Relationship) -> str:
     return json.dumps(asdict(obj), ensure_ascii=False, sort_keys=True)
 
 
+def _columns(db: sqlite3.Connection) -> dict[str, list[str]]:
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    return {t: [r[1] for r in db.execute(f'PRAGMA table_info("{t}")').fetchall()] for t in tables}
+
+
+def _expected_columns() -> dict[str, list[str]]:
+    with sqlite3.connect(":memory:") as db:
+        db.executescript(_SCHEMA)
+        return {t: c for t, c in _columns(db).items() if not t.startswith("sqlite_")}
+
+
+def _about_the_file(exc: sqlite3.DatabaseError) -> bool:
+    """SQLite's "file is not a database" and "database disk image is malformed" (its subclasses are about a
+    moment or a statement: locked, disk full, a constraint)."""
+    return type(exc) is sqlite3.DatabaseError
+
+
+def _damaged(path: Path, what: str) -> InputDataError:
+    return InputDataError(
+        f"{path} is not a readable GraphRAG state file ({what}): restore it, or move it away and build the store "
+        f"again (`kgplus graphrag index DOCS --store {path.parent}`)."
+    )
+
+
+def _check_tables(path: Path, found: dict[str, list[str]], *, empty_ok: bool = True) -> None:
+    if not found and not empty_ok:
+        raise _damaged(path, "it holds no tables")
+    if found and "meta" not in found:
+        raise _damaged(path, f"it holds other tables: {', '.join(sorted(found))}")
+    for table, columns in _expected_columns().items():
+        if table in found and found[table] != columns:
+            raise _damaged(path, f"its table {table} has columns {found[table]}, not {columns}")
+
+
+def check_state_file(path: Path) -> None:
+    """An :class:`InputDataError` naming ``path`` unless it is a GraphRAG state file: opened read-only, nothing
+    written (so a command can check its store before any model loads)."""
+    db = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True)  # opens lazily: cannot fail here
+    try:
+        found = _columns(db)
+    except sqlite3.DatabaseError as exc:
+        if _about_the_file(exc):
+            raise _damaged(path, str(exc)) from exc
+        return  # locked, I/O: about now, not the file; the open that follows says
+    finally:
+        db.close()
+    _check_tables(path, found, empty_ok=False)
+
+
 class GraphRAGState:
-    """The SQLite state file of a GraphRAG store (see the module docstring); thread-safe."""
+    """The SQLite state file of a GraphRAG store (see the module docstring); thread-safe. A file that is not one
+    (not SQLite, damaged, other tables) is an :class:`InputDataError` that names it."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
-        version = self.get_meta("schema_version")
-        if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
+        try:
+            with self._damage():
+                self._check_tables()
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                with self._lock:
+                    self._db.executescript(_SCHEMA)
+                version = self.get_meta("schema_version")
+                if version is None:
+                    self.set_meta("schema_version", SCHEMA_VERSION)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_tables(self) -> None:
+        """The tables already in the file are a GraphRAG state's (checked before anything is written to it; a
+        state of an older release may lack a table, which is then made)."""
+        _check_tables(self.path, _columns(self._db))
+
+    def _damaged(self, what: str) -> InputDataError:
+        return _damaged(self.path, what)
+
+    @contextmanager
+    def _damage(self) -> Iterator[None]:
+        """SQLite's "not a database" and "malformed" errors (the file, not the moment) as one naming the file."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if not _about_the_file(exc):  # locked, disk full, I/O, a constraint: about now, not the file
+                raise
+            raise self._damaged(str(exc)) from exc
 
     def close(self) -> None:
         with self._lock:
@@ -127,7 +202,7 @@ class GraphRAGState:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error) under the state's lock."""
-        with self._lock:
+        with self._lock, self._damage():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -137,14 +212,17 @@ class GraphRAGState:
             self._db.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        with self._lock:
+        with self._lock, self._damage():
             return self._db.execute(sql, params).fetchall()
 
     # ------------------------------------------------------------------ meta
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else default
+        try:
+            return json.loads(rows[0][0]) if rows else default
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise self._damaged(f"its {key!r} setting is not JSON") from exc
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._tx() as db:

@@ -18,7 +18,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, No
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
-from llama_index_kgplus._files import atomic_write_json
+from llama_index_kgplus._files import json_writer
 from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._text import questions_in
 from llama_index_kgplus._vectors import unit
@@ -189,9 +189,8 @@ class HierarchicalRetriever(BaseRetriever):
                 "which keeps its own data: rebuild the retriever with HierarchicalRetriever.from_index(index)."
             )
         storage = StorageContext.from_defaults(docstore=self.docstore, vector_store=self.vector_store)
-        persist_storage(storage, persist_dir)
-        settings = {key: getattr(self, key) for key in _SETTINGS}
-        atomic_write_json(Path(persist_dir) / RETRIEVER_FILE, {**settings, "root_ids": self.root_ids()}, indent=1)
+        settings = {**{key: getattr(self, key) for key in _SETTINGS}, "root_ids": self.root_ids()}
+        persist_storage(storage, persist_dir, files={RETRIEVER_FILE: json_writer(settings, indent=1)})
 
     # ------------------------------------------------------------------ structure
 
@@ -459,8 +458,19 @@ def _within_budget(hits: list[NodeWithScore], budget: int) -> list[NodeWithScore
 
 
 def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: Any | None = None) -> dict[str, Any]:
-    """Write ``hierarchy.json`` beside a persisted index: root ids, nodes per level, the builder's settings
-    and the clusters it failed to summarise, so :meth:`HierarchicalRetriever.from_persist_dir` needs no scan."""
+    """Write ``hierarchy.json`` beside a persisted index (stamped in its ``ingest.json``, as the other files of
+    the index): the :func:`hierarchy_manifest` of ``nodes``, so :meth:`HierarchicalRetriever.from_persist_dir`
+    needs no scan."""
+    from llama_index_kgplus._indexing import write_index_file
+
+    manifest = hierarchy_manifest(nodes, builder)
+    write_index_file(persist_dir, MANIFEST_FILE, json_writer(manifest, indent=1, default=str))
+    return manifest
+
+
+def hierarchy_manifest(nodes: Sequence[BaseNode], builder: Any | None = None) -> dict[str, Any]:
+    """What ``hierarchy.json`` holds: root ids, nodes per level, the builder's settings and the clusters it
+    failed to summarise."""
     levels: dict[int, int] = {}
     for node in nodes:
         levels[node_level(node)] = levels.get(node_level(node), 0) + 1
@@ -478,7 +488,6 @@ def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: 
     except AttributeError:  # the builder did not run (a pipeline cache hit)
         failed = []
     manifest["failed_clusters"] = [{"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed]
-    atomic_write_json(Path(persist_dir) / MANIFEST_FILE, manifest, indent=1, default=str)
     return manifest
 
 

@@ -175,6 +175,7 @@ class CypherQueryEngine(CustomQueryEngine):
             _kind_mentions(form, question, [(m.start, m.end) for m in found]),
             described.groups,
             timeout=self.timeout,
+            max_rows=self.max_rows,
             chain_source=None
             if start is None
             else (lambda order: _chain_options(kg, form, start, order, self.timeout)),
@@ -224,7 +225,7 @@ class CypherQueryEngine(CustomQueryEngine):
             prompt=prompt,
             repair=repair,
             guard=guard,
-            execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout),
+            execute=lambda cypher: kg.dialect.run_read_only(kg.store, cypher, self.timeout, max_rows=self.max_rows),
             retry_on=(GraphStoreError, QueryTimeoutError),
             second_try=second_try if tries else None,
             check=(lambda cypher, rows: complaint(q, cypher, checks)) if checks else None,

@@ -120,6 +120,7 @@ class CypherQuestion:
     groups: list[str] = field(default_factory=list)
     guard: Callable[[str], str] = str
     timeout: float = 10.0
+    max_rows: int | None = None
     chain_source: Callable[[tuple[str, ...]], list[_Chain]] | None = None
     _chains: dict[tuple[str, ...], list[_Chain]] = field(default_factory=dict, repr=False)
 
@@ -150,8 +151,8 @@ class CypherQuestion:
         return "; ".join(f"{chain.shown} (ends at {chain.ends} entities)" for chain in options)
 
     def run(self, query: str, params: dict[str, Any] | None = None) -> tuple[str, Rows] | None:
-        """:func:`_run_guarded` with the question's guard and timeout."""
-        return _run_guarded(self.kg, self.guard, query, self.timeout, params)
+        """:func:`_run_guarded` with the question's guard, timeout and row limit."""
+        return _run_guarded(self.kg, self.guard, query, self.timeout, params, self.max_rows)
 
     def entities(self, var: str) -> str:
         """:func:`_entities` for this question."""
@@ -159,13 +160,19 @@ class CypherQuestion:
 
 
 def _run_guarded(
-    kg: Any, guard: Callable[[str], str], query: str, timeout: float, params: dict[str, Any] | None = None
+    kg: Any,
+    guard: Callable[[str], str],
+    query: str,
+    timeout: float,
+    params: dict[str, Any] | None = None,
+    max_rows: int | None = None,
 ) -> tuple[str, Rows] | None:
-    """``query`` through ``guard``, run read-only with ``params`` within ``timeout`` seconds: (the query as run,
-    its rows), or None when the guard refuses it or the database fails or runs out of time."""
+    """``query`` through ``guard``, run read-only with ``params`` within ``timeout`` seconds, reading at most
+    ``max_rows`` rows: (the query as run, its rows), or None when the guard refuses it or the database fails or
+    runs out of time."""
     try:
         guarded = guard(query)
-        return guarded, kg.dialect.run_read_only(kg.store, guarded, timeout, params)
+        return guarded, kg.dialect.run_read_only(kg.store, guarded, timeout, params, max_rows=max_rows)
     except (UnsafeQueryError, GraphStoreError, QueryTimeoutError):
         return None
 

@@ -153,7 +153,7 @@ class EntitiesForGroups(CypherSecondTry):
 
 
 def _reversed_if_empty(
-    kg: Any, cypher: str, rows: Rows, guard: Callable[[str], str], timeout: float
+    kg: Any, cypher: str, rows: Rows, guard: Callable[[str], str], timeout: float, max_rows: int | None = None
 ) -> tuple[str, Rows] | None:
     """When ``cypher`` found nothing, the same query with relationship arrows reversed, if that finds something;
     else None. A chain of 2-3 arrows tries one arrow at a time first (a path usually goes wrong at one step),
@@ -165,7 +165,7 @@ def _reversed_if_empty(
     for flipped in dict.fromkeys(_reverse_arrows(cypher, which) for which in [*subsets, None]):
         if flipped == cypher:
             continue
-        again = _run_guarded(kg, guard, flipped, timeout)
+        again = _run_guarded(kg, guard, flipped, timeout, max_rows=max_rows)
         if again is not None and not _found_nothing(again[1]):
             return again
     return None
@@ -183,7 +183,7 @@ class ArrowReversal(CypherSecondTry):
     note: ClassVar[str] = REVERSED_NOTE
 
     def retry(self, q: CypherQuestion, cypher: str, rows: Rows, complaint: str) -> tuple[str, Rows] | None:
-        return _reversed_if_empty(q.kg, cypher, rows, q.guard, q.timeout)
+        return _reversed_if_empty(q.kg, cypher, rows, q.guard, q.timeout, q.max_rows)
 
 
 DEFAULT_CYPHER_REPAIRS: tuple[CypherRepair, ...] = (

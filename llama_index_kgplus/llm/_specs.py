@@ -132,9 +132,9 @@ def _required(value: str, kind: str, form: str) -> str:
 def _checked_url(url: str, kind: str) -> str:
     try:
         parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - a bad port or IPv6 address raises here
-    except ValueError:
-        raise KGPlusSetupError(f"The {kind} spec's server is not a valid URL (http://host:port/...).") from None
+        parts.port  # noqa: B018 - a port that is not a number, or out of range, raises here
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535"
+        raise KGPlusSetupError(f"The {kind} spec's server is not a valid URL ({exc}).") from None
     names = [pair.partition("=")[0] for pair in re.split(r"[&;]", f"{parts.query}&{parts.fragment}")]
     if "@" in parts.netloc or any(is_secret_name(name) for name in names):
         raise KGPlusSetupError(_CREDENTIALS_IN_URL)

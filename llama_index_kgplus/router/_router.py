@@ -28,6 +28,7 @@ from llama_index.core import Settings
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel, Field
 
+from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import InputDataError, NotFittedError
 
@@ -41,9 +42,10 @@ dispatcher = get_dispatcher(__name__)
 
 def load_examples(path: str | Path = EXAMPLES_PATH) -> dict[str, list[str]]:
     """``{route: [question, ...]}`` from a JSON file of that shape (keys starting with ``_`` are comments)."""
+    text = read_utf8(path, "Router examples")  # a regular file under the size limit
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise InputDataError(f"Router examples {path}: {exc}") from exc
     examples = {k: v for k, v in data.items() if not k.startswith("_")} if isinstance(data, dict) else None
     if (

@@ -5,7 +5,8 @@ milliseconds on a CPU), reads CSV (sniffing delimiters, quotes, types and a BOM)
 interrupt a running query, which the timeout needs. The files are *copied* in at registration, so nothing a
 query does can reach them; once the first query runs the database is sealed (no file or network access, no
 extension loading, no change of settings), and each query runs in a transaction that is rolled back. The copy
-is held in memory: tables up to a few GB, as much as the machine's memory allows.
+is held in memory: each file at most 1 GB by default (``$KGPLUS_MAX_FILE_MB`` raises it), and a named pipe, device
+or socket is refused before it is opened; a file DuckDB or SQLite cannot read is an input error naming it.
 
 Registration reads exactly the file named, never another: CSV and Parquet through a handle the pack opened
 (DuckDB never sees the name, so ``*``, ``?`` and ``[`` in it are plain characters), a DuckDB file in a separate
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._files import check_input_file
 from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError, QueryTimeoutError
 from llama_index_kgplus.tables._guard import read_only_select
@@ -56,6 +58,16 @@ def table_kind(path: Path) -> str:
     if head[8:12] == b"DUCK":
         return "duckdb"
     return "csv"
+
+
+#: the name DuckDB gives a file read through a handle, in its errors
+_INTERNAL_NAME = re.compile(r"DUCKDB_INTERNAL_OBJECTSTORE://[0-9a-f]+")
+
+
+def _duckdb_error() -> type[Exception]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def _sqlite_uri(path: Path) -> str:
@@ -191,11 +203,25 @@ class SQLTables:
             raise InputDataError(f"Table name {name!r}: use letters, digits and _ (not starting with a digit).")
         if self._sealed:
             raise InputDataError(f"Table {name!r}: add every table before the first query runs.")
-        if not path.is_file():
+        if not path.exists():
             raise InputDataError(f"Table {name!r}: no file at {path}.")
-        if path.stat().st_size == 0:
+        if check_input_file(path, f"Table {name!r}:").st_size == 0:  # a FIFO or device: refused, never opened
             raise InputDataError(f"Table {name!r}: {path} is empty.")
         kind = table_kind(path)
+        try:
+            added = self._copy_in(name, path, kind)
+        except (sqlite3.Error, _duckdb_error()) as exc:  # the user's file is broken: say which and how
+            detail = _INTERNAL_NAME.sub(path.name, " ".join(str(exc).split("\n")[0].split()))
+            raise InputDataError(f"Table {name!r} from {path}: {detail}") from exc
+        self._derived.clear()
+        for table in added:
+            self.sources[table] = path
+            if description:
+                self.descriptions[table] = " ".join(description.split())
+        return added
+
+    def _copy_in(self, name: str, path: Path, kind: str) -> list[str]:
+        """Copy the file's table(s) into the database; the names they were given."""
         if kind in ("sqlite", "duckdb"):
             members = self._database_tables(path, kind)
             names = {t: name if len(members) == 1 else f"{name}_{t}" for t in members}
@@ -208,28 +234,16 @@ class SQLTables:
                 raise InputDataError(
                     f"Table {table!r} is already registered (as {existing!r}, from {self.sources[existing]})."
                 )
-        import duckdb
-
         con = self._connection()
-        try:
-            if kind in ("csv", "parquet"):
-                with path.open("rb") as handle:  # a handle, not a path: DuckDB reads this file and no other
-                    relation = con.read_csv(handle) if kind == "csv" else con.read_parquet(handle)
-                    relation.create(name)
-            elif kind == "duckdb":
-                self._copy_duckdb_tables(path, names)
-            else:
-                for source, table in names.items():
-                    self._copy_sqlite_table(path, source, table)
-        except Exception as exc:
-            if isinstance(exc, (duckdb.Error, sqlite3.Error)):
-                raise InputDataError(f"Table {name!r} from {path}: {str(exc).splitlines()[0]}") from exc
-            raise
-        self._derived.clear()
-        for table in names.values():
-            self.sources[table] = path
-            if description:
-                self.descriptions[table] = " ".join(description.split())
+        if kind in ("csv", "parquet"):
+            with path.open("rb") as handle:  # a handle, not a path: DuckDB reads this file and no other
+                relation = con.read_csv(handle) if kind == "csv" else con.read_parquet(handle)
+                relation.create(name)
+        elif kind == "duckdb":
+            self._copy_duckdb_tables(path, names)
+        else:
+            for source, table in names.items():
+                self._copy_sqlite_table(path, source, table)
         return list(names.values())
 
     def _database_tables(self, path: Path, kind: str) -> list[str]:

@@ -92,6 +92,9 @@ class WorkbenchConfig(BaseModel):
         if self.eval_dir is not None:
             if not (self.eval_dir / "per_question.csv").is_file():
                 raise InputDataError(f"--eval {self.eval_dir} is not a `kgplus eval` output (no per_question.csv).")
+            from llama_index_kgplus.ui._eval_folder import EvalFolder
+
+            EvalFolder(self.eval_dir)  # its files read and checked (a missing column, a bad line) before the server
             update["eval_dir"] = self.eval_dir.resolve()
         return self.model_copy(update=update)
 

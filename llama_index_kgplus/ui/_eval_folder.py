@@ -4,24 +4,30 @@ answers of two pipelines side by side with their scores and the judge's details 
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._files import read_utf8
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = ["EvalFolder"]
+
+
+#: the columns of ``per_question.csv`` the Compare page reads
+COLUMNS = ("pipeline", "sample_id", "metric", "score")
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").split("\n"):
+    for line in read_utf8(path, "Evaluation cache").split("\n"):
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:  # an empty or cut line (an interrupted run)
+        except (ValueError, RecursionError):  # an empty or cut line (an interrupted run), a number too long
             continue
         if isinstance(record, dict):
             out.append(record)
@@ -33,6 +39,30 @@ def _score(value: str | None) -> float | None:
         return float(value) if value not in (None, "") else None
     except ValueError:
         return None
+
+
+def _text(value: Any) -> str:
+    """A field shown as text: a string as it is, a number or other JSON value as JSON, nothing as ``""``."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _read_scores(path: Path) -> list[dict[str, Any]]:
+    """The rows of ``per_question.csv``, each with the four :data:`COLUMNS` as text (``score`` a float or None);
+    a missing column or a malformed line is an :class:`InputDataError` of one line naming the file."""
+    reader = csv.DictReader(io.StringIO(read_utf8(path, "Evaluation file"), newline=""))
+    try:
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputDataError(
+                f"{path}:1: the header lacks column(s) {', '.join(missing)}; a `kgplus eval` output has "
+                f"{', '.join(COLUMNS)}, invalid_reason."
+            )
+        rows = [{**row, **{c: _text(row.get(c)) for c in COLUMNS}, "score": _score(row.get("score"))} for row in reader]
+    except csv.Error as exc:
+        raise InputDataError(f"{path}:{reader.line_num}: invalid CSV ({exc}).") from exc
+    return rows
 
 
 class EvalFolder:
@@ -52,18 +82,17 @@ class EvalFolder:
         per_question = self.root / "per_question.csv"
         if not per_question.is_file():
             raise InputDataError(f"{root} is not a `kgplus eval` output folder (no per_question.csv).")
-        with per_question.open(encoding="utf-8", newline="") as fh:
-            self.scores: list[dict[str, Any]] = [
-                {**row, "score": _score(row.get("score"))} for row in csv.DictReader(fh)
-            ]  # fmt: skip
+        self.scores: list[dict[str, Any]] = _read_scores(per_question)
         self.pipelines = list(dict.fromkeys(r["pipeline"] for r in self.scores))
         self.metrics = list(dict.fromkeys(r["metric"] for r in self.scores))
         self._answers = {
-            (r.get("pipeline"), r.get("sample_id")): r for r in _jsonl(self.root / "cache" / "answers.jsonl")
+            (_text(r.get("pipeline")), _text(r.get("sample_id"))): r
+            for r in _jsonl(self.root / "cache" / "answers.jsonl")
         }
         self._details = {
-            (r.get("pipeline"), r.get("sample_id"), r.get("metric")): r.get("details") or {}
+            (_text(r.get("pipeline")), _text(r.get("sample_id")), _text(r.get("metric"))): r["details"]
             for r in _jsonl(self.root / "cache" / "scores.jsonl")
+            if isinstance(r.get("details"), dict) and r["details"]
         }
 
     def summary(self) -> list[dict[str, Any]]:
@@ -71,13 +100,15 @@ class EvalFolder:
         path = self.root / "summary.csv"
         if not path.is_file():
             return []
-        with path.open(encoding="utf-8", newline="") as fh:
-            return list(csv.DictReader(fh))
+        try:
+            return list(csv.DictReader(io.StringIO(read_utf8(path, "Evaluation file"), newline="")))
+        except csv.Error as exc:
+            raise InputDataError(f"{path}: invalid CSV ({exc}).") from exc
 
     def summary_markdown(self) -> str:
         """``summary.md`` as written by the report (empty if missing)."""
         path = self.root / "summary.md"
-        return path.read_text(encoding="utf-8") if path.is_file() else ""
+        return read_utf8(path, "Evaluation file") if path.is_file() else ""
 
     def plots(self) -> list[Path]:
         """The PNG plots of the folder (listed here, never named by the browser)."""
@@ -97,11 +128,9 @@ class EvalFolder:
         for sample_id, scores in by_question.items():
             a, b = self._answers.get((first, sample_id), {}), self._answers.get((second, sample_id), {})
             rows.append({
-                "sample_id": sample_id, "question": a.get("question") or b.get("question") or "",
-                "first": {"pipeline": first, "answer": a.get("answer", ""), "score": scores.get(first),
-                          "contexts": a.get("contexts", []), "details": self._details.get((first, sample_id, metric), {})},
-                "second": {"pipeline": second, "answer": b.get("answer", ""), "score": scores.get(second),
-                           "contexts": b.get("contexts", []), "details": self._details.get((second, sample_id, metric), {})},
+                "sample_id": sample_id, "question": _text(a.get("question")) or _text(b.get("question")),
+                "first": self._side(first, a, scores, sample_id, metric),
+                "second": self._side(second, b, scores, sample_id, metric),
             })  # fmt: skip
         valid = [s for r in rows for s in (r["first"]["score"], r["second"]["score"]) if s is not None]
         low = min(valid, default=0.0)
@@ -116,3 +145,17 @@ class EvalFolder:
         else:
             rows.sort(key=lambda r: r["sample_id"])
         return rows
+
+    def _side(
+        self, pipeline: str, answer: dict[str, Any], scores: dict[str, float | None], sample_id: str, metric: str
+    ) -> dict[str, Any]:
+        """One pipeline's side of a row: every field of the cached answer as the page shows it (text, a list of
+        texts), whatever type the file gave it."""
+        contexts = answer.get("contexts")
+        return {
+            "pipeline": pipeline,
+            "answer": _text(answer.get("answer")),
+            "score": scores.get(pipeline),
+            "contexts": [_text(c) for c in contexts] if isinstance(contexts, list) else [],
+            "details": self._details.get((pipeline, sample_id, metric), {}),
+        }

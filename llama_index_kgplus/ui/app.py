@@ -19,6 +19,7 @@ from typing import Any
 
 import streamlit as st
 
+from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.ui import Workbench
 from llama_index_kgplus.ui._config import CONFIG_ENV
 from llama_index_kgplus.ui._eval_folder import EvalFolder
@@ -264,7 +265,13 @@ def compare_page(bench: Workbench) -> None:
     if bench.config.eval_dir is None:
         st.caption("no evaluation folder given (--eval DIR)")
         return
-    folder = EvalFolder(bench.config.eval_dir)
+    try:
+        _compare(bench, EvalFolder(bench.config.eval_dir))
+    except InputDataError as exc:  # the folder changed since start-up: its files are checked again here
+        st.error(str(exc))
+
+
+def _compare(bench: Workbench, folder: EvalFolder) -> None:
     st.dataframe(folder.summary(), width="stretch")
     plots = folder.plots()
     if plots:
