@@ -14,7 +14,6 @@ docs[0].id_, docs[0].metadata["title"]
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from llama_index.core import Document
@@ -22,13 +21,14 @@ from llama_index.core import Document
 from llama_index_kgplus._files import read_input_bytes
 from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
 from llama_index_kgplus._paths import user_path, visible_files
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
     "load_corpus",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def load_corpus(path: str | Path) -> list[Document]:

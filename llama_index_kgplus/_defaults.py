@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 
 from llama_index_kgplus._files import sha256_file
+from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.errors import KGPlusSetupError
 
 __all__ = [
@@ -239,7 +240,7 @@ def describe_embed_record(record: dict[str, object]) -> tuple[str, str | None]:
         ):
             return f"{model.name} ({model.description})", model.name
     name = str(record.get("model_name"))
-    return name + (f" at {record['server']}" if record.get("server") else ""), None
+    return name + (f" at {redact_url(str(record['server']))}" if record.get("server") else ""), None
 
 
 def embed_onnx_path() -> Path:

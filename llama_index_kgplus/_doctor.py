@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from llama_index_kgplus import _defaults
+from llama_index_kgplus._redact import redact_text
 from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec, resolve_model_spec
 
@@ -32,11 +33,11 @@ def _run(name: str, fn: Callable[[], str]) -> Check:
     started = time.perf_counter()
     try:
         detail = fn()
-        return Check(name, True, f"{detail} ({time.perf_counter() - started:.1f} s)")
+        return Check(name, True, redact_text(f"{detail} ({time.perf_counter() - started:.1f} s)"))
     except Exception as exc:  # every failure becomes a line of the report, with its fix
         from llama_index_kgplus.llm._specs import describe_server_error
 
-        return Check(name, False, describe_server_error(exc) or f"{type(exc).__name__}: {exc}")
+        return Check(name, False, describe_server_error(exc) or redact_text(f"{type(exc).__name__}: {exc}"))
 
 
 def _data_folder() -> str:

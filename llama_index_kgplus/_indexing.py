@@ -41,6 +41,7 @@ from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_reco
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
 from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
+from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 
@@ -147,6 +148,7 @@ def persist_index(
 def embed_model_record(embed_model: BaseEmbedding) -> dict[str, Any]:
     """What ``ingest.json`` records of the embedding model: its class, name and server (if served)."""
     server = getattr(embed_model, "api_base", None) or getattr(embed_model, "base_url", None)
+    server = redact_url(server) if server else None  # written to ingest.json, shown in errors
     name = str(embed_model.model_name)
     # a local model is named by its folder, wherever the environment keeps it
     return {"class": embed_model.class_name(), "model_name": name if server else Path(name).name, "server": server}

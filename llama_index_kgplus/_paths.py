@@ -20,16 +20,16 @@ stamp = member(folder, "docstore.json", what="ingest.json", fix="re-run `kgplus 
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = ["inside", "is_inside", "member", "user_path", "visible_files"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def user_path(path: str | os.PathLike[str]) -> Path:

@@ -15,20 +15,20 @@ loop.result, loop.refused, loop.repaired
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from llama_index.core.instrumentation import get_dispatcher
 from pydantic import BaseModel
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._structured import agenerate_json, generate_json
 from llama_index_kgplus.errors import QueryCheckError, UnsafeQueryError
 from llama_index_kgplus.events import GeneratedQueryEvent
 
 __all__ = ["QueryLoop", "awrite_query", "write_query"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 R = TypeVar("R", bound=BaseModel)

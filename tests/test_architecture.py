@@ -14,9 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
 #: lowest first; a module may import from its own layer or a lower one. A public stub left at the old path of a
 #: module that went private (``defaults`` for ``_defaults``, ...) sits beside it; it imports only ``_deprecation``.
 LAYERS = (
-    {"_deprecation", "_public", "errors", "events", "_paths", "_files", "_lock", "_gc", "files", "_defaults",
-     "defaults", "_jsonl", "jsonl", "_sync", "_vectors", "vectors", "_text", "text", "_sample", "sample", "_corpus",
-     "corpus"},
+    {"_deprecation", "_public", "_redact", "errors", "events", "_paths", "_files", "_lock", "_gc", "files",
+     "_defaults", "defaults", "_jsonl", "jsonl", "_sync", "_vectors", "vectors", "_text", "text", "_sample", "sample",
+     "_corpus", "corpus"},
     {"llm", "_structured", "structured", "graph_stores", "_indexing", "indexing", "_query_loop", "compression",
      "summarizers"},
     {"hierarchy", "glossary", "kg", "entity_graph", "graphrag", "tables", "router"},

@@ -85,10 +85,11 @@ def test_served_models_are_the_llama_index_classes_with_the_url(monkeypatch):
     assert (llm.model, llm.max_tokens, llm.metadata.context_window, llm.is_chat_model) == ("qwen", 32, 8192, True)
     monkeypatch.setenv("OPENAI_API_KEY", "from-the-environment")
     embed = embed_model_from_spec("openai-like:embedder@http://127.0.0.1:9/v1")
-    assert type(embed).__name__ == "OpenAIEmbedding" and embed.model_name == "embedder"
+    assert type(embed).__name__ == "ServedOpenAIEmbedding" and embed.model_name == "embedder"
+    assert embed.class_name() == "OpenAIEmbedding"  # what an index records, as before
     assert embed.api_key == "from-the-environment"
     ollama = llm_from_spec("ollama:llama3.2@http://127.0.0.1:9")
-    assert type(ollama).__name__ == "Ollama" and ollama.base_url == "http://127.0.0.1:9"
+    assert type(ollama).__name__ == "ServedOllama" and ollama.base_url == "http://127.0.0.1:9"
 
 
 def test_the_request_timeout_comes_from_the_call_else_the_environment_else_120_s(monkeypatch):
@@ -371,6 +372,121 @@ def test_a_misbehaving_server_is_one_clear_error(misbehaving_server, path, messa
     assert message in (describe_server_error(info.value) or str(info.value))
 
 
+class _ProxyPage(_Stub):
+    """A server whose embeddings work and whose chat endpoint answers status 200 with something that is not a reply:
+    a proxy's login page, an empty body, JSON without choices, an event stream without a single event."""
+
+    requests: list = []
+    chat = {"html": (200, "text/html; charset=utf-8", b"<html><body>Proxy login required</body></html>"),
+            "empty": (200, "application/json", b""),
+            "nochoices": (200, "application/json", b'{"object": "chat.completion", "choices": []}'),
+            "nostream": (200, "text/event-stream", b"data: [DONE]\n\n")}  # fmt: skip
+
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        if path.split("/")[1] in self.chat:
+            return self.chat[path.split("/")[1]]
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": [1.0, len(t) % 7, 0.5]} for i, t in enumerate(texts)]
+        return 200, "application/json", json.dumps({"object": "list", "data": data, "model": "e"}).encode()
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        ("html", "not JSON: HTTP 200, text/html; charset=utf-8, 46 bytes starting '<html><body>Proxy login required"),
+        ("empty", "an empty body: HTTP 200, application/json"),
+        ("nochoices", "JSON without 'choices': HTTP 200, application/json"),
+    ],
+)
+def test_a_reply_that_is_not_json_is_one_line_naming_the_server_and_what_came_back(path, shown):
+    from llama_index_kgplus.errors import ModelServerError
+
+    _ProxyPage.requests.clear()
+    with _serving(_ProxyPage) as url:
+        llm = llm_from_spec(f"openai-like:m@{url}/{path}/v1")
+        with pytest.raises(ModelServerError) as info:
+            llm.complete("hi")
+    message = str(info.value)
+    assert message.startswith(f"the model server at {url}/{path}/v1/chat/completions answered something that is ")
+    assert shown in message and "\n" not in message
+    assert len(_ProxyPage.requests) == 1  # the same reply would come again: not retried
+
+
+@pytest.mark.parametrize("path", ["html", "empty", "nochoices", "nostream"])
+def test_a_streamed_or_async_reply_that_is_not_one_is_the_same_error(path):
+    import asyncio
+
+    from llama_index_kgplus.errors import ModelServerError
+
+    async def astream(llm):
+        return [chunk async for chunk in await llm.astream_complete("hi")]
+
+    with _serving(_ProxyPage) as url:
+        llm = llm_from_spec(f"openai-like:m@{url}/{path}/v1")
+        calls = [lambda: list(llm.stream_complete("hi")), lambda: asyncio.run(astream(llm))]
+        if path != "nostream":
+            calls.append(lambda: asyncio.run(llm.acomplete("hi")))
+        for call in calls:
+            with pytest.raises(ModelServerError, match=f"the model server at {url}/{path}/v1"):
+                call()
+
+
+def test_an_embedding_reply_that_is_not_json_is_one_line():
+    from llama_index_kgplus.errors import ModelServerError
+
+    with _serving(_ProxyPage) as url:
+        assert embed_model_from_spec(f"openai-like:e@{url}/v1").get_text_embedding("abc") == [1.0, 3.0, 0.5]
+        embed = embed_model_from_spec(f"openai-like:e@{url}/html/v1")
+        with pytest.raises(ModelServerError, match="answered something that is not an OpenAI-style reply .not JSON"):
+            embed.get_text_embedding("abc")
+
+
+class _OllamaProxyPage(_Stub):
+    """Ollama's endpoints answered with a proxy's page (status 200), or an empty JSON body."""
+
+    def answer(self, path: str, request: dict) -> tuple[int, str, bytes]:
+        if path.startswith("/empty/"):
+            return 200, "application/json", b""
+        return 200, "text/html", b"<html><body>Proxy login required</body></html>"
+
+
+@pytest.mark.parametrize("path", ["html", "empty"])
+def test_an_ollama_reply_that_is_not_json_is_one_line(path):
+    import asyncio
+
+    from llama_index_kgplus.errors import ModelServerError
+
+    async def both(llm):
+        await llm.acomplete("hi")
+
+    with _serving(_OllamaProxyPage) as url:
+        llm, embed = llm_from_spec(f"ollama:m@{url}/{path}"), embed_model_from_spec(f"ollama:e@{url}/{path}")
+        calls = [lambda: llm.complete("hi"), lambda: list(llm.stream_complete("hi")), lambda: asyncio.run(both(llm)),
+                 lambda: embed.get_text_embedding("abc"), lambda: asyncio.run(embed.aget_text_embedding("abc"))]  # fmt: skip
+        for call in calls:
+            with pytest.raises(ModelServerError, match=f"the model server at {url}/{path}/api/.* is not an Ollama"):
+                call()
+
+
+@pytest.mark.parametrize("command", ["query", "ask"])
+def test_a_proxy_page_is_exit_2_and_one_line_not_an_empty_answer(command, tmp_path, capsys):
+    """What `kgplus query` did: exit 0, an empty answer and "0 LLM calls" for an HTML page with status 200."""
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
+    with _serving(_ProxyPage) as url:
+        embed = f"openai-like:e@{url}/v1"  # embeddings that work: no local model loads
+        assert main(["ingest", str(corpus), "--index", str(tmp_path / "index"), "--embed-model", embed]) == 0
+        capsys.readouterr()
+        argv = [command, "How do I create a virtual environment?", "--index", str(tmp_path / "index")]
+        for json_output in ([], ["--json"]):
+            code = main([*argv, *json_output, "--embed-model", embed, "--llm", f"openai-like:m@{url}/html/v1"])
+            out, err = capsys.readouterr()
+            assert code == 2, (out, err)
+            assert err.count("\n") == 1 and err.startswith(f"kgplus: error: the model server at {url}/html/v1/")
+            assert "text/html" in err and "Proxy login required" in err
+            assert "LLM call" not in out and '"answer"' not in out
+
+
 class _JsonObjectOnly(_Stub):
     """A server that takes llama.cpp's `json_object` + `schema` response format and refuses OpenAI's
     `json_schema` one with 400, as older OpenAI-compatible servers do; records every request."""
@@ -543,3 +659,16 @@ def test_an_index_refuses_another_embedding_model_and_the_demo_rebuilds_instead(
     out = io.StringIO()
     assert _reusable(tmp_path, OtherEmbedding(embed_dim=8), out) is None
     assert out.getvalue().startswith("[demo] building the index again: ")
+
+
+def test_an_unusable_reply_names_the_server_without_its_secrets():
+    from llama_index_kgplus.errors import ModelServerError
+    from llama_index_kgplus.llm._openai_like import ServedOpenAILike
+
+    secret = "S3CR3T-VALUE-42"
+    with _serving(_Misbehaving) as url:  # a URL with a secret that reached the class anyway (built by hand)
+        served = url.replace("http://", f"http://user:{secret}@")
+        llm = ServedOpenAILike(model="m", api_base=f"{served}/html/v1", api_key="x", is_chat_model=True)
+        with pytest.raises(ModelServerError, match="not an OpenAI-style reply") as info:
+            llm.complete("hi")
+    assert secret not in str(info.value) and "http://***@127.0.0.1:" in str(info.value)

@@ -9,7 +9,8 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from llama_index_kgplus._deprecation import deprecated_names
-from llama_index_kgplus.cli import _parser
+from llama_index_kgplus._redact import redact_text
+from llama_index_kgplus.cli import _args, _parser
 from llama_index_kgplus.errors import KGPlusError
 
 
@@ -56,9 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         with _env(EMBED_MODEL_ENV, getattr(args, "embed_model", None)):  # every command reads the default from it
+            _args.check_specs(args)  # every model spec and store URI, before anything loads
             return int(args.func(args))
     except KGPlusError as exc:
-        print(f"kgplus: error: {exc}", file=sys.stderr)
+        print(f"kgplus: error: {redact_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kgplus: interrupted", file=sys.stderr)
@@ -72,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if served is not None:
             print(f"kgplus: error: {served}", file=sys.stderr)
             return 2
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        text = redact_text(exc).strip()
+        detail = text.splitlines()[0] if text else ""
         print(f"kgplus: unexpected error: {type(exc).__name__}{': ' + detail if detail else ''} "
               "(re-run with --debug for the traceback)", file=sys.stderr)  # fmt: skip
         return 1

@@ -10,6 +10,11 @@ from typing import Any
 
 from llama_index_kgplus.errors import InputDataError
 
+#: the options whose value is a model spec, and the kind of model (None: the environment's, else the default)
+SPEC_OPTIONS = {"llm": "llm", "judge_llm": "llm", "embed_model": "embed_model"}
+#: the options whose value is a graph store URI (``--store`` of the ``kg`` commands; GraphRAG's is a folder)
+URI_OPTIONS = ("store", "kg_store", "entity_store")
+
 
 class Commands:
     """What a command module adds its commands to: each command (a parser that takes arguments) gets the options
@@ -89,3 +94,19 @@ def check_output_dir(path: Path, option: str, marker: str) -> None:
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not os.access(existing, os.W_OK) or (existing.stat().st_mode & 0o222) == 0:
         raise InputDataError(f"{option} {path}: {existing} is not writable.")
+
+
+def check_specs(args: argparse.Namespace) -> None:
+    """Every model spec (given, or the environment's or default one the command would use) and every graph store
+    URI of the command, parsed and checked: a bad one fails in one line before any model loads or file is read.
+    ``--embed-model`` is read from ``$KGPLUS_EMBED_MODEL``, where :func:`~llama_index_kgplus.cli.main` puts it."""
+    from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+    from llama_index_kgplus.llm import resolve_model_spec
+
+    for dest, kind in SPEC_OPTIONS.items():
+        if hasattr(args, dest):
+            resolve_model_spec(None if dest == "embed_model" else getattr(args, dest), kind)  # type: ignore[arg-type]
+    for dest in URI_OPTIONS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            GraphStoreURI.parse(value)

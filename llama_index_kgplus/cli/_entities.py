@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.cli import _args
 
 
@@ -107,7 +108,7 @@ def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None, graph
 
         counts = graph.write_to_store(open_graph_store(args.entity_store), docstore=index.docstore)
         print(
-            f"entity graph copied to {args.entity_store}: {counts['entities']} entities, {counts['passages']} "
+            f"entity graph copied to {redact_url(args.entity_store)}: {counts['entities']} entities, {counts['passages']} "
             f"passages, {counts['relationships']} relationships"
         )
     print(

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from llama_index_kgplus._paths import user_path
+from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus.cli import _args, _compression
 
 
@@ -53,7 +54,7 @@ def _eval(args: argparse.Namespace) -> int:
         "top_k": args.top_k,
         "index": str(index_dir.resolve()),
         "glossary": str(args.glossary.resolve()) if args.glossary else None,
-        "kg_store": args.kg_store,
+        "kg_store": redact_url(args.kg_store) if args.kg_store else None,
         "context_budget": ctx.context_budget or 0,  # 0: no compression (None would match any earlier run)
     }
     runner = EvalRunner(
@@ -73,7 +74,7 @@ def _model_name(llm) -> str:
     if getattr(inner, "model_path", None):
         return Path(inner.model_path).name
     server = getattr(inner, "api_base", None) or getattr(inner, "base_url", None)
-    return f"{llm.metadata.model_name}@{server}" if server else Path(str(llm.metadata.model_name)).name
+    return f"{llm.metadata.model_name}@{redact_url(server)}" if server else Path(str(llm.metadata.model_name)).name
 
 
 def register(commands: _args.Commands) -> None:

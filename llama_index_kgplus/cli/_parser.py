@@ -7,6 +7,7 @@ import importlib
 from typing import NoReturn
 
 from llama_index_kgplus import __version__
+from llama_index_kgplus._redact import redact_text
 from llama_index_kgplus.cli import _args
 
 # Modules with a ``register(subparsers)`` function, in the order their commands appear in --help.
@@ -17,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``kgplus ingest: error: ... (see kgplus ingest --help)``, exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(2, f"{self.prog}: error: {redact_text(message)} (see `{self.prog} --help`)\n")
 
 
 def _build() -> tuple[argparse.ArgumentParser, list[argparse.ArgumentParser]]:

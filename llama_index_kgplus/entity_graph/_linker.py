@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import logging
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -31,6 +30,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, TransformComponent
 from tqdm.auto import tqdm
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._structured import StructuredOutputError
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
@@ -51,7 +51,7 @@ from llama_index_kgplus.entity_graph._sources import (
 )
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 ENTITIES_KEY = "entities"
 RELATIONSHIPS_KEY = "entity_relationships"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,10 +32,11 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr
 
 from llama_index_kgplus._files import atomic_open
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.glossary._model import Glossary, GlossaryEntry
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 SelectionReason = Literal["matched", "similar", "all"]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

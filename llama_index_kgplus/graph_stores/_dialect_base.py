@@ -13,7 +13,6 @@ Safety rules kept by every statement of every dialect:
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -21,10 +20,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import GraphStoreError, InputDataError, QueryTimeoutError
 from llama_index_kgplus.graph_stores._drivers import GraphDriver
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: Labels, relationship types and property names: letters, digits and ``_``, not starting with a digit.
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

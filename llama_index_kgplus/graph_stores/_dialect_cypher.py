@@ -3,11 +3,11 @@ types, ``UNWIND`` batches, one ``allShortestPaths`` statement for all pairs."""
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.graph_stores._dialect_base import (
     IDENTIFIER_RE,
@@ -23,7 +23,7 @@ from llama_index_kgplus.graph_stores._dialect_base import (
 )
 from llama_index_kgplus.graph_stores._drivers import FalkorDBDriver, Neo4jDriver
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class _CypherDialect(GraphDialect):

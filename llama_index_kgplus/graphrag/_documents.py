@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections import Counter
 from collections.abc import Sequence
 
 from llama_index.core import Document
 from llama_index.core.node_parser import TextSplitter
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, GraphRAGState
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def check_corpus(documents: Sequence[Document]) -> list[Document]:

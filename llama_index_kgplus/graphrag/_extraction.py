@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -29,12 +28,13 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from pydantic import BaseModel, Field, PrivateAttr, create_model
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._structured import StructuredOutputError, agenerate_json
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.graphrag._prompts import EXTRACTION_PROMPT
 from llama_index_kgplus.graphrag._schema import bounded_text
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 DEFAULT_ENTITY_TYPES = ("person", "organization", "location", "event", "concept", "technology", "work")
 

@@ -27,7 +27,6 @@ response = index.as_query_engine(response_type="bulleted report").query("What ar
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -42,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import inside, user_path
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.graphrag._communities import Community, CommunityDetector
@@ -55,7 +55,7 @@ from llama_index_kgplus.graphrag._state import ChunkRecord, DocumentRecord, Grap
 from llama_index_kgplus.graphrag._stats import IndexStats, StoredReport
 from llama_index_kgplus.llm._usage import LLMUsage, metered, usage_meter
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 STATE_FILE = "state.sqlite"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 from abc import abstractmethod
 from collections import Counter
@@ -24,6 +23,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serialize
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import BaseComponent, BaseNode, MetadataMode, TextNode, TransformComponent
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, NotFittedError, SummarizationError
 from llama_index_kgplus.events import SummaryLevelEvent
@@ -35,7 +35,7 @@ from llama_index_kgplus.summarizers._base import (
     resolve_embed_model,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 dispatcher = get_dispatcher(__name__)
 
 

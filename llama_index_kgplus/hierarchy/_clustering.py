@@ -8,7 +8,6 @@ cores); :func:`_umap` turns on numba's on-disk cache for them, so only the first
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -16,10 +15,11 @@ from typing import Literal
 
 import numpy as np
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._vectors import unit_rows
 from llama_index_kgplus.errors import KGPlusSetupError
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 _MAX_DEPTH = 3
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,12 +19,13 @@ from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryResult
 
 from llama_index_kgplus._files import json_writer
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._text import questions_in
 from llama_index_kgplus._vectors import unit
 from llama_index_kgplus.errors import InputDataError, KGPlusError
 from llama_index_kgplus.hierarchy._parents import node_level
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 MANIFEST_FILE = "hierarchy.json"
 RETRIEVER_FILE = "retriever.json"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import GraphStoreError, InputDataError
 from llama_index_kgplus.graph_stores import open_graph_store
 from llama_index_kgplus.graph_stores._dialects import (
@@ -43,7 +43,7 @@ from llama_index_kgplus.kg._path_engine import DEFAULT_MAX_EDGES, SnapshotCache,
 from llama_index_kgplus.kg._snapshot import GraphSnapshot
 from llama_index_kgplus.kg._snapshot_paths import snapshot_neighbours, snapshot_shortest_paths
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _MATCHER_CACHE_PREFIX = "entity-matcher-"
 

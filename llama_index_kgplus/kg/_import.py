@@ -127,7 +127,7 @@ def import_kg(
     if not isinstance(graph, KnowledgeGraph):
         from llama_index_kgplus.graph_stores._uri import default_graph_store_uri
 
-        parsed = GraphStoreURI.parse(graph or default_graph_store_uri())
+        parsed = GraphStoreURI.parse(default_graph_store_uri() if graph is None else graph)  # "" is refused
         if parsed.engine == "ladybug":
             return _import_into_copy(parsed, data, started, node_label=node_label, default_type=default_type,
                                      replace=replace, metadata_only=metadata_only, batch_size=batch_size,

@@ -27,20 +27,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.kg._snapshot import GraphSnapshot, staleness_token
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 PathEngine = Literal["auto", "snapshot", "store"]
 PATH_ENGINES: tuple[str, ...] = ("auto", "snapshot", "store")

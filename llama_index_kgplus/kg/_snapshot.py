@@ -23,7 +23,6 @@ snapshot = GraphSnapshot.load(kg.cache_dir / "paths.npz")
 from __future__ import annotations
 
 import json
-import logging
 import time
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -33,12 +32,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from llama_index_kgplus._files import atomic_open
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.errors import InputDataError
 
 if TYPE_CHECKING:
     from llama_index_kgplus.kg._graph import KnowledgeGraph
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 FORMAT = "kgplus-path-snapshot"
 FORMAT_VERSION = 1

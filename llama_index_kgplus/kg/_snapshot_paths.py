@@ -15,11 +15,11 @@ ids skipped, at most ``limit`` paths (with the same logged warning when the limi
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
 
+from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus.graph_stores._dialect_base import (
     RawPath,
     _check_hops,
@@ -28,7 +28,7 @@ from llama_index_kgplus.graph_stores._dialect_base import (
 )
 from llama_index_kgplus.kg._snapshot import GraphSnapshot
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _FAR = 1000  # the distance of a node outside a ball
 

@@ -36,12 +36,18 @@ def local_model_path(model: str | os.PathLike | None = None) -> Path:
     """The GGUF file of a packaged model name (:data:`~llama_index_kgplus._defaults.LLM_MODELS`, default
     :data:`~llama_index_kgplus._defaults.DEFAULT_LLM`) or of a path to any ``.gguf`` file, verified."""
     choice = str(model or DEFAULT_LLM)
-    if choice in LLM_MODELS:
-        return gguf_path(choice)
-    path = Path(choice).expanduser()
+    return local_model_file(choice) or gguf_path(choice)
+
+
+def local_model_file(model: str) -> Path | None:
+    """None for a packaged model name; else the ``.gguf`` file ``model`` names, checked to be one (a quick check:
+    the file, its magic bytes), or :class:`KGPlusSetupError` (an unknown name, a missing file)."""
+    if model in LLM_MODELS:
+        return None
+    path = Path(model).expanduser()
     if not path.suffix == ".gguf" and not path.exists():
         raise KGPlusSetupError(
-            f"The model {choice!r} is neither a known model ({', '.join(LLM_MODELS)}) nor a .gguf file."
+            f"The model {model!r} is neither a known model ({', '.join(LLM_MODELS)}) nor a .gguf file."
         )
     verify_gguf(path)
     return path

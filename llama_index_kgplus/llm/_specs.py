@@ -46,6 +46,7 @@ from llama_index_kgplus._defaults import (
     local_embed_name,
     positive_env_number,
 )
+from llama_index_kgplus._redact import is_secret_name, redact_text, redact_url
 from llama_index_kgplus.errors import KGPlusSetupError
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ _CREDENTIALS_IN_URL = (
     "The model spec's URL carries credentials (not repeated here); set OPENAI_API_KEY (or the backend's variable) "
     "in the environment and give the URL without them."
 )
-_SECRET_PARAMS = re.compile(r"(?:^|&)(?:api[_-]?key|key|token|access[_-]?token|secret|password)=", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,8 @@ def _checked_url(url: str, kind: str) -> str:
         parts.port  # noqa: B018 - a port that is not a number, or out of range, raises here
     except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535"
         raise KGPlusSetupError(f"The {kind} spec's server is not a valid URL ({exc}).") from None
-    if parts.username or parts.password or _SECRET_PARAMS.search(parts.query):
+    names = [pair.partition("=")[0] for pair in re.split(r"[&;]", f"{parts.query}&{parts.fragment}")]
+    if "@" in parts.netloc or any(is_secret_name(name) for name in names):
         raise KGPlusSetupError(_CREDENTIALS_IN_URL)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise KGPlusSetupError(f"The {kind} spec's server is not an http(s) URL (http://host:port/...).")
@@ -184,6 +185,8 @@ def resolve_model_spec(
     """
     if isinstance(spec, ModelSpec):
         parsed = spec
+        if parsed.base_url is not None:  # made by hand: held to the rules of a parsed one
+            _checked_url(parsed.base_url, parsed.kind)
     else:
         env, default = (LLM_ENV, DEFAULT_LLM) if kind == "llm" else (EMBED_MODEL_ENV, DEFAULT_EMBED_MODEL)
         if spec is None:
@@ -198,6 +201,10 @@ def resolve_model_spec(
                 "ollama:MODEL[@URL] or bedrock:MODEL_ID."
             )
         parsed = ModelSpec("local", name)
+    if kind == "llm" and parsed.kind == "local":
+        from llama_index_kgplus.llm._local import local_model_file
+
+        local_model_file(parsed.model)  # a packaged name or a .gguf file: checked now, before any model loads
     return parsed
 
 
@@ -211,7 +218,7 @@ def embed_model_identity(spec: str | os.PathLike | ModelSpec | None = None) -> d
     if parsed.kind == "local":
         model = LOCAL_EMBED_MODELS[parsed.model]
         return {"class": model.record_class, "model_name": model.record_name, "server": None}
-    return {"model_name": parsed.model, "server": parsed.base_url}
+    return {"model_name": parsed.model, "server": redact_url(parsed.base_url) if parsed.base_url else None}
 
 
 def _from_factory(spec: ModelSpec, expected: type, what: str) -> Any:
@@ -288,8 +295,10 @@ def llm_from_spec(
             additional_kwargs={"stream_options": {"include_usage": True}},
         )
     if parsed.kind == "ollama":
-        module = _import("llama_index.llms.ollama", "ollama", "ollama:")
-        return module.Ollama(  # type: ignore[no-any-return]
+        _import("llama_index.llms.ollama", "ollama", "ollama:")
+        from llama_index_kgplus.llm._ollama import ServedOllama
+
+        return ServedOllama(
             model=parsed.model,
             base_url=parsed.base_url,
             temperature=temperature,
@@ -336,8 +345,10 @@ def embed_model_from_spec(
 
         return local_embed_model(parsed.model, **kwargs)
     if parsed.kind == "openai-like":
-        module = _import("llama_index.embeddings.openai", "openai", "openai-like:")
-        return module.OpenAIEmbedding(  # type: ignore[no-any-return]
+        _import("llama_index.embeddings.openai", "openai", "openai-like:")
+        from llama_index_kgplus.llm._openai_embedding import ServedOpenAIEmbedding
+
+        return ServedOpenAIEmbedding(
             model_name=parsed.model,
             api_base=parsed.base_url,
             api_key=_openai_key(),
@@ -346,8 +357,10 @@ def embed_model_from_spec(
             **kwargs,
         )
     if parsed.kind == "ollama":
-        module = _import("llama_index.embeddings.ollama", "ollama", "ollama:")
-        return module.OllamaEmbedding(model_name=parsed.model, base_url=parsed.base_url, **kwargs)  # type: ignore[no-any-return]
+        _import("llama_index.embeddings.ollama", "ollama", "ollama:")
+        from llama_index_kgplus.llm._ollama import ServedOllamaEmbedding
+
+        return ServedOllamaEmbedding(model_name=parsed.model, base_url=parsed.base_url, **kwargs)
     module = _import("llama_index.embeddings.bedrock", "bedrock", "bedrock:")
     return module.BedrockEmbedding(  # type: ignore[no-any-return]
         model_name=parsed.model, region_name=_aws_region(), timeout=timeout, max_retries=max_retries, **kwargs
@@ -361,7 +374,13 @@ _TIMED_OUT = {"APITimeoutError", "ReadTimeout", "ReadTimeoutError", "TimeoutExce
 
 def describe_server_error(exc: BaseException) -> str | None:
     """One line that says what went wrong between this pack and a model server (unreachable, timed out, rate
-    limited after the retries, unknown model, an error reply, no AWS credentials), or None for other errors."""
+    limited after the retries, unknown model, an error reply, no AWS credentials), or None for other errors; the
+    server's URL and what it said are redacted (:mod:`llama_index_kgplus._redact`)."""
+    described = _describe_server_error(exc)
+    return None if described is None else redact_text(described)
+
+
+def _describe_server_error(exc: BaseException) -> str | None:
     seen: set[int] = set()
     err: BaseException | None = exc
     while err is not None and id(err) not in seen:

@@ -59,7 +59,13 @@ class WorkbenchConfig(BaseModel):
         """A copy with every path resolved; raises :class:`InputDataError` (one line, with the fix) for a missing
         or wrong source, before any model loads or the server starts."""
         from llama_index_kgplus._indexing import require_index
+        from llama_index_kgplus.graph_stores._uri import GraphStoreURI
+        from llama_index_kgplus.llm import resolve_model_spec
 
+        resolve_model_spec(self.llm, "llm")  # the LLM of the answers, and the store's URI: refused in one line, now
+        resolve_model_spec(None, "embed_model")
+        if self.kg_store is not None:
+            GraphStoreURI.parse(self.kg_store)
         if not (self.index or self.kg_store or self.graphrag or self.tables or self.eval_dir):
             raise InputDataError(
                 "Give at least one source: --index, --kg-store, --graphrag, --table NAME=PATH or --eval DIR."
@@ -90,10 +96,6 @@ class WorkbenchConfig(BaseModel):
 
             EvalFolder(self.eval_dir)  # its files read and checked (a missing column, a bad line) before the server
             update["eval_dir"] = self.eval_dir.resolve()
-        if self.kg_store is not None:
-            from llama_index_kgplus.graph_stores._uri import GraphStoreURI
-
-            GraphStoreURI.parse(self.kg_store)
         return self.model_copy(update=update)
 
     def to_json(self) -> str:
