@@ -77,7 +77,8 @@ def member(folder: Path, name: object, *, what: str, fix: str) -> Path:
 
 def visible_files(folder: Path) -> Iterator[Path]:
     """Every visible file under ``folder``, sorted (hidden files and folders such as ``.git/`` are skipped); a
-    symlink whose target lies outside ``folder`` is skipped with a warning, and no symlinked folder is entered."""
+    symlink whose target lies outside ``folder``, a FIFO, device or socket are skipped with a warning, and no
+    symlinked folder is entered."""
     root = folder.resolve()
     for path in sorted(folder.rglob("*")):
         if any(part.startswith(".") for part in path.relative_to(folder).parts):
@@ -87,3 +88,5 @@ def visible_files(folder: Path) -> Iterator[Path]:
             logger.warning("Skipping %s: it is a symbolic link to %s, outside %s.", path, target, folder)
         elif path.is_file():
             yield path
+        elif not path.is_dir():  # reading a FIFO would block, a device would stream forever
+            logger.warning("Skipping %s: it is not a regular file (a named pipe, device or socket).", path)

@@ -346,6 +346,19 @@ def test_a_corpus_symlink_out_of_the_folder_is_skipped_with_a_warning(tmp_path, 
     assert "leak.txt: it is a symbolic link to" in caplog.text
 
 
+def test_a_fifo_in_a_corpus_folder_is_skipped_with_a_warning_not_read(tmp_path, caplog):
+    from llama_index_kgplus import load_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "kept.txt").write_text("Kept text.")
+    os.mkfifo(corpus / "pipe.txt")  # opened for reading, it would block until a writer came
+    with caplog.at_level(logging.WARNING):
+        docs = load_corpus(corpus)
+    assert [d.id_ for d in docs] == ["kept"]
+    assert "pipe.txt: it is not a regular file" in caplog.text
+
+
 # ----------------------------------------------------------------------------- the helpers
 
 
