@@ -44,7 +44,7 @@ def test_index_update_query_with_the_local_llm(one_thread_llm, tmp_path):
         extractor=GraphExtractor(
             min_entities=1, max_entities=3, max_relationships=3, max_description_chars=100, max_tokens=400
         ),
-        reporter=CommunityReportGenerator(min_findings=5, max_findings=5, max_chars=120, max_tokens=700),
+        reporter=CommunityReportGenerator(min_findings=2, max_findings=2, max_chars=120, max_tokens=400),
         show_progress=False,
     )
     with index:
