@@ -158,6 +158,10 @@ class StructuredOutputError(KGPlusError, ValueError):
         super().__init__(message)
         self.raw = raw
 
+    def __reduce__(self) -> tuple:
+        # an error raised in a worker process (spawn, Ray) is pickled back to the caller with its raw text
+        return type(self), (str(self), self.raw), self.__dict__
+
 
 class GeneratedQueryError(KGPlusError, ValueError):
     """Something is wrong with a query an LLM wrote (SQL or Cypher); ``query`` holds it.
@@ -177,6 +181,10 @@ class GeneratedQueryError(KGPlusError, ValueError):
     def __init__(self, message: str, query: str) -> None:
         super().__init__(message)
         self.query = query
+
+    def __reduce__(self) -> tuple:
+        # as StructuredOutputError: back from a worker process with its query
+        return type(self), (str(self), self.query), self.__dict__
 
 
 class UnsafeQueryError(GeneratedQueryError):
