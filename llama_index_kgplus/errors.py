@@ -31,6 +31,18 @@ class KGPlusError(Exception):
     ```
     """
 
+    def __reduce__(self) -> tuple:
+        # rebuilt without calling __init__, whose arguments differ per subclass (message, raw, query...): an error
+        # raised in a worker process (spawn, Ray) reaches the caller whole, with its fields
+        return _restore, (type(self), self.args, self.__dict__)
+
+
+def _restore(cls: type[KGPlusError], args: tuple, state: dict) -> KGPlusError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class KGPlusSetupError(KGPlusError, RuntimeError):
     """A default component is missing, corrupt or cannot be stored (the message names the fix).
@@ -158,10 +170,6 @@ class StructuredOutputError(KGPlusError, ValueError):
         super().__init__(message)
         self.raw = raw
 
-    def __reduce__(self) -> tuple:
-        # an error raised in a worker process (spawn, Ray) is pickled back to the caller with its raw text
-        return type(self), (str(self), self.raw), self.__dict__
-
 
 class GeneratedQueryError(KGPlusError, ValueError):
     """Something is wrong with a query an LLM wrote (SQL or Cypher); ``query`` holds it.
@@ -181,10 +189,6 @@ class GeneratedQueryError(KGPlusError, ValueError):
     def __init__(self, message: str, query: str) -> None:
         super().__init__(message)
         self.query = query
-
-    def __reduce__(self) -> tuple:
-        # as StructuredOutputError: back from a worker process with its query
-        return type(self), (str(self), self.query), self.__dict__
 
 
 class UnsafeQueryError(GeneratedQueryError):
