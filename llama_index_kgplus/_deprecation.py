@@ -13,7 +13,7 @@ new home is private). Any other unknown name raises :class:`AttributeError` as u
 from __future__ import annotations
 
 import importlib
-import sys
+import inspect
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -58,7 +58,9 @@ def deprecated_names(
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
         # `from package import name` asks twice: importlib's _handle_fromlist checks hasattr first, then the
         # import statement reads the name; warn on the read only, so one import gives one warning
-        if sys._getframe(1).f_code.co_name != "_handle_fromlist":
+        frame = inspect.currentframe()
+        caller = frame.f_back if frame is not None else None
+        if caller is None or caller.f_code.co_name != "_handle_fromlist":
             warnings.warn(deprecation_message(module_name, name, target), DeprecationWarning, stacklevel=2)
         module_path, _, attribute = target.partition(":")
         return getattr(importlib.import_module(module_path), attribute)

@@ -96,7 +96,7 @@ def files(graph: Any | None) -> dict[str, Any]:
     """``entity_graph.npz`` and its writer, to be persisted with the index."""
     from llama_index_kgplus.entity_graph import GRAPH_FILE
 
-    return {} if graph is None else {GRAPH_FILE: graph._write_file}
+    return {} if graph is None else {GRAPH_FILE: graph.write_file}
 
 
 def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None, graph: Any | None) -> None:

@@ -290,10 +290,11 @@ class EntityGraph:
 
         if index_id is not None:
             self.index_id = index_id
-        return write_index_file(persist_dir, GRAPH_FILE, self._write_file)
+        return write_index_file(persist_dir, GRAPH_FILE, self.write_file)
 
-    def _write_file(self, path: Path) -> None:
-        """Write the graph to the file ``path`` (atomically)."""
+    def write_file(self, path: Path) -> None:
+        """Write the graph to the file ``path`` (atomically), and nothing else: :meth:`persist` is what puts it in
+        an index folder, stamped with the index's other files."""
         keys = self._entity_keys
         column = {key: j for j, key in enumerate(keys)}
         entities = [self.entities.entities[k] for k in keys]
