@@ -47,7 +47,7 @@ def _data_folder() -> str:
 
 def _embedding(spec: str | None) -> Callable[[], str]:
     def check() -> str:
-        model = embed_model_from_spec(spec)
+        model = embed_model_from_spec(spec, max_retries=0)  # a probe: a server that is down is reported at once
         vec = model.get_text_embedding("kgplus doctor")
         if not vec:
             raise RuntimeError(f"{model.model_name} returned an empty vector")
@@ -62,7 +62,7 @@ def _embedding(spec: str | None) -> Callable[[], str]:
 def _llm(spec: str | None) -> Callable[[], str]:
     def check() -> str:
         chosen = resolve_model_spec(spec, "llm")
-        llm = llm_from_spec(spec, max_new_tokens=8)
+        llm = llm_from_spec(spec, max_new_tokens=8, max_retries=0)
         text = llm.complete("Say OK.").text.strip()
         name = Path(cast(Any, llm).model_path).name if chosen.kind == "local" else str(chosen)  # a LlamaCPP
         if not text:

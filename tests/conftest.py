@@ -39,11 +39,59 @@ def _kgplus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 #: fixtures that load a real model; a test using one (directly or through another fixture) is not `fast`
-MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
+MODEL_FIXTURES = frozenset({"embed_model", "small_llm", "short_llm"})
+
+
+#: seconds of the heavy units (a notebook, an example, or a whole module, which keeps its module-scoped models and
+#: servers on one worker), from a clean-clone `make test` on 2 cores; stale figures only cost balance
+UNIT_SECONDS = {
+    "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 153, "tests/test_tracing.py": 143,
+    "notebooks/global_search.ipynb": 117, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 95,
+    "notebooks/evaluation.ipynb": 94, "tests/test_reliability.py": 89, "notebooks/glossary_query_engine.ipynb": 82,
+    "tests/test_examples.py::test_example_runs[glossary.py]": 77, "notebooks/hierarchical_summaries.ipynb": 75,
+    "tests/test_examples.py::test_example_runs[global_search.py]": 73, "tests/test_graphrag_llm.py": 71,
+    "tests/test_examples.py::test_example_runs[raptor.py]": 64, "notebooks/kg_path_rag.ipynb": 59,
+    "notebooks/context_compression.ipynb": 58, "tests/test_examples.py::test_example_runs[hierarchy.py]": 51,
+    "tests/test_sources.py": 51, "tests/test_kg_engines.py": 47, "tests/test_workers.py": 46,
+    "tests/test_graphrag_index.py": 42, "tests/test_text_to_cypher_model.py": 41, "tests/test_glossary_engine.py": 41,
+    "tests/test_examples.py::test_example_runs[routing.py]": 39, "tests/test_ui.py": 36,
+    "tests/test_examples.py::test_example_runs[compression.py]": 31, "tests/test_glossary_cli.py": 31,
+    "tests/test_answer_usage.py": 29, "tests/test_evaluation.py": 29, "tests/test_fuzz.py": 26,
+    "tests/test_hierarchy_builders.py": 25, "notebooks/multihop_retrieval.ipynb": 22, "tests/test_cli.py": 21,
+    "tests/test_ask_cli.py": 21, "tests/test_summarizers.py": 18,
+}  # fmt: skip
+
+
+def _balanced_for_two_workers(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items reordered so that `-n 2 --dist worksteal`, which gives each worker one half of the list and lets an
+    idle worker steal from the end of the other's, ends both workers together: the heavy units are split into two
+    bins of equal seconds (longest first), each bin opens one half, and the light tests close both halves, so
+    that what is stolen at the end is short."""
+    units: dict[str, list[pytest.Item]] = {}
+    light: list[pytest.Item] = []
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        key = item.nodeid if item.nodeid in UNIT_SECONDS else module if module in UNIT_SECONDS else None
+        if key is None:
+            light.append(item)
+        else:
+            units.setdefault(key, []).append(item)
+    bins: tuple[list[pytest.Item], list[pytest.Item]] = ([], [])
+    seconds = [0.0, 0.0]
+    for key in sorted(units, key=lambda k: -UNIT_SECONDS[k]):
+        lighter = 0 if seconds[0] <= seconds[1] else 1
+        bins[lighter].extend(units[key])
+        seconds[lighter] += UNIT_SECONDS[key]
+    half = len(items) // 2
+    first_light = max(0, half - len(bins[0]))
+    return bins[0] + light[:first_light] + bins[1] + light[first_light:]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark `fast` every test that needs no model and no server: `pytest -m fast` is the fast tier."""
+    """Mark `fast` every test that needs no model and no server: `pytest -m fast` is the fast tier. Under two xdist
+    workers, order the items so that both finish together."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) == 2:
+        items[:] = _balanced_for_two_workers(items)
     for item in items:
         fixtures = getattr(item, "fixturenames", None)  # None: a notebook (nbmake), which runs models
         if fixtures is None or MODEL_FIXTURES & set(fixtures):
@@ -88,6 +136,16 @@ def embed_model():
 def small_llm():
     """The real local LLM, the fast 0.5B model, loaded once; greedy decoding."""
     return llm_from_spec(_defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
+
+
+@pytest.fixture(scope="session")
+def short_llm(small_llm):
+    """``small_llm`` bounded at 64 new tokens per answer, for tests of mechanics (events, routes, sources) that read
+    an answer only as non-empty or for one word; it shares the loaded model, so a test uses one or the other.
+    Calls that pass their own bound (JSON, SQL, rewrites) are unaffected."""
+    return small_llm.model_copy(
+        update={"max_new_tokens": 64, "generate_kwargs": {**small_llm.generate_kwargs, "max_tokens": 64}}
+    )
 
 
 def _is_local(address: object) -> bool:
