@@ -143,3 +143,49 @@ def test_question_entities_matched_by_embedding(embed_model):
         index, graph, embed_model=embed_model, entity_embedding_top_k=1, entity_similarity=0.99
     )
     assert strict.similar_entities(question) == []
+
+
+def test_similar_pairs_by_hand():
+    from llama_index_kgplus.entity_graph._synonyms import similar_pairs
+
+    vectors = [[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]]  # cosines: 0-1 0.8, 1-2 0.6, 0-2 0
+    assert similar_pairs(vectors, 0.7) == [(0, 1, pytest.approx(0.8))]
+    assert [(i, j) for i, j, _ in similar_pairs(vectors, 0.5, block=1)] == [(0, 1), (1, 2)]
+    assert similar_pairs([[1.0, 0.0]], 0.0) == []
+
+
+def test_synonym_edges_carry_the_walk_and_persist(embed_model, tmp_path):
+    """a names "King Lothair II", b names "Lothair II" (cosine 0.92 with MiniLM), c names "Loire" (0.23): with
+    SIMILAR_TO edges at 0.8 the walk from the question's "King Lothair II" reaches b, as networkx says."""
+    entities = EntityDictionary()
+    links = {"a": "King Lothair II", "b": "Lothair II", "c": "Loire"}
+    for pid, name in links.items():
+        entities.add(name, "ner", doc_id=pid)
+    nodes = []
+    for pid, name in links.items():
+        key = next(k for k, e in entities.entities.items() if e.name == name)
+        node = TextNode(id_=pid, text=f"passage {pid}", metadata={"entities": [{"id": key, "name": name, "count": 1}]})
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=pid)
+        nodes.append(node)
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(nodes)
+    graph = EntityGraph.from_nodes(nodes, entities)
+    settings = {"similarity_top_k": 3, "damping": 0.5, "max_df": None, "dense_seeds": 0}
+
+    def walk():
+        retriever = EntityGraphRetriever(graph, FixedHits([]), docstore, **settings)
+        return {
+            h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in retriever.retrieve("King Lothair II?")
+        }
+
+    assert set(walk()) == {"a"}  # without the edge only a is reached
+    with pytest.raises(ValueError, match="threshold"):
+        graph.link_similar_entities(embed_model, threshold=2.0)
+    assert graph.link_similar_entities(embed_model, threshold=0.8) == 1
+    assert asyncio.run(graph.alink_similar_entities(embed_model, threshold=0.8)) == 0  # already there
+    reference = nx.Graph([("a", "king lothair ii"), ("king lothair ii", "lothair ii"), ("lothair ii", "b"),
+                          ("c", "loire")])  # fmt: skip
+    expected = nx.pagerank(reference, alpha=0.5, personalization={"king lothair ii": 1.0}, tol=1e-12)
+    assert walk() == pytest.approx({p: expected[p] for p in "ab"}, abs=1e-6)
+    graph.persist(tmp_path)
+    assert ("king lothair ii", "lothair ii", "SIMILAR_TO") in EntityGraph.load(tmp_path).entities.relationships
