@@ -36,6 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from kg_common import BENCH  # noqa: E402
 
 KS = (2, 5, 8)
+HYBRID_BASELINE = True  # also the BM25 + dense row (the bm25 extra)
 WARM_CACHE = False  # set by main: the cache folder held embeddings or readings before this run
 SETS = {  # name -> (data folder, keep titles, entity-source sets of the graph rows)
     "2wiki": ("multihop-2wiki", True, [["titles"], ["ner"]]),
@@ -161,21 +162,26 @@ def cache_readings(linker: Any, cache_dir: Path | None) -> None:
     if cache_dir is None or "ner" not in linker.sources:
         return
     extractor = linker._ner_extractor()
-    config = json.dumps([extractor.model, extractor.labels, extractor.noun_phrases, getattr(extractor, "version", 1)])
+    import inspect
+
+    from llama_index_kgplus.entity_graph import _ner
+
+    code = hashlib.sha1(inspect.getsource(_ner).encode()).hexdigest()  # a change of the reading code: new cache
+    config = json.dumps(
+        [extractor.model, extractor.labels, extractor.noun_phrases, extractor.parser, extractor.recognizer, code]
+    )
     path = cache_dir / f"ner-{hashlib.sha1(config.encode()).hexdigest()[:10]}.json"
     stored = json.loads(path.read_text()) if path.exists() else {}
     original = extractor.extract
 
-    from llama_index_kgplus.entity_graph._ner import NamedEntity
-
-    def extract(texts):
+    def extract(texts, on_progress=None):
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         todo = [t for t, k in zip(texts, keys) if k not in stored]
         if todo:
             for t, found in zip(todo, original(todo)):
                 stored[hashlib.sha1(t.encode()).hexdigest()] = [[e.name, list(e.aliases)] for e in found]
             path.write_text(json.dumps(stored))
-        return [[NamedEntity(name, tuple(aliases)) for name, aliases in stored[k]] for k in keys]
+        return [[_ner.NamedEntity(name, tuple(aliases)) for name, aliases in stored[k]] for k in keys]
 
     extractor.extract = extract
 
@@ -183,7 +189,7 @@ def cache_readings(linker: Any, cache_dir: Path | None) -> None:
 # ---------------------------------------------------------------------- one set
 
 
-def build(docs, embed_model, sources, cache_dir, linker_kwargs):
+def build(docs, embed_model, sources, cache_dir, linker_kwargs, synonyms=None):
     from llama_index_kgplus import build_index
     from llama_index_kgplus.entity_graph import EntityGraph, EntityLinker
 
@@ -197,10 +203,12 @@ def build(docs, embed_model, sources, cache_dir, linker_kwargs):
     graph = None
     if linker is not None:
         graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
+        if synonyms is not None:
+            graph.link_similar_entities(embed_model, threshold=synonyms)
     return index, graph, time.perf_counter() - start, (linker.llm_calls_ if linker else 0)
 
 
-def run_set(name, embed_model, variants, cache_dir, sources_override, linker_kwargs):
+def run_set(name, embed_model, variants, cache_dir, sources_override, linker_kwargs, synonyms=None):
     from llama_index_kgplus.entity_graph import EntityGraphRetriever
 
     folder, titles, source_sets = SETS[name]
@@ -224,21 +232,21 @@ def run_set(name, embed_model, variants, cache_dir, sources_override, linker_kwa
 
     index, _, seconds, _ = build(docs, embed_model, None, cache_dir, linker_kwargs)
     row("dense (MiniLM-L6)", *retrieve_all(index.as_retriever(similarity_top_k=max(KS)), questions), seconds, 0)
-    for sources in source_sets:
-        index, graph, seconds, calls = build(docs, embed_model, sources, cache_dir, linker_kwargs)
+    if HYBRID_BASELINE:
+        from llama_index_kgplus.entity_graph._hybrid import HybridRetriever
+
+        hybrid = HybridRetriever.from_index(index, similarity_top_k=max(KS))
+        row("BM25 + dense (scaled-score fusion, 0.5 each)", *retrieve_all(hybrid, questions), seconds, 0)
+    for sources, threshold in [(s, None) for s in source_sets] + [(s, synonyms) for s in source_sets if synonyms]:
+        index, graph, seconds, calls = build(docs, embed_model, sources, cache_dir, linker_kwargs, threshold)
         for variant, settings in variants:
             retriever = EntityGraphRetriever.from_index(
                 index, graph, similarity_top_k=max(KS), embed_model=embed_model, **settings
             )
             retriever.warm_up()
             ranked, ms = retrieve_all(retriever, questions)
-            row(
-                f"graph: {'+'.join(sources)}{'' if variant == 'defaults' else ', ' + variant}",
-                ranked,
-                ms,
-                seconds,
-                calls,
-            )
+            label = "+".join(sources) + (f" + SIMILAR_TO >= {threshold}" if threshold else "")
+            row(f"graph: {label}{'' if variant == 'defaults' else ', ' + variant}", ranked, ms, seconds, calls)
     print(f"\nPublished: {PUBLISHED[folder]}.")
     return rows
 
@@ -249,6 +257,9 @@ def main() -> int:
     parser.add_argument("--sources", default=None, help="entity-source sets for every set, e.g. 'titles,ner'")
     parser.add_argument("--variants", default='[["defaults", {}]]', help="JSON list of [name, settings]")
     parser.add_argument("--linker", default="{}", help="JSON EntityLinker keywords (e.g. ner settings)")
+    parser.add_argument(
+        "--synonyms", type=float, default=None, help="also rows with SIMILAR_TO edges at this cosine (name embeddings)"
+    )
     parser.add_argument("--cache", default=None, help="folder for the embedding and spaCy caches")
     parser.add_argument("--tables", default="main", help="main: the sets; squad: single-hop SQuAD (hit@8)")
     args = parser.parse_args()
@@ -266,7 +277,7 @@ def main() -> int:
     try:
         if "main" in args.tables.split(","):
             for name in args.sets.split(","):
-                run_set(name, embed_model, variants, cache_dir, sources, json.loads(args.linker))
+                run_set(name, embed_model, variants, cache_dir, sources, json.loads(args.linker), args.synonyms)
         if "squad" in args.tables.split(","):
             from multihop_2wiki import single_hop
 
