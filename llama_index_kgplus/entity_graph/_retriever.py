@@ -146,8 +146,9 @@ class EntityGraphRetriever(BaseRetriever):
     """Multi-hop retriever: personalized PageRank from the question's entities and the top dense hits.
 
     ``dense_retriever`` is any LlamaIndex retriever over the same nodes (e.g. ``index.as_retriever()``, or a
-    :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches. Settings: see
-    :class:`GraphRetrievalSettings`.
+    :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches; ``embed_model`` embeds the
+    entity names and the question when ``entity_embedding_top_k`` is set (default ``Settings.embed_model``).
+    Settings: see :class:`GraphRetrievalSettings`.
 
     Example:
 
