@@ -168,7 +168,15 @@ def cache_readings(linker: Any, cache_dir: Path | None) -> None:
 
     code = hashlib.sha1(inspect.getsource(_ner).encode()).hexdigest()  # a change of the reading code: new cache
     config = json.dumps(
-        [extractor.model, extractor.labels, extractor.noun_phrases, extractor.parser, extractor.recognizer, code]
+        [
+            extractor.model,
+            extractor.labels,
+            extractor.noun_phrases,
+            extractor.parser,
+            extractor.recognizer,
+            extractor.compound_nouns,
+            code,
+        ]
     )
     path = cache_dir / f"ner-{hashlib.sha1(config.encode()).hexdigest()[:10]}.json"
     stored = json.loads(path.read_text()) if path.exists() else {}

@@ -319,6 +319,8 @@ def test_ner_reading_modes_agree_on_names():
     assert "Ermengarde" not in names["tags only"]  # runs join over "of"
     with pytest.raises(ValueError, match="n_process"):
         SpacyEntityExtractor(n_process=0)
+    (compounds,) = SpacyEntityExtractor(compound_nouns=True).extract(["Church courts judged the Premier League club."])
+    assert {"Church courts", "Premier League club"} <= {e.name for e in compounds}
 
 
 def test_llm_source_reuses_the_graphrag_extractor():

@@ -90,6 +90,9 @@ class EntityLinker(TransformComponent):
         default=True,
         description="ner: run spaCy's entity recognizer (False: names are proper-noun runs alone, about 2x faster).",
     )
+    ner_compound_nouns: bool = Field(
+        default=False, description='ner: also runs of two or more nouns with a common noun ("church courts").'
+    )
     ner_processes: int = Field(default=1, ge=1, exclude=True, description="ner: spaCy processes (n_process).")
     llm_model: str | None = Field(
         default=None, description="Name of the llm source's model (set by from_defaults; part of the cache key)."
@@ -238,6 +241,7 @@ class EntityLinker(TransformComponent):
                 self.ner_noun_phrases,
                 parser=self.ner_parser,
                 recognizer=self.ner_recognizer,
+                compound_nouns=self.ner_compound_nouns,
                 n_process=self.ner_processes,
             )
         return self._ner

@@ -49,6 +49,8 @@ _PACKAGED_WEIGHTS = {
     "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
 }
 _PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS"})
+_COMMON_NOUN_TAGS = frozenset({"NN", "NNS"})
+_NOUN_TAGS = _PROPER_NOUN_TAGS | _COMMON_NOUN_TAGS
 _INSTALL_HINT = "pip install 'llama-index-kgplus[ner]' (spaCy and its English pipeline)"
 
 
@@ -92,6 +94,7 @@ class SpacyEntityExtractor:
         *,
         parser: bool = False,
         recognizer: bool = True,
+        compound_nouns: bool = False,
         n_process: int = 1,
     ) -> None:
         if n_process < 1:
@@ -102,6 +105,7 @@ class SpacyEntityExtractor:
         self.batch_size = batch_size
         self.parser = parser
         self.recognizer = recognizer
+        self.compound_nouns = compound_nouns
         self.n_process = n_process
         self._nlp: Any = None
 
@@ -143,6 +147,9 @@ class SpacyEntityExtractor:
                 for chunk in doc.noun_chunks if self.parser else (doc[:],):
                     for span in _proper_noun_runs(chunk, join_of=not self.recognizer):
                         found.append((span.start, NamedEntity(" ".join(span.text.split()))))
+            if self.compound_nouns:
+                for span in _compound_nouns(doc):
+                    found.append((span.start, NamedEntity(" ".join(span.text.split()))))
             names: dict[str, NamedEntity] = {}
             for _, entity in sorted(found, key=lambda item: item[0]):
                 names.setdefault(entity.name, entity)
@@ -195,6 +202,20 @@ def _proper_noun_runs(chunk: Any, join_of: bool = False) -> list[Any]:
     if start is not None:
         runs.append(chunk.doc[start : chunk.end])
     return [_cleaned(r) for r in runs if _cleaned(r) is not None]
+
+
+def _compound_nouns(doc: Any) -> list[Any]:
+    """Runs of two or more nouns with at least one common noun ("church courts", "Premier League club")."""
+    runs, start = [], None
+    for token in [*doc, None]:
+        if token is not None and token.tag_ in _NOUN_TAGS:
+            start = token.i if start is None else start
+            continue
+        end = token.i if token is not None else len(doc)
+        if start is not None and end - start >= 2 and any(t.tag_ in _COMMON_NOUN_TAGS for t in doc[start:end]):
+            runs.append(doc[start:end])
+        start = None
+    return runs
 
 
 def _check_weights(package_dir: Path) -> None:
