@@ -383,7 +383,7 @@ class KGPlusSources(BaseModel):
         persist_dir = Path(self.index) if isinstance(self.index, _PATH) else None
         settings = {"similarity_top_k": self.similarity_top_k, **self.retriever_kwargs.get("multihop", {})}
         retriever = EntityGraphRetriever.from_index(
-            self.get_index(), self.entity_graph, persist_dir=persist_dir, **settings
+            self.get_index(), self.entity_graph, persist_dir=persist_dir, embed_model=self.get_embed_model(), **settings
         )
         retriever.warm_up()
         return retriever

@@ -305,6 +305,24 @@ def test_ner_source_finds_names_without_any_dictionary():
     assert set(refit.dictionary_.entities) == set(linker.dictionary_.entities)
 
 
+def test_ner_reading_modes_agree_on_names():
+    pytest.importorskip("spacy")
+    from llama_index_kgplus.entity_graph import SpacyEntityExtractor
+
+    text = ["Lothair II was the son of Ermengarde of Tours; the singer Nicki Minaj met Frank Sinatra's daughter."]
+    names = {}
+    for mode, kwargs in {"parser": {"parser": True}, "tags": {}, "tags only": {"recognizer": False}}.items():
+        names[mode] = {e.name for e in SpacyEntityExtractor(**kwargs).extract(text)[0]}
+    for found in names.values():
+        assert {"Lothair II", "Ermengarde of Tours", "Nicki Minaj", "Frank Sinatra"} <= found
+    assert names["tags"] == names["parser"]  # the parser is not needed for these names
+    assert "Ermengarde" not in names["tags only"]  # runs join over "of"
+    with pytest.raises(ValueError, match="n_process"):
+        SpacyEntityExtractor(n_process=0)
+    (compounds,) = SpacyEntityExtractor(compound_nouns=True).extract(["Church courts judged the Premier League club."])
+    assert {"Church courts", "Premier League club"} <= {e.name for e in compounds}
+
+
 def test_llm_source_reuses_the_graphrag_extractor():
     from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 

@@ -259,3 +259,23 @@ def test_a_corpus_without_titles_gives_an_empty_source_and_still_retrieves(tmp_p
         == 0
     )
     assert json_lines(capsys.readouterr().out)[0]["sources"][0]["id"] == "p1"
+
+
+@pytest.mark.model  # the CLI loads the real embedding model
+def test_similar_entities_and_the_new_retrieval_options_from_the_cli(tmp_path, capsys):
+    pytest.importorskip("llama_index.retrievers.bm25")
+    path = tmp_path / "index"
+    docs = str(sample.SAMPLE_MULTIHOP_DOCS)
+    assert main(["ingest", docs, "--index", str(path), "--entities", "titles", "--similar-entities", "0.7"]) == 0
+    similar = {r for r in EntityGraph.load(path).entities.relationships if r[2] == "SIMILAR_TO"}
+    assert similar and all(a != b for a, b, _ in similar)
+    capsys.readouterr()
+    question = QUESTIONS[0]["question"]
+    options = ["--retrieval", "graph", "--top-k", "8", "--first-stage", "hybrid", "--entity-embedding-top-k", "1"]
+    questions = write_jsonl(tmp_path / "q.jsonl", [{"question": question}])
+    assert main(["retrieve", "--questions", str(questions), "--index", str(path), *options]) == 0
+    (record,) = json_lines(capsys.readouterr().out)
+    assert {"Lothair II", "Ermengarde of Tours"} <= {s["id"] for s in record["sources"]}
+    with pytest.raises(SystemExit):
+        main(["ingest", docs, "--index", str(tmp_path / "other"), "--entities", "titles", "--similar-entities", "2"])
+    assert "takes a cosine from -1 to 1, not 2" in capsys.readouterr().err

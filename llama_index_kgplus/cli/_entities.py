@@ -32,6 +32,14 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--kg-store", default=None, metavar="URI", help="knowledge graph of the kg source")
     group.add_argument("--glossary", default=None, metavar="FILE", help="glossary .json or .csv of the glossary source")
     group.add_argument(
+        "--similar-entities",
+        type=_cosine,
+        default=None,
+        metavar="COSINE",
+        help="also link entities whose names embed at least this close (SIMILAR_TO edges, e.g. 0.8; one embedding "
+        "per entity)",
+    )
+    group.add_argument(
         "--entity-store",
         default=None,
         metavar="URI",
@@ -51,6 +59,29 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
         "--max-hops", type=_args.positive_int, default=None, help="longest walk from a seed, in edges (default none)"
     )
     group.add_argument("--with-parents", action="store_true", help="follow each hit by its summary parent")
+    group.add_argument(
+        "--first-stage",
+        choices=["dense", "hybrid"],
+        default=None,
+        help="hits that seed the walk: dense (default) or BM25 + dense (the bm25 extra)",
+    )
+    group.add_argument(
+        "--entity-embedding-top-k",
+        type=_args.positive_int,
+        default=None,
+        metavar="N",
+        help="also seed the N entities whose names embed nearest the question (default 0: the dictionary only)",
+    )
+
+
+def _cosine(value: str) -> float:
+    try:
+        cosine = float(value)
+    except ValueError:
+        cosine = float("nan")
+    if not -1.0 <= cosine <= 1.0:
+        raise argparse.ArgumentTypeError(f"takes a cosine from -1 to 1, not {value}")
+    return cosine
 
 
 def _sources(value: str) -> list[str]:
@@ -83,13 +114,17 @@ def make_linker(args: argparse.Namespace) -> Any | None:
     )
 
 
-def entity_graph(index: Any, linker: Any | None) -> Any | None:
-    """The entity graph of a new index (None without ``--entities``)."""
+def entity_graph(index: Any, linker: Any | None, embed_model: Any = None, similar: float | None = None) -> Any | None:
+    """The entity graph of a new index (None without ``--entities``), with ``SIMILAR_TO`` edges at the cosine
+    ``similar`` (``--similar-entities``)."""
     if linker is None:
         return None
     from llama_index_kgplus.entity_graph import EntityGraph
 
-    return EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
+    graph = EntityGraph.from_nodes(index.docstore.docs.values(), linker.dictionary_, index_id=index.index_id)
+    if similar is not None:
+        graph.link_similar_entities(embed_model, threshold=similar)
+    return graph
 
 
 def files(graph: Any | None) -> dict[str, Any]:
@@ -121,5 +156,11 @@ def after_ingest(args: argparse.Namespace, index: Any, linker: Any | None, graph
 def settings(args: argparse.Namespace) -> dict[str, Any]:
     """The EntityGraphRetriever settings of the ``--retrieval graph`` options (the retriever's defaults for the
     options not given)."""
-    given = {"include_parents": args.with_parents, "damping": args.damping, "max_hops": args.max_hops}
+    given = {
+        "include_parents": args.with_parents,
+        "damping": args.damping,
+        "max_hops": args.max_hops,
+        "first_stage": args.first_stage,
+        "entity_embedding_top_k": args.entity_embedding_top_k,
+    }
     return {key: value for key, value in given.items() if value is not None}

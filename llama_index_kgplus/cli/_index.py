@@ -146,7 +146,7 @@ def _ingest(args: argparse.Namespace) -> int:
             chunk_overlap=args.chunk_overlap,
             extra_transformations=[*([linker] if linker else []), *builders],
         )
-        graph = _entities.entity_graph(index, linker)
+        graph = _entities.entity_graph(index, linker, embed_model, args.similar_entities)
         manifest = _hierarchy.manifest(index, builders)
         # the index, its entity graph and its hierarchy are switched in together: old all three, or new
         persist_index(

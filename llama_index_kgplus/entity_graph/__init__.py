@@ -5,6 +5,9 @@ from document titles, a knowledge graph, a glossary, spaCy's named entities or t
 :class:`EntityGraph` keeps passages, entities and their links beside the vector index (and can copy them into
 any property graph store). :class:`EntityGraphRetriever` seeds a personalized PageRank with the question's
 entities and the top dense hits, and returns the passages the walk reaches, with the path that led to each.
+Options: a BM25 + dense first stage (``first_stage="hybrid"``), ``SIMILAR_TO`` edges between entities whose
+names embed close together (:meth:`EntityGraph.link_similar_entities`), question entities matched by embedding
+(``entity_embedding_top_k``).
 
 Example:
 

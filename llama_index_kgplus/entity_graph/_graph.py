@@ -37,6 +37,7 @@ from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus._gc import paused_gc
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
+from llama_index_kgplus.entity_graph._synonyms import alink_similar_entities, link_similar_entities
 from llama_index_kgplus.errors import InputDataError
 
 GRAPH_FILE = "entity_graph.npz"
@@ -280,6 +281,15 @@ class EntityGraph:
         ]
         edges += [(column[a], column[b], SAME_AS) for a, b in self.entities.same_as() if a in column and b in column]
         return edges
+
+    def link_similar_entities(self, embed_model: Any, *, threshold: float = 0.8) -> int:
+        """``SIMILAR_TO`` edges between entities whose names embed at least ``threshold`` apart (cosine);
+        returns the number of pairs added (see :mod:`._synonyms`)."""
+        return link_similar_entities(self, embed_model, threshold=threshold)
+
+    async def alink_similar_entities(self, embed_model: Any, *, threshold: float = 0.8) -> int:
+        """Async :meth:`link_similar_entities`."""
+        return await alink_similar_entities(self, embed_model, threshold=threshold)
 
     # ------------------------------------------------------------------ persistence
 

@@ -29,6 +29,7 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 
 from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
+from llama_index_kgplus.entity_graph._hybrid import HybridRetriever
 from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.events import EntityGraphSeedsEvent, EntityGraphWalkEvent
@@ -58,6 +59,29 @@ class GraphRetrievalSettings(BaseModel):
     )
     dense_top_k: int = Field(default=50, ge=1, description="Dense hits fetched for the seeds and the fusion.")
     dense_seeds: int = Field(default=5, ge=0, description="Top dense hits that seed the walk.")
+    dense_seed_scaling: Literal["score", "minmax"] = Field(
+        default="minmax",
+        description="Seed weight of a dense hit: its score, or its score min-max scaled over the dense_top_k hits "
+        "(HippoRAG 2's passage seeds: the best hit 1, the last 0).",
+    )
+    first_stage: Literal["dense", "hybrid"] = Field(
+        default="dense",
+        description="The hits that seed the walk and join the fusion: dense, or BM25 and dense fused by scaled "
+        "score (the bm25 extra).",
+    )
+    lexical_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="first_stage='hybrid': BM25's share of the fused score."
+    )
+    entity_embedding_top_k: int = Field(
+        default=0,
+        ge=0,
+        description="Entities also matched to the question by embedding (cosine of the question and the entity's "
+        "name, the best this many above entity_similarity), besides the dictionary's; 0: the dictionary only. "
+        "Needs embed_model; the names are embedded on warm_up.",
+    )
+    entity_similarity: float = Field(
+        default=0.5, ge=-1.0, le=1.0, description="Least cosine of an entity matched by embedding."
+    )
     dense_seed_weight: float = Field(
         default=0.1,
         ge=0.0,
@@ -122,8 +146,9 @@ class EntityGraphRetriever(BaseRetriever):
     """Multi-hop retriever: personalized PageRank from the question's entities and the top dense hits.
 
     ``dense_retriever`` is any LlamaIndex retriever over the same nodes (e.g. ``index.as_retriever()``, or a
-    :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches. Settings: see
-    :class:`GraphRetrievalSettings`.
+    :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches; ``embed_model`` embeds the
+    entity names and the question when ``entity_embedding_top_k`` is set (default ``Settings.embed_model``).
+    Settings: see :class:`GraphRetrievalSettings`.
 
     Example:
 
@@ -140,14 +165,24 @@ class EntityGraphRetriever(BaseRetriever):
         dense_retriever: BaseRetriever,
         docstore: Any,
         *,
+        embed_model: Any = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **settings: Any,
     ) -> None:
         self.graph = graph
-        self.dense_retriever = dense_retriever
+        self.embed_model = embed_model
+        self._entity_vectors: tuple[int, np.ndarray] | None = None
         self.docstore = docstore
         self.settings = GraphRetrievalSettings(**settings)
+        if self.settings.first_stage == "hybrid" and not isinstance(dense_retriever, HybridRetriever):
+            dense_retriever = HybridRetriever(
+                dense_retriever,
+                docstore=docstore,
+                similarity_top_k=self.settings.dense_top_k,
+                lexical_weight=self.settings.lexical_weight,
+            )
+        self.dense_retriever = dense_retriever
         self._compiled: _Compiled | None = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -180,7 +215,7 @@ class EntityGraphRetriever(BaseRetriever):
         index = load_index(persist_dir, embed_model=embed_model)
         if graph.index_id not in (None, index.index_id):
             EntityGraph.load(persist_dir, index_id=index.index_id)  # raises with the fix
-        return cls.from_index(index, graph, **kwargs)
+        return cls.from_index(index, graph, embed_model=embed_model, **kwargs)
 
     from_defaults = from_index
 
@@ -190,6 +225,10 @@ class EntityGraphRetriever(BaseRetriever):
         """Build the matrices and the question dictionary now rather than on the first question."""
         self._matrices()
         _ = self.graph.entities.matcher
+        if isinstance(self.dense_retriever, HybridRetriever):
+            self.dense_retriever.warm_up()
+        if self.settings.entity_embedding_top_k:
+            self._name_vectors()
 
     def _matrices(self) -> _Compiled:
         if self._compiled is not None and self._compiled.revision == self.graph.revision:
@@ -239,6 +278,36 @@ class EntityGraphRetriever(BaseRetriever):
         """Keys of the entities a question names, in text order."""
         return list(dict.fromkeys(m.key for m in self.graph.entities.find(question)))
 
+    def _embed_model(self) -> Any:
+        if self.embed_model is None:
+            from llama_index.core import Settings
+
+            self.embed_model = Settings.embed_model
+        return self.embed_model
+
+    def _name_vectors(self) -> np.ndarray:
+        """Unit vectors of the entities' names, in matrix order (embedded once per graph revision)."""
+        if self._entity_vectors is None or self._entity_vectors[0] != self.graph.revision:
+            names = [self.graph.entities.entities[k].name for k in self.graph.entity_keys]
+            vectors = np.asarray(self._embed_model().get_text_embedding_batch(names), dtype=np.float32)
+            vectors = vectors.reshape(len(names), -1)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            self._entity_vectors = (self.graph.revision, vectors / np.maximum(norms, 1e-12))
+        return self._entity_vectors[1]
+
+    def similar_entities(self, question: str) -> list[tuple[str, float]]:
+        """``(key, cosine)`` of the entities whose names are nearest the question by embedding (the best
+        ``entity_embedding_top_k`` above ``entity_similarity``), best first."""
+        s = self.settings
+        if not s.entity_embedding_top_k or self.graph.n_entities == 0:
+            return []
+        vectors = self._name_vectors()
+        query = np.asarray(self._embed_model().get_query_embedding(question), dtype=np.float32)
+        cosines = vectors @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        best = _top_indices(cosines, s.entity_embedding_top_k)
+        keys = self.graph.entity_keys
+        return [(keys[j], float(cosines[j])) for j in best if cosines[j] >= s.entity_similarity]
+
     @dispatcher.span
     def _rank(self, question: str, dense: list[NodeWithScore]) -> list[NodeWithScore]:
         """The walk from the question's seeds, reported as events (the seeds, then the returned passages)."""
@@ -261,11 +330,18 @@ class EntityGraphRetriever(BaseRetriever):
         entity_seeds = np.zeros(c.transition.shape[0])
         for key in found:
             entity_seeds[n_p + column[key]] += c.specificity[column[key]]
+        for key, cosine in self.similar_entities(question):
+            if key not in found and key in column and c.specificity[column[key]] > 0:
+                entity_seeds[n_p + column[key]] += cosine * c.specificity[column[key]]
+                found.append(key)
         dense_scores: dict[str, float] = {h.node.node_id: float(h.score or 0.0) for h in dense}
         dense_seeds = np.zeros_like(entity_seeds)
         seeded = [h for h in dense if h.node.node_id in c.passage_index][: s.dense_seeds]
-        for h in seeded:
-            dense_seeds[c.passage_index[h.node.node_id]] += max(float(h.score or 0.0), 1e-6)
+        weights = _seed_weights([float(h.score or 0.0) for h in dense], s.dense_seed_scaling)
+        seeded_ids = {id(h) for h in seeded}
+        for h, weight in zip(dense, weights):
+            if id(h) in seeded_ids:
+                dense_seeds[c.passage_index[h.node.node_id]] += weight
         share = s.dense_seed_weight if entity_seeds.sum() > 0 else 1.0
         seeds = (1 - share) * _normalised(entity_seeds) + share * _normalised(dense_seeds)
         dispatcher.event(
@@ -412,6 +488,15 @@ def fuse(
             fused[pid] = fused.get(pid, 0.0) + part
     dense_score = dict(dense)
     return sorted(fused.items(), key=lambda item: (-item[1], -dense_score.get(item[0], -np.inf), item[0]))
+
+
+def _seed_weights(scores: list[float], scaling: str) -> list[float]:
+    """Seed weights of dense hits: their scores, or their scores min-max scaled over all the hits; every weight
+    is kept above zero, so each seeded hit seeds."""
+    if scaling == "minmax" and scores:
+        low, high = min(scores), max(scores)
+        scores = [(v - low) / (high - low) if high > low else 1.0 for v in scores]
+    return [max(v, 1e-6) for v in scores]
 
 
 def _normalised(values: np.ndarray) -> np.ndarray:
