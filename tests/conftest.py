@@ -39,7 +39,7 @@ def _kgplus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 #: fixtures that load a real model; a test using one (directly or through another fixture) is not `fast`
-MODEL_FIXTURES = frozenset({"embed_model", "small_llm", "short_llm"})
+MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
 
 
 #: seconds of the heavy units (a notebook, an example, or a whole module, which keeps its module-scoped models and
@@ -136,16 +136,6 @@ def embed_model():
 def small_llm():
     """The real local LLM, the fast 0.5B model, loaded once; greedy decoding."""
     return llm_from_spec(_defaults.FAST_LLM, max_new_tokens=256, context_window=4096)
-
-
-@pytest.fixture(scope="session")
-def short_llm(small_llm):
-    """``small_llm`` bounded at 64 new tokens per answer, for tests of mechanics (events, routes, sources) that read
-    an answer only as non-empty or for one word; it shares the loaded model, so a test uses one or the other.
-    Calls that pass their own bound (JSON, SQL, rewrites) are unaffected."""
-    return small_llm.model_copy(
-        update={"max_new_tokens": 64, "generate_kwargs": {**small_llm.generate_kwargs, "max_tokens": 64}}
-    )
 
 
 def _is_local(address: object) -> bool:

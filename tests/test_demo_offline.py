@@ -12,9 +12,9 @@ from llama_index_kgplus.llm import embed_model_from_spec, llm_from_spec
 
 
 @pytest.mark.slow
-def test_demo_answers_every_step_with_sources_and_no_network(short_llm, embed_model, no_network):
+def test_demo_answers_every_step_with_sources_and_no_network(small_llm, embed_model, no_network):
     out = io.StringIO()
-    responses = run_demo(llm=short_llm, embed_model=embed_model, out=out)
+    responses = run_demo(llm=small_llm, embed_model=embed_model, out=out)
     printed = out.getvalue()
 
     hierarchy = responses["hierarchy"]

@@ -90,9 +90,9 @@ def index_dir(tmp_path_factory, embed_model):
     return path
 
 
-def test_the_routed_engine_in_a_few_lines(index_dir, embed_model, short_llm):
+def test_the_routed_engine_in_a_few_lines(index_dir, embed_model, small_llm):
     with KGPlusSources(
-        index=index_dir, tables={"weather": SAMPLE_WEATHER_TABLE}, llm=short_llm, embed_model=embed_model
+        index=index_dir, tables={"weather": SAMPLE_WEATHER_TABLE}, llm=small_llm, embed_model=embed_model
     ) as sources:
         assert sources.routes == ["local", "sql"]
         hits = sources.retriever("local").retrieve("How do I create a virtual environment?")
@@ -106,8 +106,8 @@ def test_the_routed_engine_in_a_few_lines(index_dir, embed_model, short_llm):
         assert sources.query_engine("sql") is engine.engine_for("sql")  # one engine per route
 
 
-async def test_the_routed_engine_answers_async(index_dir, embed_model, short_llm):
-    with KGPlusSources(index=index_dir, llm=short_llm, embed_model=embed_model, context_budget=None) as sources:
+async def test_the_routed_engine_answers_async(index_dir, embed_model, small_llm):
+    with KGPlusSources(index=index_dir, llm=small_llm, embed_model=embed_model, context_budget=None) as sources:
         response = await sources.routed_query_engine().aquery("How do I create a virtual environment?")
         assert response.metadata["route"] == "local" and str(response).strip()
         assert json.dumps(response.metadata["routing"]["scores"])  # the decision explains itself

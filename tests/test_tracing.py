@@ -65,16 +65,16 @@ def traced():
 
 
 @pytest.fixture
-def token_counter(short_llm):
+def token_counter(small_llm):
     """A TokenCountingHandler where a LlamaIndex user puts it: Settings.callback_manager and the LLM's own."""
     handler = TokenCountingHandler()
     manager = CallbackManager([handler])
-    before = Settings._callback_manager, short_llm.callback_manager
-    Settings.callback_manager, short_llm.callback_manager = manager, manager
+    before = Settings._callback_manager, small_llm.callback_manager
+    Settings.callback_manager, small_llm.callback_manager = manager, manager
     try:
         yield handler
     finally:
-        Settings._callback_manager, short_llm.callback_manager = before
+        Settings._callback_manager, small_llm.callback_manager = before
 
 
 def ancestors(spans: SimpleSpanHandler, span_id: str | None) -> list[str]:
@@ -150,10 +150,10 @@ def check_trace(spans: SimpleSpanHandler, events: Recorder, query_span: str, llm
 
 @pytest.mark.slow
 def test_a_routed_query_emits_the_route_the_steps_and_every_llm_call_under_its_spans(
-    traced, venv_index, tables, short_llm, embed_model
+    traced, venv_index, tables, small_llm, embed_model
 ):
     spans, events = traced
-    llm = metered(short_llm)
+    llm = metered(small_llm)
     engine = routed_engine(venv_index, tables, llm, embed_model)
     before = usage_meter(llm).snapshot()
     answers = [engine.query(LOCAL), engine.query(SQL)]
@@ -163,10 +163,10 @@ def test_a_routed_query_emits_the_route_the_steps_and_every_llm_call_under_its_s
 
 @pytest.mark.slow
 async def test_the_async_routed_query_emits_the_same_under_its_spans(
-    traced, venv_index, tables, short_llm, embed_model
+    traced, venv_index, tables, small_llm, embed_model
 ):
     spans, events = traced
-    llm = metered(short_llm)
+    llm = metered(small_llm)
     engine = routed_engine(venv_index, tables, llm, embed_model)
     before = usage_meter(llm).snapshot()
     await engine.aquery(LOCAL)
@@ -180,9 +180,9 @@ def prompt_tokens(handler: TokenCountingHandler) -> int:
 
 @pytest.mark.slow
 async def test_token_counting_handler_counts_what_the_pack_counts(
-    token_counter, venv_index, tables, short_llm, embed_model
+    token_counter, venv_index, tables, small_llm, embed_model
 ):
-    llm = metered(short_llm)
+    llm = metered(small_llm)
     meter = usage_meter(llm)
     runs = {
         "routed": lambda: [routed_engine(venv_index, tables, llm, embed_model).query(q) for q in (LOCAL, SQL)],
@@ -211,10 +211,10 @@ async def test_token_counting_handler_counts_what_the_pack_counts(
 
 
 @pytest.mark.slow
-def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(traced, venv_index, short_llm, embed_model):
+def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(traced, venv_index, small_llm, embed_model):
     spans, events = traced
     engine = GlossaryQueryEngine.from_defaults(
-        sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=short_llm, embed_model=embed_model
+        sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=small_llm, embed_model=embed_model
     )
     response = engine.query("How do I make an isolated environment for a project?")
     [rewrite] = events.of(GlossaryRewriteEvent)
