@@ -28,6 +28,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
 
+from llama_index_kgplus._vectors import unit, unit_rows
 from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
 from llama_index_kgplus.entity_graph._hybrid import HybridRetriever
 from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
@@ -290,9 +291,7 @@ class EntityGraphRetriever(BaseRetriever):
         if self._entity_vectors is None or self._entity_vectors[0] != self.graph.revision:
             names = [self.graph.entities.entities[k].name for k in self.graph.entity_keys]
             vectors = np.asarray(self._embed_model().get_text_embedding_batch(names), dtype=np.float32)
-            vectors = vectors.reshape(len(names), -1)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            self._entity_vectors = (self.graph.revision, vectors / np.maximum(norms, 1e-12))
+            self._entity_vectors = (self.graph.revision, unit_rows(vectors.reshape(len(names), -1)))
         return self._entity_vectors[1]
 
     def similar_entities(self, question: str) -> list[tuple[str, float]]:
@@ -302,8 +301,7 @@ class EntityGraphRetriever(BaseRetriever):
         if not s.entity_embedding_top_k or self.graph.n_entities == 0:
             return []
         vectors = self._name_vectors()
-        query = np.asarray(self._embed_model().get_query_embedding(question), dtype=np.float32)
-        cosines = vectors @ (query / max(float(np.linalg.norm(query)), 1e-12))
+        cosines = vectors @ unit(self._embed_model().get_query_embedding(question))
         best = _top_indices(cosines, s.entity_embedding_top_k)
         keys = self.graph.entity_keys
         return [(keys[j], float(cosines[j])) for j in best if cosines[j] >= s.entity_similarity]

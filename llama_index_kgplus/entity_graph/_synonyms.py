@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from llama_index_kgplus._vectors import unit_rows
+
 SIMILAR_TO = "SIMILAR_TO"
 
 
@@ -28,7 +30,7 @@ def similar_pairs(vectors: np.ndarray, threshold: float, block: int = 2048) -> l
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or len(vectors) < 2:
         return []
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = unit_rows(vectors)
     pairs: list[tuple[int, int, float]] = []
     for start in range(0, len(unit), block):
         cosines = unit[start : start + block] @ unit.T
