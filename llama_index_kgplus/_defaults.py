@@ -41,6 +41,7 @@ __all__ = [
     "HOME_ENV",
     "LLM_ENV",
     "EMBED_MODEL_ENV",
+    "EMBED_CACHE_ENV",
     "MODELS_DIR_ENV",
     "LLM_THREADS_ENV",
     "LLM_TIMEOUT_ENV",
@@ -66,6 +67,8 @@ HOME_ENV = "KGPLUS_HOME"
 MODELS_DIR_ENV = "KGPLUS_MODELS_DIR"
 LLM_ENV = "KGPLUS_LLM"
 EMBED_MODEL_ENV = "KGPLUS_EMBED_MODEL"
+#: a SQLite file of computed vectors that embed_model_from_spec reads before computing (default: no cache)
+EMBED_CACHE_ENV = "KGPLUS_EMBED_CACHE"
 GRAPH_STORE_ENV = "KGPLUS_GRAPH_STORE"
 #: llama.cpp threads of a local model when the caller names none (default: every core)
 LLM_THREADS_ENV = "KGPLUS_LLM_THREADS"

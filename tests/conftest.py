@@ -35,6 +35,12 @@ def _kgplus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ[_defaults.HOME_ENV] = str(home)
     os.environ.pop(_defaults.GRAPH_STORE_ENV, None)
     os.environ.pop(_defaults.LLM_ENV, None)
+    # one embedding cache for the run, shared by the xdist workers and the CLI runs, kernels and examples they start:
+    # a text the suite embedded once (the sample corpus, the glossary, the router's examples) is read back, not
+    # recomputed; the vectors are the model's own, computed on first use in this run
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ[_defaults.EMBED_CACHE_ENV] = str(shared / "embeddings.sqlite")
     return home
 
 

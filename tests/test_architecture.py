@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
 #: module that went private (``defaults`` for ``_defaults``, ...) sits beside it; it imports only ``_deprecation``.
 LAYERS = (
     {"_deprecation", "_public", "_redact", "errors", "events", "_paths", "_files", "_lock", "_gc", "files",
-     "_defaults", "defaults", "_jsonl", "jsonl", "_sync", "_vectors", "vectors", "_text", "text", "_sample", "sample",
+     "_defaults", "defaults", "_jsonl", "jsonl", "_sync", "_kvstore", "_vectors", "vectors", "_text", "text", "_sample", "sample",
      "_corpus", "corpus"},
     {"llm", "_structured", "structured", "graph_stores", "_indexing", "indexing", "_query_loop", "compression",
      "summarizers"},

@@ -218,7 +218,7 @@ class LadybugGraphStore(LadybugPropertyGraphStore):
             found.update((node.node_id, node) for node in super().get_llama_nodes(missing))
         return [found[i] for i in dict.fromkeys(node_ids) if i in found]
 
-    def get_triplets(
+    def get_triplets(  # type: ignore[override, unused-ignore]  # core's signature; the ladybug store drops properties
         self,
         entity_names: list[str] | None = None,
         relation_names: list[str] | None = None,

