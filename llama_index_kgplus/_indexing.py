@@ -1,7 +1,11 @@
 """Ingest documents into a persisted vector index, and load it back.
 
-The default vector store is LlamaIndex's simple vector store persisted in a folder; pass any LlamaIndex
-``vector_store`` instead. Extra transformations (e.g. summary node builders) run after splitting and embedding.
+The default vector store is LlamaIndex's simple vector store persisted in the folder as JSON, read whole when the
+index opens; ``vector_store="lancedb"`` keeps the vectors, text and nodes in a LanceDB table inside the folder
+instead (``lancedb/``, the ``lancedb`` extra: :mod:`llama_index_kgplus._lancedb`), which opens in constant time and
+searches with an ANN index at scale; :func:`load_index` opens either without being told which. Any other LlamaIndex
+``vector_store`` can be passed too (it keeps its own data). Extra transformations (e.g. summary node builders) run
+after splitting and embedding.
 
 The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``kill -9`` or a full disk never
 leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
@@ -10,7 +14,9 @@ the next :func:`load_index` (or ingest), and files that do not match the stamp a
 The files an ingest derives from the index (the entity graph, ``hierarchy.json``) are staged and stamped with it
 (``files`` of :func:`persist_index`), so the folder holds the old index with its graph and hierarchy or the new
 one with its own, never the new vectors without their graph; one such file written later
-(:func:`write_index_file`) joins the index the same way. One writer at a time: every write holds the folder's
+(:func:`write_index_file`) joins the index the same way. A LanceDB table is not copied into staging: each ingest
+writes a new table beside the old, ``ingest.json`` names the table and its Lance version, readers open that
+version, and the switch removes the tables no stamp names. One writer at a time: every write holds the folder's
 writer lock (:mod:`llama_index_kgplus._lock`).
 
 Example:
@@ -49,6 +55,8 @@ __all__ = [
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
     "INGEST_FILE",
+    "VECTOR_STORES",
+    "PackVectorStoreIndex",
     "build_index",
     "check_index_files",
     "check_embed_model",
@@ -57,6 +65,8 @@ __all__ = [
     "persist_index",
     "persist_storage",
     "require_index",
+    "open_storage",
+    "vector_store_for",
     "write_index_file",
 ]
 
@@ -66,10 +76,48 @@ INGEST_FILE = "ingest.json"
 STAGING_DIR = ".ingest-staging"
 # derived from the index, beside it; a new index removes those of the old one that it does not have
 _DERIVED_FILES = ("hierarchy.json", "entity_graph.npz", "retriever.json")
+# the JSON vector stores LlamaIndex writes: a new index kept in LanceDB removes those of an old JSON one
+_JSON_STORE_FILES = ("default__vector_store.json", "image__vector_store.json")
+VECTOR_STORES = ("simple", "lancedb")
+"""The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore`` (the default), LanceDB."""
 # how long a reader waits for a writer that is moving a sealed index into place (a few renames)
 _SWITCH_WAIT = 60.0
 FileWriter = Callable[[Path], object]
 """Writes one file at the path it is given."""
+
+
+class PackVectorStoreIndex(VectorStoreIndex):
+    """The ``VectorStoreIndex`` that :func:`build_index` and :func:`load_index` return: ``delete_ref_doc`` removes
+    the document's nodes from the docstore too (which the pack's retrievers read), not only from the vector store.
+
+    Example:
+
+    ```python
+    index = load_index("./index", embed_model=embed_model)
+    index.delete_ref_doc("Lothair II")
+    persist_index(index, "./index")
+    ```
+    """
+
+    def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = True, **delete_kwargs: Any) -> None:
+        """Delete the document ``ref_doc_id`` and its nodes (from the docstore too, unless told not to)."""
+        super().delete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+
+    async def adelete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = True, **delete_kwargs: Any) -> None:
+        """:meth:`delete_ref_doc`, async."""
+        await super().adelete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+
+
+def vector_store_for(kind: str, persist_dir: str | Path) -> Any | None:
+    """The vector store of a new index in ``persist_dir`` by its name in :data:`VECTOR_STORES`: ``None`` for the
+    default JSON store, a new LanceDB table in the folder for ``lancedb``."""
+    if kind not in VECTOR_STORES:
+        raise InputDataError(f"Unknown vector store {kind!r}: use one of {', '.join(VECTOR_STORES)}.")
+    if kind == "simple":
+        return None
+    from llama_index_kgplus._lancedb import new_store
+
+    return new_store(user_path(persist_dir))
 
 
 def build_index(
@@ -84,12 +132,29 @@ def build_index(
     show_progress: bool = True,
 ) -> VectorStoreIndex:
     """Split, embed and index ``documents``; persist to ``persist_dir`` (if given), holding its writer lock from
-    the start (another writer of the folder is refused before any work)."""
+    the start (another writer of the folder is refused before any work). ``vector_store``: ``None`` or
+    ``"simple"`` (LlamaIndex's JSON store in the folder), ``"lancedb"`` (a LanceDB table in the folder, which
+    opens in constant time: for large corpora; needs ``persist_dir`` and the ``lancedb`` extra), or any LlamaIndex
+    vector store.
+
+    Example:
+
+    ```python
+    from llama_index_kgplus import build_index, load_corpus, load_index
+
+    build_index(load_corpus("docs.jsonl"), "./index", vector_store="lancedb")
+    index = load_index("./index")  # opens the LanceDB table
+    ```
+    """
     from llama_index.core import Settings
 
     if not documents:
         raise InputDataError("No documents to index.")
+    if isinstance(vector_store, str) and persist_dir is None and vector_store != "simple":
+        raise InputDataError(f"vector_store={vector_store!r} lives in the index folder: give a persist_dir.")
     with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
+        if isinstance(vector_store, str):
+            vector_store = vector_store_for(vector_store, persist_dir) if persist_dir is not None else None
         return _build_index(
             documents, persist_dir, embed_model or Settings.embed_model, chunk_size, chunk_overlap,
             extra_transformations, vector_store, show_progress,
@@ -118,10 +183,24 @@ def _build_index(
         StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
     )
     storage.docstore.add_documents(nodes)
-    index = VectorStoreIndex(nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress)
+    index = PackVectorStoreIndex(
+        nodes,
+        storage_context=storage,
+        embed_model=embed_model,
+        show_progress=show_progress,
+        store_nodes_override=_is_lancedb(vector_store),  # the docstore follows the table's adds and deletes
+    )
+    if vector_store is not None and _is_lancedb(vector_store):
+        vector_store.optimize_for_search()  # the ANN index, once big enough
     if persist_dir is not None:
         persist_index(index, persist_dir, embed_model=embed_model)
     return index
+
+
+def _is_lancedb(vector_store: Any) -> bool:
+    from llama_index_kgplus._lancedb import is_pack_store
+
+    return is_pack_store(vector_store)
 
 
 def persist_index(
@@ -166,13 +245,18 @@ def persist_storage(
     persist_dir = user_path(persist_dir)
     with writer_lock(persist_dir, "persisting an index"):
         _finish_interrupted_persist(persist_dir)
+        stamp: dict[str, Any] = {"ingest_id": uuid.uuid4().hex, "index_id": index_id, "embed_model": embed_model}
+        if _is_lancedb(storage_context.vector_store):
+            from llama_index_kgplus._lancedb import store_record
+
+            # the table stays where it is; the stamp names the version that goes with these files
+            stamp["vector_store"] = store_record(storage_context.vector_store, persist_dir)
         staging = _new_staging(persist_dir)
         storage_context.persist(persist_dir=str(staging))
         for name, write in (files or {}).items():
             write(staging / name)
-        ingest_id = uuid.uuid4().hex
-        _seal_and_switch(persist_dir, {"ingest_id": ingest_id, "index_id": index_id, "embed_model": embed_model})
-    return ingest_id
+        _seal_and_switch(persist_dir, stamp)
+    return str(stamp["ingest_id"])
 
 
 def write_index_file(persist_dir: str | Path, name: str, write: FileWriter) -> Path:
@@ -273,8 +357,9 @@ def _switch(persist_dir: Path) -> None:
         fix = f"delete {staging} (the index keeps its last whole state) and re-run `kgplus ingest`"
         new = json.loads(stamp.read_text(encoding="utf-8"))
         names = [member(staging, n, what=str(stamp), fix=fix).name for n in new["files"]]
-        if _ingest_id(persist_dir) != new.get("ingest_id"):  # a new index, not a new file of the index in place
-            for name in _DERIVED_FILES:
+        replaced = _ingest_id(persist_dir) != new.get("ingest_id")  # a new index, not a new file of the index
+        if replaced:
+            for name in _DERIVED_FILES + (_JSON_STORE_FILES if new.get("vector_store") else ()):
                 if name not in names:
                     (persist_dir / name).unlink(missing_ok=True)
         for name in names:
@@ -282,6 +367,10 @@ def _switch(persist_dir: Path) -> None:
                 os.replace(staging / name, persist_dir / name)
         os.replace(stamp, persist_dir / INGEST_FILE)
         fsync_dir(persist_dir)
+        if replaced:
+            from llama_index_kgplus._lancedb import drop_other_tables
+
+            drop_other_tables(persist_dir, new.get("vector_store"))
     shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -300,6 +389,12 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     if stamp is None:
         return None
     files = stamp["files"]
+    if isinstance(stamp.get("vector_store"), dict):
+        from llama_index_kgplus._lancedb import table_path
+
+        table = table_path(persist_dir, stamp["vector_store"])
+        if not table.is_dir():
+            raise InputDataError(f"{persist_dir} lacks its LanceDB table {table}, written by its last ingest: {fix}.")
     for name, digest in files.items():
         file = member(persist_dir, name, what=str(persist_dir / INGEST_FILE), fix=fix)
         if not file.is_file():
@@ -367,8 +462,8 @@ def load_index(
     persist_dir = require_index(persist_dir) if check else user_path(persist_dir)
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
+    storage = open_storage(persist_dir)
     try:
-        storage = StorageContext.from_defaults(persist_dir=str(persist_dir))
         index = load_index_from_storage(storage, embed_model=embed_model)
     except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
         raise InputDataError(
@@ -379,4 +474,33 @@ def load_index(
         raise InputDataError(
             f"{persist_dir} holds a {type(index).__name__}, not a vector index built by `kgplus ingest`."
         )
-    return index
+    return PackVectorStoreIndex(
+        index_struct=index.index_struct,
+        storage_context=storage,
+        embed_model=index_embed_model(index),
+        store_nodes_override=_is_lancedb(storage.vector_store),
+    )
+
+
+def open_storage(persist_dir: str | Path) -> StorageContext:
+    """The storage context of an index folder: its docstore and index store, and its vector store, JSON or the
+    LanceDB table (at its version) that ``ingest.json`` names."""
+    persist_dir = user_path(persist_dir)
+    try:
+        stamp = _read_stamp(persist_dir)
+    except InputDataError:
+        stamp = None  # an unreadable stamp: read as a folder of plain LlamaIndex (require_index reports it)
+    record = (stamp or {}).get("vector_store")
+    try:
+        if isinstance(record, dict):
+            from llama_index_kgplus._lancedb import open_store
+
+            return StorageContext.from_defaults(
+                persist_dir=str(persist_dir), vector_store=open_store(persist_dir, record)
+            )
+        return StorageContext.from_defaults(persist_dir=str(persist_dir))
+    except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
+        raise InputDataError(
+            f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "
+            f"--index {persist_dir}`."
+        ) from exc

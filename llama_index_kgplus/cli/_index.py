@@ -127,7 +127,7 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
-    from llama_index_kgplus._indexing import persist_index
+    from llama_index_kgplus._indexing import persist_index, vector_store_for
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
@@ -141,6 +141,7 @@ def _ingest(args: argparse.Namespace) -> int:
         index = build_index(
             docs,
             None,
+            vector_store=vector_store_for(args.vector_store, args.index),  # lancedb: a new table in the folder
             embed_model=embed_model,
             chunk_size=args.chunk_size,
             chunk_overlap=args.chunk_overlap,
@@ -219,6 +220,13 @@ def register(commands: _args.Commands) -> None:
     ingest.add_argument("--chunk-size", type=_args.positive_int, default=384, help="chunk size in tokens (default 384)")
     ingest.add_argument(
         "--chunk-overlap", type=_args.non_negative_int, default=32, help="chunk overlap in tokens (default 32)"
+    )
+    ingest.add_argument(
+        "--vector-store",
+        choices=("simple", "lancedb"),
+        default="simple",
+        help="where the vectors live: simple (JSON, read whole on open; the default) or lancedb (a LanceDB table in "
+        "the folder: opens at once, ANN search; for large corpora; pip install 'llama-index-kgplus[lancedb]')",
     )
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)

@@ -1,0 +1,161 @@
+"""Issue 40's goal figures as a user meets them: `kgplus ingest` of N passages and `kgplus retrieve` of one question
+(start-up included) on the JSON default and on `--vector-store lancedb`.
+
+Baseline: the JSON default (`SimpleVectorStore` + `SimpleDocumentStore`), the pack's store until issue 40. The
+embedding is a stand-in (hashed words projected to 384 dimensions, unit length; `stand_in_embedding`), so that the
+pack's own cost shows apart from the model's (the real model embeds 100-155 passages/s here). Passages are the
+~100-word windows of `scale_stores.py` over the shared SQuAD and 2Wiki texts, one document each. Every command runs
+in a fresh process, as a user runs it; the page cache is left warm (the files were just written or read), so the
+open times are warm-cache times.
+
+Usage::
+
+    PYTHONPATH=. nice -n 19 python benchmarks/scale.py run --n 10000 --store simple lancedb
+    python benchmarks/scale.py table          # the rows recorded so far, as markdown
+
+Rows go to `--work`/scale-results.jsonl; indexes to `--work`/index-STORE-N (removed with `--clean`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+DIM = 384
+QUESTIONS = [
+    "Who was the father of Lothair II?",
+    "When was the university founded and by whom?",
+    "What is the capital city of the region?",
+]
+
+
+def stand_in_embedding():  # noqa: ANN201 - a `module:factory` model spec
+    """The benchmark's embedding model: hashed words, a fixed random projection, unit length."""
+    from llama_index.core.embeddings import BaseEmbedding
+
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((1 << 14, DIM)).astype(np.float32)
+
+    class HashProjection(BaseEmbedding):
+        """Stand-in for a sentence embedding: texts sharing words are close."""
+
+        def _vector(self, text: str) -> list[float]:
+            rows = [int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "little") & 0x3FFF
+                    for w in text.lower().split()]  # fmt: skip
+            v = table[rows].sum(axis=0) if rows else table[0]
+            return (v / (np.linalg.norm(v) or 1.0)).tolist()
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return self._vector(text)
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return [self._vector(t) for t in texts]
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._vector(query)
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._vector(query)
+
+    return HashProjection(model_name="hash-projection-384", embed_batch_size=256)
+
+
+def write_corpus(path: Path, n: int) -> Path:
+    from scale_stores import passages
+
+    if path.is_file() and sum(1 for _ in path.open()) == n:
+        return path
+    with path.open("w", encoding="utf-8") as out:
+        for start in range(0, n, 10_000):
+            for i, text in enumerate(passages(start, min(10_000, n - start)), start):
+                out.write(json.dumps({"id": f"p{i}", "title": f"p{i}", "text": text}) + "\n")
+    return path
+
+
+def kgplus(*args: str) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS MB of the child and stdout of one `kgplus` command in a fresh process."""
+    env = {
+        **os.environ,
+        "KGPLUS_EMBED_MODEL": "scale:stand_in_embedding",
+        "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}",
+    }
+    cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "llama_index_kgplus.cli", *args]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"kgplus {' '.join(args)} failed: {done.stderr[-2000:]}")
+    rss_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
+    return wall, rss_mb, done.stdout
+
+
+def du_mb(path: Path) -> float:
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def run(a: argparse.Namespace) -> None:
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    for n in a.n:
+        corpus = write_corpus(work / f"corpus-{n}.jsonl", n)
+        for store in a.store:
+            index = work / f"index-{store}-{n}"
+            shutil.rmtree(index, ignore_errors=True)
+            ingest_s, ingest_rss, _ = kgplus("ingest", str(corpus), "--index", str(index), "--vector-store", store)
+            times, rss = [], []
+            for question in QUESTIONS[: a.repeats]:
+                wall, peak, out = kgplus("retrieve", question, "--index", str(index), "--json", "--top-k", "8")
+                assert len(json.loads(out)["sources"]) == 8
+                times.append(wall)
+                rss.append(peak)
+            row = {
+                "n": n, "store": store, "ingest_s": round(ingest_s, 1), "ingest_rss_mb": round(ingest_rss),
+                "disk_mb": round(du_mb(index), 1),
+                "docstore_mb": round((index / "docstore.json").stat().st_size / 2**20, 1),
+                "retrieve_s": [round(t, 2) for t in times], "retrieve_median_s": round(statistics.median(times), 2),
+                "retrieve_rss_mb": round(max(rss)), "date": time.strftime("%Y-%m-%d"),
+            }  # fmt: skip
+            print(json.dumps(row), flush=True)
+            with (work / "scale-results.jsonl").open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
+            if a.clean:
+                shutil.rmtree(index, ignore_errors=True)
+
+
+def table(a: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in (Path(a.work) / "scale-results.jsonl").read_text().splitlines()]
+    print("| N | store | ingest s | ingest peak RSS MB | disk MB (docstore.json) | `kgplus retrieve` s, median (each run) | retrieve peak RSS MB |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        each = " / ".join(f"{t:.2f}" for t in r["retrieve_s"])
+        print(f"| {r['n']:,} | {r['store']} | {r['ingest_s']:,} | {r['ingest_rss_mb']:,} | {r['disk_mb']:,} ({r['docstore_mb']:,}) | {r['retrieve_median_s']} ({each}) | {r['retrieve_rss_mb']:,} |")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--n", type=int, nargs="+", default=[10_000])
+    r.add_argument("--store", nargs="+", default=["simple", "lancedb"], choices=["simple", "lancedb"])
+    r.add_argument("--clean", action="store_true")
+    r.add_argument("--repeats", type=int, default=3, choices=[1, 2, 3], help="questions asked, one process each")
+    for p in (r, sub.add_parser("table")):
+        p.add_argument("--work", default=os.environ.get("KGPLUS_SCALE_WORK", "/work/wt40-cache/pack"))
+    a = ap.parse_args()
+    run(a) if a.cmd == "run" else table(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The LanceDB vector store of an index folder (`--vector-store lancedb`, issue 40): ingest and retrieve from Python
+and the CLI, deletes, the ANN index, old-or-new on re-ingest, and JSON indexes that still open. Real lancedb, the
+real embedding model on the bundled sample, except where a test says it uses a stand-in embedding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores.types import VectorStoreQuery
+
+pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
+
+from llama_index_kgplus import InputDataError, build_index, load_index, sample  # noqa: E402
+from llama_index_kgplus._indexing import PackVectorStoreIndex, persist_index  # noqa: E402
+from llama_index_kgplus._lancedb import TABLE_DIR, new_store  # noqa: E402
+from llama_index_kgplus.cli import main  # noqa: E402
+
+QUESTION = "How do I create a virtual environment and install packages with pip?"
+EXPECTED = "tutorial/venv"
+#: three short documents of the sample (about 30 chunks): enough to rank, quick to embed
+SUBSET = ("tutorial/venv", "tutorial/floatingpoint", "tutorial/errors")
+
+
+class HashEmbedding(BaseEmbedding):
+    """A stand-in for the model where only the store's behaviour is tested: hashed words, unit length."""
+
+    dim: int = 32
+
+    def _vector(self, text: str) -> list[float]:
+        vector = np.zeros(self.dim)
+        for word in text.lower().split():
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norm = np.linalg.norm(vector)
+        return (vector / norm).tolist() if norm else [self.dim**-0.5] * self.dim
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+
+STAND_IN = HashEmbedding(model_name="hash-32")
+
+
+def stamp(index_dir: Path) -> dict:
+    return json.loads((index_dir / "ingest.json").read_text(encoding="utf-8"))
+
+
+def tables(index_dir: Path) -> list[str]:
+    return sorted(p.name for p in (index_dir / TABLE_DIR).iterdir()) if (index_dir / TABLE_DIR).is_dir() else []
+
+
+def small_docs(n: int) -> list[Document]:
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    return [
+        Document(text=f"passage {i} " + " ".join(words[(i + k) % 12] for k in range(8)), id_=f"d{i}") for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def lance_index(tmp_path_factory, embed_model) -> Path:
+    """Part of the sample corpus ingested by the CLI into a LanceDB table."""
+    folder = tmp_path_factory.mktemp("lance")
+    lines = sample.SAMPLE_DOCS.read_text(encoding="utf-8").splitlines()
+    docs = folder / "docs.jsonl"
+    docs.write_text("".join(f"{line}\n" for line in lines if json.loads(line)["id"] in SUBSET), encoding="utf-8")
+    assert main(["ingest", str(docs), "--index", str(folder / "index"), "--vector-store", "lancedb"]) == 0
+    return folder / "index"
+
+
+def test_cli_ingest_writes_a_table_named_by_the_stamp(lance_index):
+    record = stamp(lance_index)["vector_store"]
+    assert record["type"] == "lancedb" and record["uri"] == TABLE_DIR and isinstance(record["version"], int)
+    assert tables(lance_index) == [f"{record['table']}.lance"]
+    assert not (lance_index / "default__vector_store.json").exists()  # no JSON vectors beside the table
+
+
+def test_load_index_opens_the_table_and_retrieves(lance_index, embed_model):
+    index = load_index(lance_index, embed_model=embed_model)
+    assert isinstance(index, PackVectorStoreIndex) and type(index.vector_store).__name__ == "KGPlusLanceDBVectorStore"
+    hits = index.as_retriever(similarity_top_k=3).retrieve(QUESTION)
+    assert hits[0].node.ref_doc_id == EXPECTED
+    assert all(0.0 < h.score <= 1.0 for h in hits) and hits[0].score >= hits[-1].score  # cosine similarities
+    assert hits[0].node.node_id in index.docstore.docs
+
+
+@pytest.mark.model  # the CLI loads the real embedding model itself
+def test_cli_retrieve_opens_the_table_without_an_option(lance_index, capsys):
+    capsys.readouterr()
+    assert main(["retrieve", QUESTION, "--index", str(lance_index), "--json", "--top-k", "3"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["sources"][0]["id"] == EXPECTED and len(record["sources"]) == 3
+
+
+def test_delete_ref_doc_removes_the_documents_nodes(lance_index, tmp_path, embed_model):
+    folder = tmp_path / "index"
+    shutil.copytree(lance_index, folder)
+    index = load_index(folder, embed_model=embed_model)
+    node_ids = set(index.ref_doc_info[EXPECTED].node_ids)
+    assert node_ids and node_ids <= set(index.docstore.docs)
+
+    index.delete_ref_doc(EXPECTED)
+    assert not node_ids & set(index.docstore.docs)  # the docstore too (the pack's retrievers read it)
+    assert index.vector_store.get_nodes(node_ids=sorted(node_ids)) == []
+    assert all(h.node.ref_doc_id != EXPECTED for h in index.as_retriever(similarity_top_k=10).retrieve(QUESTION))
+    # not persisted yet: the folder still holds the old index whole (its stamp names the old table version)
+    old = load_index(folder, embed_model=embed_model)
+    assert old.as_retriever(similarity_top_k=3).retrieve(QUESTION)[0].node.ref_doc_id == EXPECTED
+
+    version = stamp(folder)["vector_store"]["version"]
+    persist_index(index, folder)
+    assert stamp(folder)["vector_store"]["version"] > version
+    new = load_index(folder, embed_model=embed_model)
+    assert not node_ids & set(new.docstore.docs)
+    assert all(h.node.ref_doc_id != EXPECTED for h in new.as_retriever(similarity_top_k=10).retrieve(QUESTION))
+
+
+# ---------------------------------------------------------------- stand-in embedding: the store's own behaviour
+
+
+def test_ann_index_is_built_above_the_threshold_and_later_adds_are_folded_in(tmp_path):
+    # a small threshold instead of thousands of embeddings; the stand-in embedding keeps it fast
+    big = new_store(tmp_path / "big", ann_min_rows=64, rows_per_partition=64)
+    index = build_index(small_docs(200), tmp_path / "big", embed_model=STAND_IN, vector_store=big, show_progress=False)
+    assert big.has_ann_index()
+    (config,) = big.table.list_indices()
+    assert config.index_type == "IvfHnswSq" and config.num_unindexed_rows == 0
+    assert index.as_retriever(similarity_top_k=4).retrieve("passage 7 alpha beta")  # searches through the index
+
+    index.insert(Document(text="passage new omega omega omega", id_="new"))
+    persist_index(index, tmp_path / "big")  # folds the new rows into the ANN index
+    assert all(i.num_unindexed_rows == 0 for i in big.table.list_indices())
+    reopened = load_index(tmp_path / "big", embed_model=STAND_IN)
+    assert "new" in reopened.ref_doc_info
+
+    small = new_store(tmp_path / "small", ann_min_rows=1000)
+    build_index(small_docs(50), tmp_path / "small", embed_model=STAND_IN, vector_store=small, show_progress=False)
+    assert not small.has_ann_index()  # a flat scan below the threshold
+
+
+def test_reingest_switches_tables_old_or_new(tmp_path):
+    folder = tmp_path / "index"
+    build_index(small_docs(20), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
+    first = stamp(folder)["vector_store"]["table"]
+    # a re-ingest that dies before its switch leaves a table no stamp names: the old index still opens whole
+    orphan = new_store(folder)
+    orphan.add(load_index(folder, embed_model=STAND_IN).vector_store.get_nodes(node_ids=None)[:3])
+    assert len(tables(folder)) == 2
+    assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 20
+    # the next ingest switches to its own table and drops the others
+    build_index(small_docs(30), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
+    second = stamp(folder)["vector_store"]["table"]
+    assert second != first and tables(folder) == [f"{second}.lance"]
+    assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 30
+    # back to the JSON default: the tables go; and to LanceDB again: the JSON vectors go
+    build_index(small_docs(5), folder, embed_model=STAND_IN, show_progress=False)
+    assert tables(folder) == [] and (folder / "default__vector_store.json").is_file()
+    build_index(small_docs(6), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
+    assert not (folder / "default__vector_store.json").exists() and len(tables(folder)) == 1
+
+
+def test_json_indexes_still_open(tmp_path):
+    folder = tmp_path / "json"
+    build_index(small_docs(10), folder, embed_model=STAND_IN, show_progress=False)
+    assert "vector_store" not in stamp(folder)  # what every index built before the LanceDB option has
+    index = load_index(folder, embed_model=STAND_IN)
+    assert isinstance(index, PackVectorStoreIndex) and type(index.vector_store).__name__ == "SimpleVectorStore"
+    index.delete_ref_doc("d3")
+    assert "d3" not in index.ref_doc_info and all(n.ref_doc_id != "d3" for n in index.docstore.docs.values())
+
+    plain = tmp_path / "plain"  # a folder of plain LlamaIndex: no ingest.json
+    VectorStoreIndex.from_documents(small_docs(4), embed_model=STAND_IN).storage_context.persist(str(plain))
+    assert len(load_index(plain, embed_model=STAND_IN).as_retriever(similarity_top_k=2).retrieve("alpha")) == 2
+
+
+def test_missing_table_and_bad_filters_are_one_line_errors(tmp_path):
+    folder = tmp_path / "index"
+    index = build_index(small_docs(12), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
+    level = MetadataFilters(filters=[MetadataFilter(key="level", value=0)])
+    assert index.as_retriever(filters=level).retrieve("alpha") == []  # chunks of a flat index have no level
+    doc = MetadataFilters(filters=[MetadataFilter(key="doc_id", value="d1")])
+    assert {h.node.ref_doc_id for h in index.as_retriever(filters=doc).retrieve("alpha")} == {"d1"}
+    with pytest.raises(InputDataError, match="filters on doc_id, id, level, ref_doc_id, not 'title'"):
+        index.as_retriever(filters=MetadataFilters(filters=[MetadataFilter(key="title", value="x")])).retrieve("a")
+    with pytest.raises(InputDataError, match="needs a persist_dir|lives in the index folder"):
+        build_index(small_docs(2), None, embed_model=STAND_IN, vector_store="lancedb")
+
+    shutil.rmtree(folder / TABLE_DIR)
+    with pytest.raises(InputDataError, match="lacks its LanceDB table") as error:
+        load_index(folder, embed_model=STAND_IN)
+    assert "\n" not in str(error.value)
+
+
+def test_quotes_in_ids_are_escaped(tmp_path):
+    store = new_store(tmp_path)
+    docs = [Document(text="it's a quote", id_="O'Brien"), Document(text='a "double" one', id_='say "hi"')]
+    storage = StorageContext.from_defaults(vector_store=store)
+    index = VectorStoreIndex.from_documents(docs, storage_context=storage, embed_model=STAND_IN)
+    assert {n.ref_doc_id for n in store.get_nodes(node_ids=None)} == {"O'Brien", 'say "hi"'}
+    index.delete_ref_doc("O'Brien")
+    assert {n.ref_doc_id for n in store.get_nodes(node_ids=None)} == {'say "hi"'}
+    (node,) = store.get_nodes(node_ids=None)
+    assert node.embedding is not None and len(node.embedding) == STAND_IN.dim
+    store.delete_nodes([node.node_id])
+    assert store.get_nodes(node_ids=None) == []
+
+
+async def test_async_twins(tmp_path):
+    store = new_store(tmp_path)
+    nodes = [
+        TextNode(
+            text=doc.text,
+            id_=f"n{i}",
+            embedding=STAND_IN.get_text_embedding(doc.text),
+            relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc.doc_id)},
+        )
+        for i, doc in enumerate(small_docs(3))
+    ]
+    await store.async_add(nodes)
+
+    result = await store.aquery(VectorStoreQuery(query_embedding=nodes[0].embedding, similarity_top_k=1))
+    assert result.ids == [nodes[0].node_id] and result.similarities[0] == pytest.approx(1.0, abs=1e-5)
+    await store.adelete(nodes[0].ref_doc_id)
+    assert len(await store.aget_nodes(node_ids=None)) == 2
