@@ -27,8 +27,10 @@ _NUMBER_RE = re.compile(r"\d+(?:st|nd|rd|th|s)?")
 _APOSTROPHES = str.maketrans("", "", "'\u2019\u02bc`\u00b4")
 
 
+@lru_cache(maxsize=1 << 16)
 def entity_key(name: str) -> str:
-    """The id of the entity called ``name`` (the rule in the module docstring); ``""`` for a blank name."""
+    """The id of the entity called ``name`` (the rule in the module docstring); ``""`` for a blank name (cached:
+    a corpus repeats its names)."""
     text = unicodedata.normalize("NFKC", name).casefold().translate(_APOSTROPHES)
     return " ".join("".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text).split())
 
