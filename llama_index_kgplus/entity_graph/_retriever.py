@@ -241,9 +241,10 @@ class EntityGraphRetriever(BaseRetriever):
         cap = np.inf if s.max_df is None else (max(s.max_df * n_p, s.min_df_cap) if s.max_df < 1 else s.max_df)
         # an entity linked to every passage (named, or their documents' title) tells no passage from another: its
         # IDF, log(passages / passages linked), is 0 (one title shared by a whole corpus); it is left out too
-        linked = np.asarray(graph.mention_matrix().sum(axis=0)).ravel()
+        mentions = graph.mention_matrix()
+        linked = np.asarray(mentions.sum(axis=0)).ravel()
         keep = sp.diags(((df <= cap) & ((linked < n_p) | (n_p < 2))).astype(np.float64))
-        links = graph.mention_matrix() @ keep
+        links = mentions @ keep
         # passage -> entity: every link alike; entity -> passage: a passage about it weighs more
         about_links = graph.mention_matrix(about_only=True)
         about = about_links @ keep
