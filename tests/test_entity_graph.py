@@ -305,6 +305,19 @@ def test_ner_source_finds_names_without_any_dictionary():
     assert set(refit.dictionary_.entities) == set(linker.dictionary_.entities)
 
 
+def test_ner_lead_entity_is_the_first_name_read_in_a_document_without_a_title():
+    pytest.importorskip("spacy")
+    nodes = [
+        TextNode(id_="p1", text="Lothair II was the son of Ermengarde of Tours.", metadata={"doc_id": "p1"}),
+        TextNode(id_="p2", text="Ermengarde of Tours was the wife of Lothair I.", metadata={"doc_id": "p2"}),
+    ]
+    EntityLinker.from_defaults(["ner"])(nodes)
+    first, second = entities_of(nodes[0]), entities_of(nodes[1])
+    assert first["lothair ii"]["about"] == "lead" and "about" not in first["ermengarde of tours"]
+    assert second["ermengarde of tours"]["about"] == "lead" and second["ermengarde of tours"]["count"] == 1
+    assert "about" not in second["lothair i"]
+
+
 def test_ner_reading_modes_agree_on_names():
     pytest.importorskip("spacy")
     from llama_index_kgplus.entity_graph import SpacyEntityExtractor

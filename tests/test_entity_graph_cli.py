@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from llama_index_kgplus import sample
@@ -184,6 +185,24 @@ def test_graph_of_another_index_is_refused_with_the_fix(titles_index, tmp_path, 
     capsys.readouterr()
     assert main(["retrieve", "Who?", "--index", str(other), "--retrieval", "graph"]) == 2
     assert "belongs to another index" in capsys.readouterr().err  # (another version: test_entity_graph.py)
+
+
+@pytest.mark.model  # the CLI loads the real embedding model
+def test_graph_of_an_older_entity_pipeline_is_refused_with_the_ingest_command(titles_index, tmp_path, capsys):
+    old = tmp_path / "old"
+    shutil.copytree(titles_index, old)
+    (old / "ingest.json").unlink()  # the seal would refuse the edited file first
+    with np.load(old / GRAPH_FILE) as data:
+        arrays = dict(data)
+    header = json.loads(bytes(arrays["header"]))
+    header["entity_pipeline"]["version"] = 0
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    np.savez(old / GRAPH_FILE, **arrays)
+    capsys.readouterr()
+    assert main(["retrieve", "Who?", "--index", str(old), "--retrieval", "graph"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "older entity pipeline" in err and f"kgplus ingest DOCS --index {old} --entities titles`" in err
+    assert len(err.splitlines()) == 1
 
 
 def test_bad_graph_setting_is_one_clear_error(titles_index, capsys):

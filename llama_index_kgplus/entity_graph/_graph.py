@@ -37,12 +37,17 @@ from llama_index_kgplus._files import atomic_open
 from llama_index_kgplus._gc import paused_gc
 from llama_index_kgplus.entity_graph._dictionary import SAME_AS, Entity, EntityDictionary
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY
+from llama_index_kgplus.entity_graph._sources import ENTITY_SOURCES
 from llama_index_kgplus.entity_graph._synonyms import alink_similar_entities, link_similar_entities
 from llama_index_kgplus.errors import InputDataError
 
 GRAPH_FILE = "entity_graph.npz"
 FORMAT = "kgplus-entity-graph"
 FORMAT_VERSION = 1
+#: Version of the entity pipeline a graph was linked with: the entity key rule (``._names``) and the records the
+#: linker writes. Raised only when a graph linked before would be read or extended wrongly (its keys would no longer
+#: match the names of new passages); a file without it was written before it was recorded, by version 1.
+ENTITY_PIPELINE = 1
 MENTIONS = "MENTIONS"
 
 
@@ -51,7 +56,8 @@ class EntityGraph:
 
     Attributes: ``entities`` (:class:`EntityDictionary`), ``passage_ids`` and ``passage_doc_ids`` (parallel
     lists), ``index_id`` (the vector index it belongs to, when known), ``revision`` (counts the edits, so a
-    retriever knows when to rebuild its matrices). Build it with :meth:`from_nodes` or :meth:`load`.
+    retriever knows when to rebuild its matrices), ``entity_pipeline`` (the version of the entity pipeline it was
+    linked with; the file records it, with the entity sources). Build it with :meth:`from_nodes` or :meth:`load`.
 
     Example:
 
@@ -70,6 +76,7 @@ class EntityGraph:
         self.entities = EntityDictionary()
         self.index_id: str | None = None
         self.revision = 0
+        self.entity_pipeline = ENTITY_PIPELINE
         self.passage_ids: list[str] = []
         self.passage_doc_ids: list[str] = []
         self._entity_keys: list[str] = []
@@ -99,6 +106,12 @@ class EntityGraph:
     def n_linked_passages(self) -> int:
         """Passages linked to at least one entity."""
         return int(np.unique(self._mention_passage).size)
+
+    @property
+    def sources(self) -> list[str]:
+        """The entity sources its entities come from (``titles``, ``ner``, ...), in the order of ``--entities``."""
+        found = {source for entity in self.entities for source in entity.sources}
+        return [s for s in ENTITY_SOURCES if s in found]
 
     @property
     def entity_keys(self) -> list[str]:
@@ -312,6 +325,7 @@ class EntityGraph:
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "index_id": self.index_id,
+            "entity_pipeline": {"version": self.entity_pipeline, "sources": self.sources},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "passage_ids": self.passage_ids,
             "passage_doc_ids": self.passage_doc_ids,
@@ -364,6 +378,16 @@ class EntityGraph:
                 f"{path} was written by another version of this pack (format {header.get('version')}, this one "
                 f"reads {FORMAT_VERSION}): {fix}."
             )
+        pipeline = header.get("entity_pipeline") or {}
+        version = pipeline.get("version", 1) if isinstance(pipeline, dict) else None
+        if version != ENTITY_PIPELINE:
+            sources = pipeline.get("sources") if isinstance(pipeline, dict) else None
+            fix = _fix(persist_dir, sources if isinstance(sources, list) and sources else None)
+            age = "an older" if isinstance(version, int) and version < ENTITY_PIPELINE else "another"
+            raise InputDataError(
+                f"{path} was linked by {age} entity pipeline (version {version}; this pack links with version "
+                f"{ENTITY_PIPELINE}): {fix}."
+            )
         if index_id is not None and header.get("index_id") not in (None, index_id):
             raise InputDataError(f"{path} belongs to another index than the one in {persist_dir}: {fix}.")
         with paused_gc():
@@ -414,5 +438,5 @@ class EntityGraph:
         ]
 
 
-def _fix(persist_dir: str | Path) -> str:
-    return f"re-run `kgplus ingest DOCS --index {persist_dir} --entities SOURCES`"
+def _fix(persist_dir: str | Path, sources: Sequence[str] | None = None) -> str:
+    return f"re-run `kgplus ingest DOCS --index {persist_dir} --entities {','.join(sources) if sources else 'SOURCES'}`"

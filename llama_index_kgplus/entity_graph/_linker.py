@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from llama_index_kgplus._redact import get_logger
 from llama_index_kgplus._structured import StructuredOutputError
 from llama_index_kgplus._sync import run_sync
-from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
+from llama_index_kgplus.entity_graph._dictionary import EntityDictionary, EntityMatch
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
 from llama_index_kgplus.entity_graph._ner import DEFAULT_NER_LABELS, DEFAULT_NER_MODEL, SpacyEntityExtractor
 from llama_index_kgplus.entity_graph._sources import (
@@ -289,12 +289,16 @@ class EntityLinker(TransformComponent):
     def _link(
         self, nodes: Sequence[BaseNode], entities: EntityDictionary, readings: dict[str, _Reading], show_progress: bool
     ) -> int:
-        about = self._about(nodes, entities, readings)
+        found = {
+            node.node_id: entities.find(node_text(node))
+            for node in tqdm(nodes, desc="Linking entities", disable=not show_progress)
+        }  # each text is matched once: the lead entities below are read from these matches too
+        about = self._about(nodes, entities, readings, found)
         linked = 0
-        for node in tqdm(nodes, desc="Linking entities", disable=not show_progress):
+        for node in nodes:
             records: dict[str, dict[str, Any]] = {}
             record = partial(_record, records, entities)
-            for match in entities.find(node_text(node)):
+            for match in found[node.node_id]:
                 record(match.key)["count"] += 1
             doc_about = about.get(node.ref_doc_id or node.node_id)
             if doc_about is not None:
@@ -318,9 +322,14 @@ class EntityLinker(TransformComponent):
         return linked
 
     def _about(
-        self, nodes: Sequence[BaseNode], entities: EntityDictionary, readings: dict[str, _Reading]
+        self,
+        nodes: Sequence[BaseNode],
+        entities: EntityDictionary,
+        readings: dict[str, _Reading],
+        found: dict[str, list[EntityMatch]],
     ) -> dict[str, tuple[str, str]]:
-        """Per document: the entity it is about (its title's, else its lead entity) and why."""
+        """Per document: the entity it is about (its title's, else its lead entity) and why (``found``: the
+        dictionary's matches in each node)."""
         about: dict[str, tuple[str, str]] = {}
         first: dict[str, BaseNode] = {}
         for node in nodes:
@@ -335,7 +344,7 @@ class EntityLinker(TransformComponent):
         for doc_id, node in first.items():
             reading = readings.get(node.node_id)
             read = {entity_key(n) for names in (reading.names.values() if reading else ()) for n, _ in names}
-            lead = next((m.key for m in entities.find(node_text(node)) if m.key in read), None)
+            lead = next((m.key for m in found[node.node_id] if m.key in read), None)
             if doc_id not in about and lead is not None:
                 about[doc_id] = (lead, "lead")
         return about

@@ -22,11 +22,15 @@ import unicodedata
 from functools import lru_cache
 
 _QUALIFIER_RE = re.compile(r"\s*\([^()]*\)\s*$")
+#: a number as a word of a key: digits, with an ordinal or plural ending ("1999", "2nd", "1990s")
+_NUMBER_RE = re.compile(r"\d+(?:st|nd|rd|th|s)?")
 _APOSTROPHES = str.maketrans("", "", "'\u2019\u02bc`\u00b4")
 
 
+@lru_cache(maxsize=1 << 16)
 def entity_key(name: str) -> str:
-    """The id of the entity called ``name`` (the rule in the module docstring); ``""`` for a blank name."""
+    """The id of the entity called ``name`` (the rule in the module docstring); ``""`` for a blank name (cached:
+    a corpus repeats its names)."""
     text = unicodedata.normalize("NFKC", name).casefold().translate(_APOSTROPHES)
     return " ".join("".join(" " if unicodedata.category(c)[0] in "PS" else c for c in text).split())
 
@@ -56,8 +60,9 @@ def _stopwords() -> frozenset[str]:
 
 def is_linkable_name(name: str, min_length: int = 2, stop_names: frozenset[str] = frozenset()) -> bool:
     """False for names that would link passages by accident: shorter than ``min_length`` characters, without
-    a letter, made only of English stop words ("It", "The Who"), or listed in ``stop_names`` (keys)."""
+    a letter, made only of English stop words and numbers ("It", "The Who", "1990s", "No. 5", "the 2nd"; numbers,
+    dates and amounts are not entities, as for the ``ner`` source's labels), or listed in ``stop_names`` (keys)."""
     key = entity_key(name)
     if len(key) < min_length or not any(c.isalpha() for c in key) or key in stop_names:
         return False
-    return not all(word in _stopwords() for word in key.split())
+    return not all(word in _stopwords() or _NUMBER_RE.fullmatch(word) for word in key.split())

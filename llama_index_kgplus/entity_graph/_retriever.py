@@ -16,6 +16,7 @@ which the walk most likely reached it (e.g. *Lothair II* -MENTIONS(about)- passa
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -117,7 +118,7 @@ class GraphRetrievalSettings(BaseModel):
         default=0.02,
         gt=0.0,
         description="Entities named by more passages than this (a share if < 1, else a count) are left out "
-        "(None: none is).",
+        "(None: none is); an entity linked to every passage (IDF 0) always is.",
     )
     min_df_cap: int = Field(
         default=10,
@@ -238,8 +239,12 @@ class EntityGraphRetriever(BaseRetriever):
         n_p, n_e = graph.n_passages, graph.n_entities
         df = graph.document_frequency()
         cap = np.inf if s.max_df is None else (max(s.max_df * n_p, s.min_df_cap) if s.max_df < 1 else s.max_df)
-        keep = sp.diags((df <= cap).astype(np.float64))
-        links = graph.mention_matrix() @ keep
+        # an entity linked to every passage (named, or their documents' title) tells no passage from another: its
+        # IDF, log(passages / passages linked), is 0 (one title shared by a whole corpus); it is left out too
+        mentions = graph.mention_matrix()
+        linked = np.asarray(mentions.sum(axis=0)).ravel()
+        keep = sp.diags(((df <= cap) & ((linked < n_p) | (n_p < 2))).astype(np.float64))
+        links = mentions @ keep
         # passage -> entity: every link alike; entity -> passage: a passage about it weighs more
         about_links = graph.mention_matrix(about_only=True)
         about = about_links @ keep
@@ -469,15 +474,15 @@ def fuse(
 ) -> list[tuple[str, float]]:
     """One ranking from the walk's (best first) and the dense search's: weighted reciprocal ranks
     (``fusion="rank"``: ``w / (rank_k + rank)``, so the top of either list makes the cut) or weighted scores,
-    each scaled to [0, 1] (``fusion="score"``). Ties (e.g. passages the walk never reached) go by the dense
-    score, so with ``dense_weight=0`` the dense hits fill the places the walk leaves."""
+    each scaled to [0, 1] (``fusion="score"``). Equal scores share a rank; ties (e.g. passages the walk never
+    reached, or reached alike) go by the dense score, so with ``dense_weight=0`` the dense hits fill the places the
+    walk leaves."""
     fused: dict[str, float] = {pid: 0.0 for pid, _ in dense}
     for weight, ranking in ((graph_weight, graph), (dense_weight, dense)):
         if not ranking or weight == 0:
             continue
         if fusion == "rank":
-            ordered = sorted(ranking, key=lambda item: -item[1])
-            parts = {pid: weight / (rank_k + rank) for rank, (pid, _) in enumerate(ordered, 1)}
+            parts = {pid: weight / (rank_k + rank) for pid, rank in _ranks(ranking).items()}
         else:
             values = [v for _, v in ranking]
             low, high = (0.0, max(values)) if ranking is graph else (min(values), max(values))
@@ -486,6 +491,19 @@ def fuse(
             fused[pid] = fused.get(pid, 0.0) + part
     dense_score = dict(dense)
     return sorted(fused.items(), key=lambda item: (-item[1], -dense_score.get(item[0], -np.inf), item[0]))
+
+
+def _ranks(ranking: list[tuple[str, float]]) -> dict[str, int]:
+    """Rank of each id by score, best 1; equal scores (to 1e-9, relative) share the best rank of their group, so
+    that the other list of a fusion orders them (e.g. passages the walk reaches alike)."""
+    ordered = sorted(ranking, key=lambda item: -item[1])
+    ranks: dict[str, int] = {}
+    group_rank, group_score = 0, None
+    for rank, (pid, value) in enumerate(ordered, 1):
+        if group_score is None or not math.isclose(value, group_score, rel_tol=1e-9):
+            group_rank, group_score = rank, value
+        ranks[pid] = group_rank
+    return ranks
 
 
 def _seed_weights(scores: list[float], scaling: str) -> list[float]:
