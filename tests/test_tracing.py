@@ -203,9 +203,7 @@ async def test_token_counting_handler_counts_what_the_pack_counts(
         assert token_counter.completion_llm_token_count == used.completion_tokens, name
     token_counter.reset_counts()
     before = meter.snapshot()
-    engine = routed_engine(venv_index, tables, llm, embed_model)
-    await engine.aquery(LOCAL)
-    await engine.aquery(SQL)
+    await routed_engine(venv_index, tables, llm, embed_model).aquery(LOCAL)  # the async calls (SQL's: in the sync run)
     used = meter.snapshot() - before
     assert len(token_counter.llm_token_counts) == used.llm_calls and prompt_tokens(token_counter) == used.prompt_tokens
 
