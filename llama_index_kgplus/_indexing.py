@@ -60,6 +60,7 @@ __all__ = [
     "build_index",
     "check_index_files",
     "check_embed_model",
+    "has_docstore",
     "index_embed_model",
     "load_index",
     "persist_index",
@@ -78,6 +79,8 @@ STAGING_DIR = ".ingest-staging"
 _DERIVED_FILES = ("hierarchy.json", "entity_graph.npz", "retriever.json")
 # the JSON vector stores LlamaIndex writes: a new index kept in LanceDB removes those of an old JSON one
 _JSON_STORE_FILES = ("default__vector_store.json", "image__vector_store.json")
+# the JSON docstore and index store: a new index that keeps them in SQLite removes those of an old one
+_JSON_KV_FILES = ("docstore.json", "index_store.json", "graph_store.json")
 VECTOR_STORES = ("simple", "lancedb")
 """The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore`` (the default), LanceDB."""
 # how long a reader waits for a writer that is moving a sealed index into place (a few renames)
@@ -250,9 +253,14 @@ def persist_storage(
             from llama_index_kgplus._lancedb import store_record
 
             # the table stays where it is; the stamp names the version that goes with these files
+            from llama_index_kgplus._sqlitedoc import persist_kv
+
             stamp["vector_store"] = store_record(storage_context.vector_store, persist_dir)
+            # the docstore and index store: a SQLite file of the folder, named by the stamp as the table is
+            stamp["docstore"] = persist_kv(storage_context, persist_dir)
         staging = _new_staging(persist_dir)
-        storage_context.persist(persist_dir=str(staging))
+        if "docstore" not in stamp:
+            storage_context.persist(persist_dir=str(staging))
         for name, write in (files or {}).items():
             write(staging / name)
         _seal_and_switch(persist_dir, stamp)
@@ -359,7 +367,8 @@ def _switch(persist_dir: Path) -> None:
         names = [member(staging, n, what=str(stamp), fix=fix).name for n in new["files"]]
         replaced = _ingest_id(persist_dir) != new.get("ingest_id")  # a new index, not a new file of the index
         if replaced:
-            for name in _DERIVED_FILES + (_JSON_STORE_FILES if new.get("vector_store") else ()):
+            dropped = _DERIVED_FILES + (_JSON_STORE_FILES if new.get("vector_store") else ())
+            for name in dropped + (_JSON_KV_FILES if new.get("docstore") else ()):
                 if name not in names:
                     (persist_dir / name).unlink(missing_ok=True)
         for name in names:
@@ -371,6 +380,9 @@ def _switch(persist_dir: Path) -> None:
             from llama_index_kgplus._lancedb import drop_other_tables
 
             drop_other_tables(persist_dir, new.get("vector_store"))
+            from llama_index_kgplus._sqlitedoc import drop_other_files
+
+            drop_other_files(persist_dir, new.get("docstore"))
     shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -395,6 +407,12 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
         table = table_path(persist_dir, stamp["vector_store"])
         if not table.is_dir():
             raise InputDataError(f"{persist_dir} lacks its LanceDB table {table}, written by its last ingest: {fix}.")
+    if isinstance(stamp.get("docstore"), dict):
+        from llama_index_kgplus._sqlitedoc import kv_path
+
+        kv = kv_path(persist_dir, stamp["docstore"])
+        if not kv.is_file():
+            raise InputDataError(f"{persist_dir} lacks its docstore {kv}, written by its last ingest: {fix}.")
     for name, digest in files.items():
         file = member(persist_dir, name, what=str(persist_dir / INGEST_FILE), fix=fix)
         if not file.is_file():
@@ -410,13 +428,17 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
 def require_index(persist_dir: str | Path) -> Path:
     """Check that ``persist_dir`` holds a whole index (cheap: no model needed), finishing an interrupted persist."""
     persist_dir = user_path(persist_dir)
-    if persist_dir.is_dir():
-        check_index_files(persist_dir)
-    if not (persist_dir / "docstore.json").is_file():
+    stamp = check_index_files(persist_dir) if persist_dir.is_dir() else None
+    if not has_docstore(persist_dir, stamp):
         raise InputDataError(
             f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
         )
     return persist_dir
+
+
+def has_docstore(persist_dir: Path, stamp: Mapping[str, Any] | None) -> bool:
+    """Whether the folder holds a docstore: the SQLite file its stamp names, or LlamaIndex's ``docstore.json``."""
+    return isinstance((stamp or {}).get("docstore"), dict) or (persist_dir / "docstore.json").is_file()
 
 
 def index_embed_model(index: Any) -> BaseEmbedding | None:
@@ -483,15 +505,30 @@ def load_index(
 
 
 def open_storage(persist_dir: str | Path) -> StorageContext:
-    """The storage context of an index folder: its docstore and index store, and its vector store, JSON or the
-    LanceDB table (at its version) that ``ingest.json`` names."""
+    """The storage context of an index folder: its docstore and index store, JSON or the SQLite file that
+    ``ingest.json`` names (nothing read up front), and its vector store, JSON or the LanceDB table (at its
+    version) that ``ingest.json`` names."""
     persist_dir = user_path(persist_dir)
     try:
         stamp = _read_stamp(persist_dir)
     except InputDataError:
         stamp = None  # an unreadable stamp: read as a folder of plain LlamaIndex (require_index reports it)
     record = (stamp or {}).get("vector_store")
+    kv_record = (stamp or {}).get("docstore")
     try:
+        if isinstance(record, dict) and isinstance(kv_record, dict):
+            from llama_index.core.graph_stores import SimpleGraphStore
+
+            from llama_index_kgplus._lancedb import open_store
+            from llama_index_kgplus._sqlitedoc import open_kv_stores
+
+            docstore, index_store = open_kv_stores(persist_dir, kv_record)
+            return StorageContext.from_defaults(
+                docstore=docstore,
+                index_store=index_store,
+                vector_store=open_store(persist_dir, record),
+                graph_store=SimpleGraphStore(),
+            )
         if isinstance(record, dict):
             from llama_index_kgplus._lancedb import open_store
 

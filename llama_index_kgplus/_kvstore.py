@@ -87,6 +87,11 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
 
     def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:
         """The value under ``key`` in ``collection``, or None."""
+        stored = self._stored(key, collection)
+        return None if stored is None else json.loads(stored)  # type: ignore[no-any-return]
+
+    def _stored(self, key: str, collection: str) -> str | None:
+        """The JSON text under ``key`` in ``collection``, or None."""
         row = (
             self._connection()
             .execute(
@@ -95,7 +100,7 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
             )
             .fetchone()
         )
-        return None if row is None else json.loads(row[0])  # type: ignore[no-any-return]
+        return None if row is None else str(row[0])
 
     def get_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
         """Every key of ``collection`` with its value."""

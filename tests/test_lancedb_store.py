@@ -22,6 +22,7 @@ pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 from llama_index_kgplus import InputDataError, build_index, load_index, sample  # noqa: E402
 from llama_index_kgplus._indexing import PackVectorStoreIndex, persist_index  # noqa: E402
 from llama_index_kgplus._lancedb import TABLE_DIR, new_store  # noqa: E402
+from llama_index_kgplus._sqlitedoc import KV_DIR, FolderKVStore, SQLiteDocumentStore  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
 
 QUESTION = "How do I create a virtual environment and install packages with pip?"
@@ -63,6 +64,10 @@ def tables(index_dir: Path) -> list[str]:
     return sorted(p.name for p in (index_dir / TABLE_DIR).iterdir()) if (index_dir / TABLE_DIR).is_dir() else []
 
 
+def kv_files(index_dir: Path) -> list[str]:
+    return sorted(p.name for p in (index_dir / KV_DIR).iterdir()) if (index_dir / KV_DIR).is_dir() else []
+
+
 def small_docs(n: int) -> list[Document]:
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
     return [
@@ -86,6 +91,10 @@ def test_cli_ingest_writes_a_table_named_by_the_stamp(lance_index):
     assert record["type"] == "lancedb" and record["uri"] == TABLE_DIR and isinstance(record["version"], int)
     assert tables(lance_index) == [f"{record['table']}.lance"]
     assert not (lance_index / "default__vector_store.json").exists()  # no JSON vectors beside the table
+    # nor a JSON docstore or index store: one SQLite file, named by the stamp
+    assert not any((lance_index / name).exists() for name in ("docstore.json", "index_store.json"))
+    assert stamp(lance_index)["docstore"]["type"] == "sqlite"
+    assert kv_files(lance_index) == [stamp(lance_index)["docstore"]["file"]]
 
 
 def test_load_index_opens_the_table_and_retrieves(lance_index, embed_model):
@@ -95,6 +104,25 @@ def test_load_index_opens_the_table_and_retrieves(lance_index, embed_model):
     assert hits[0].node.ref_doc_id == EXPECTED
     assert all(0.0 < h.score <= 1.0 for h in hits) and hits[0].score >= hits[-1].score  # cosine similarities
     assert hits[0].node.node_id in index.docstore.docs
+    # the docstore is LlamaIndex's KVDocumentStore over the folder's SQLite file, read without writing
+    assert isinstance(index.docstore, SQLiteDocumentStore) and index.docstore.kvstore.read_only
+    assert index.docstore.get_node(hits[0].node.node_id).get_content() == hits[0].node.get_content()
+
+
+def test_opening_reads_no_document(lance_index, embed_model, monkeypatch):
+    reads: list[str] = []
+    for name in ("get", "get_all"):
+        real = getattr(FolderKVStore, name)
+
+        def spy(self, *args, _real=real, _name=name, **kwargs):
+            reads.append(f"{_name}{args}{kwargs}")
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(FolderKVStore, name, spy)
+    index = load_index(lance_index, embed_model=embed_model)
+    assert not any("docstore/data" in r or "docstore/ref_doc_info" in r for r in reads), reads  # no node read
+    hits = index.as_retriever(similarity_top_k=2).retrieve(QUESTION)
+    assert len(hits) == 2  # the nodes come with the table's rows
 
 
 @pytest.mark.model  # the CLI loads the real embedding model itself
@@ -112,8 +140,14 @@ def test_delete_ref_doc_removes_the_documents_nodes(lance_index, tmp_path, embed
     node_ids = set(index.ref_doc_info[EXPECTED].node_ids)
     assert node_ids and node_ids <= set(index.docstore.docs)
 
+    kv_before = kv_files(folder)
     index.delete_ref_doc(EXPECTED)
     assert not node_ids & set(index.docstore.docs)  # the docstore too (the pack's retrievers read it)
+    assert all(index.docstore.get_node(n, raise_error=False) is None for n in node_ids)
+    assert index.docstore.get_ref_doc_info(EXPECTED) is None
+    # the delete wrote into a copy of the SQLite file: the stamped one is as it was
+    assert index.docstore.kvstore.path != str(folder / KV_DIR / stamp(folder)["docstore"]["file"])
+    assert set(kv_before) < set(kv_files(folder))
     assert index.vector_store.get_nodes(node_ids=sorted(node_ids)) == []
     assert all(h.node.ref_doc_id != EXPECTED for h in index.as_retriever(similarity_top_k=10).retrieve(QUESTION))
     # not persisted yet: the folder still holds the old index whole (its stamp names the old table version)
@@ -123,8 +157,9 @@ def test_delete_ref_doc_removes_the_documents_nodes(lance_index, tmp_path, embed
     version = stamp(folder)["vector_store"]["version"]
     persist_index(index, folder)
     assert stamp(folder)["vector_store"]["version"] > version
+    assert kv_files(folder) == [stamp(folder)["docstore"]["file"]] != kv_before  # the old file dropped
     new = load_index(folder, embed_model=embed_model)
-    assert not node_ids & set(new.docstore.docs)
+    assert not node_ids & set(new.docstore.docs) and new.docstore.get_ref_doc_info(EXPECTED) is None
     assert all(h.node.ref_doc_id != EXPECTED for h in new.as_retriever(similarity_top_k=10).retrieve(QUESTION))
 
 
@@ -154,22 +189,30 @@ def test_ann_index_is_built_above_the_threshold_and_later_adds_are_folded_in(tmp
 def test_reingest_switches_tables_old_or_new(tmp_path):
     folder = tmp_path / "index"
     build_index(small_docs(20), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
-    first = stamp(folder)["vector_store"]["table"]
-    # a re-ingest that dies before its switch leaves a table no stamp names: the old index still opens whole
+    first, first_kv = stamp(folder)["vector_store"]["table"], stamp(folder)["docstore"]["file"]
+    # a re-ingest that dies before its switch leaves a table and a docstore no stamp names (here: a delete
+    # never persisted): the old index still opens whole
     orphan = new_store(folder)
     orphan.add(load_index(folder, embed_model=STAND_IN).vector_store.get_nodes(node_ids=None)[:3])
-    assert len(tables(folder)) == 2
+    load_index(folder, embed_model=STAND_IN).delete_ref_doc("d0")
+    assert len(tables(folder)) == 2 and len([n for n in kv_files(folder) if n.endswith(".sqlite")]) == 2
     assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 20
     # the next ingest switches to its own table and drops the others
     build_index(small_docs(30), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
     second = stamp(folder)["vector_store"]["table"]
     assert second != first and tables(folder) == [f"{second}.lance"]
+    second_kv = stamp(folder)["docstore"]["file"]
+    assert second_kv != first_kv and kv_files(folder) == [second_kv]
     assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 30
-    # back to the JSON default: the tables go; and to LanceDB again: the JSON vectors go
+    # back to the JSON default: the tables and the SQLite docstore go; and to LanceDB again: the JSON files go
     build_index(small_docs(5), folder, embed_model=STAND_IN, show_progress=False)
     assert tables(folder) == [] and (folder / "default__vector_store.json").is_file()
+    assert not (folder / KV_DIR).exists() and (folder / "docstore.json").is_file()
+    assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 5
     build_index(small_docs(6), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
     assert not (folder / "default__vector_store.json").exists() and len(tables(folder)) == 1
+    assert not (folder / "docstore.json").exists() and not (folder / "index_store.json").exists()
+    assert len(kv_files(folder)) == 1 and len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 6
 
 
 def test_json_indexes_still_open(tmp_path):

@@ -140,14 +140,9 @@ class HierarchicalRetriever(BaseRetriever):
     ) -> HierarchicalRetriever:
         """From an index folder written by ``build_index`` (and :func:`write_manifest`, if it was called) or by
         :meth:`persist`, whose settings are the defaults here."""
-        persist_dir = Path(persist_dir)
-        if not (persist_dir / "docstore.json").is_file():
-            raise InputDataError(
-                f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
-            )
-        from llama_index_kgplus._indexing import check_index_files, open_storage
+        from llama_index_kgplus._indexing import open_storage, require_index
 
-        check_index_files(persist_dir)
+        persist_dir = require_index(persist_dir)  # JSON docstore, or the SQLite one of its ingest.json
         storage = open_storage(persist_dir)  # its vector store: JSON, or the LanceDB table of its ingest.json
         roots = manifest_root_ids(persist_dir, storage.docstore)
         if roots is not None:

@@ -1,0 +1,189 @@
+"""The docstore and index store of a LanceDB index folder in one SQLite file, which opens in constant time.
+
+LlamaIndex's own ``KVDocumentStore`` and ``KVIndexStore`` over the pack's :class:`SQLiteKVStore`: a reader reads
+only the rows it asks for, where the JSON docstore of the default folder is parsed whole on every open (154 MB at
+10^5 passages, ``benchmarks/scale.md``).
+
+Old-or-new, as the LanceDB table is kept: the files live in ``docstore/`` of the folder, one per ingest
+(``<id>.sqlite``), and ``ingest.json`` names the one that belongs to the index (:func:`persist_kv`). A reader opens
+that file read-only (SQLite's ``immutable``: no lock, no journal); the first write (``delete_ref_doc``,
+``insert``) copies it to a new file of the folder and writes there, so the folder keeps the old index until
+:func:`persist_kv` names the new file and the switch drops the files no stamp names (:func:`drop_other_files`).
+A docstore of another kind (the in-memory one of a new index) is written whole into a new file.
+
+Example:
+
+```python
+storage = open_kv_storage("./index", record)  # the docstore and index store that ingest.json names
+record = persist_kv(storage, "./index")  # what the next ingest.json names
+```
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.storage.docstore.keyval_docstore import KVDocumentStore
+from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
+from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION
+from pydantic import Field, PrivateAttr
+
+from llama_index_kgplus._kvstore import _CONNECTIONS, SQLiteKVStore
+from llama_index_kgplus._paths import user_path
+from llama_index_kgplus.errors import InputDataError
+
+__all__ = [
+    "KV_DIR",
+    "KV_TYPE",
+    "FolderKVStore",
+    "SQLiteDocumentStore",
+    "SQLiteIndexStore",
+    "drop_other_files",
+    "kv_path",
+    "open_kv_stores",
+    "persist_kv",
+]
+
+KV_DIR = "docstore"
+"""The folder of an index that holds its SQLite docstores."""
+KV_TYPE = "sqlite"
+_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_READERS = threading.local()
+
+
+class FolderKVStore(SQLiteKVStore):
+    """An index folder's SQLite file, copied on write: read-only (``immutable``) until the first write, which
+    copies it to a new file of the same folder and goes on there."""
+
+    read_only: bool = Field(default=True, description="Whether ``path`` is a sealed file, read without writing.")
+    _fork_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _connection(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return super()._connection()
+        key = (os.getpid(), self.path)
+        readers = _READERS.__dict__.setdefault("by_file", {})
+        if key not in readers:
+            try:
+                readers[key] = sqlite3.connect(f"file:{Path(self.path).as_posix()}?mode=ro&immutable=1", uri=True)
+            except sqlite3.Error as exc:
+                raise InputDataError(f"{self.path} cannot be opened as an index's docstore ({exc}).") from exc
+        return readers[key]  # type: ignore[no-any-return]
+
+    def _writable(self) -> None:
+        with self._fork_lock:
+            if self.read_only:
+                new = Path(self.path).with_name(f"{uuid.uuid4().hex}.sqlite")
+                shutil.copyfile(self.path, new)
+                self.path, self.read_only = str(new), False
+
+    def put_all(
+        self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION, batch_size: int = 1
+    ) -> None:
+        """:meth:`SQLiteKVStore.put_all`, into a copy of a sealed file; nothing when the values are there already
+        (an index that opens puts its index struct back as it read it)."""
+        if self.read_only and all(self._stored(k, collection) == json.dumps(v) for k, v in kv_pairs):
+            return
+        self._writable()
+        super().put_all(kv_pairs, collection=collection, batch_size=batch_size)
+
+    def delete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
+        """:meth:`SQLiteKVStore.delete`, from a copy of a sealed file."""
+        self._writable()
+        return super().delete(key, collection=collection)
+
+    def seal(self) -> str:
+        """Write everything into the file itself (no write-ahead log left) and read it from now on without
+        writing (a later write copies it again); returns the file's name."""
+        if not self.read_only:
+            key = (os.getpid(), str(user_path(self.path)))
+            connection = self._connection()
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection.close()  # the last connection: SQLite removes the log (another thread's stays until it ends)
+            _CONNECTIONS.__dict__.get("by_file", {}).pop(key, None)
+            self.read_only = True
+        return Path(self.path).name
+
+
+class SQLiteDocumentStore(KVDocumentStore):
+    """``KVDocumentStore`` over a :class:`FolderKVStore`, which it names (``kvstore``)."""
+
+    def __init__(self, kvstore: FolderKVStore) -> None:
+        super().__init__(kvstore)
+        self.kvstore = kvstore
+
+
+class SQLiteIndexStore(KVIndexStore):
+    """``KVIndexStore`` over a :class:`FolderKVStore`, which it names (``kvstore``)."""
+
+    def __init__(self, kvstore: FolderKVStore) -> None:
+        super().__init__(kvstore)
+        self.kvstore = kvstore
+
+
+def kv_path(persist_dir: Path, record: dict[str, Any]) -> Path:
+    """The SQLite file that ``record`` (``docstore`` of ``ingest.json``) names."""
+    return persist_dir / KV_DIR / Path(str(record.get("file"))).name
+
+
+def open_kv_stores(persist_dir: Path, record: dict[str, Any]) -> tuple[SQLiteDocumentStore, SQLiteIndexStore]:
+    """The docstore and index store of an index folder, in the file its ``ingest.json`` names (nothing read)."""
+    if record.get("type") != KV_TYPE:
+        raise InputDataError(
+            f"{persist_dir}: ingest.json names a docstore of type {record.get('type')!r}, which this version "
+            "cannot open: upgrade llama-index-kgplus or re-run `kgplus ingest`."
+        )
+    path = kv_path(persist_dir, record)
+    if not path.is_file():
+        raise InputDataError(
+            f"{persist_dir} lacks its docstore {path}, written by its last ingest: re-run `kgplus ingest DOCS "
+            f"--index {persist_dir} --vector-store lancedb`."
+        )
+    kvstore = FolderKVStore(path=str(path))
+    return SQLiteDocumentStore(kvstore), SQLiteIndexStore(kvstore)
+
+
+def persist_kv(storage_context: Any, persist_dir: Path) -> dict[str, Any]:
+    """Seal the docstore and index store of ``storage_context`` in a file of ``persist_dir/docstore`` and return
+    what ``ingest.json`` records of it. The folder's own file (opened by :func:`open_kv_stores`) is sealed where it
+    is; any other docstore is copied whole into a new file."""
+    folder = persist_dir / KV_DIR
+    docstore, index_store = storage_context.docstore, storage_context.index_store
+    kvstore = getattr(docstore, "kvstore", None)
+    own = (
+        isinstance(docstore, SQLiteDocumentStore)
+        and isinstance(kvstore, FolderKVStore)
+        and Path(kvstore.path).parent.resolve() == folder.resolve()
+        and getattr(index_store, "kvstore", None) is kvstore
+    )
+    if not own:
+        folder.mkdir(parents=True, exist_ok=True)
+        kvstore = FolderKVStore(path=str(folder / f"{uuid.uuid4().hex}.sqlite"), read_only=False)
+        SQLiteDocumentStore(kvstore).add_documents(list(docstore.docs.values()), allow_update=True)
+        new_index_store = SQLiteIndexStore(kvstore)
+        for struct in index_store.index_structs():
+            new_index_store.add_index_struct(struct)
+    assert isinstance(kvstore, FolderKVStore)
+    return {"type": KV_TYPE, "file": kvstore.seal()}
+
+
+def drop_other_files(persist_dir: Path, keep: dict[str, Any] | None) -> None:
+    """Remove the SQLite files of ``persist_dir/docstore`` that the stamp's ``keep`` record does not name (with
+    their journals): those of replaced indexes and of writes never persisted; the folder itself without one."""
+    folder = persist_dir / KV_DIR
+    if not folder.is_dir():
+        return
+    if keep is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    kept = {kv_path(persist_dir, keep).name + suffix for suffix in _SUFFIXES}
+    for path in folder.iterdir():
+        if path.name not in kept:
+            path.unlink(missing_ok=True)
