@@ -105,6 +105,13 @@ def du_mb(path: Path) -> float:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file()) / 2**20
 
 
+def docstore_mb(index: Path) -> float:
+    """The docstore's size: LlamaIndex's docstore.json, or the SQLite files of a LanceDB folder (`docstore/`)."""
+    if (index / "docstore.json").is_file():
+        return (index / "docstore.json").stat().st_size / 2**20
+    return du_mb(index / "docstore")
+
+
 def run(a: argparse.Namespace) -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -123,7 +130,7 @@ def run(a: argparse.Namespace) -> None:
             row = {
                 "n": n, "store": store, "ingest_s": round(ingest_s, 1), "ingest_rss_mb": round(ingest_rss),
                 "disk_mb": round(du_mb(index), 1),
-                "docstore_mb": round((index / "docstore.json").stat().st_size / 2**20, 1),
+                "docstore_mb": round(docstore_mb(index), 1),
                 "retrieve_s": [round(t, 2) for t in times], "retrieve_median_s": round(statistics.median(times), 2),
                 "retrieve_rss_mb": round(max(rss)), "date": time.strftime("%Y-%m-%d"),
             }  # fmt: skip

@@ -133,6 +133,21 @@ def test_cli_retrieve_opens_the_table_without_an_option(lance_index, capsys):
     assert record["sources"][0]["id"] == EXPECTED and len(record["sources"]) == 3
 
 
+@pytest.mark.model  # the CLI loads the real embedding model itself
+def test_cli_reingest_into_a_sqlite_folder_switches_whole(lance_index, tmp_path, capsys):
+    folder = tmp_path / "index"
+    shutil.copytree(lance_index, folder)
+    old = stamp(folder)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "only", "text": "A single passage about pip and virtual environments."}) + "\n")
+    assert main(["ingest", str(docs), "--index", str(folder), "--vector-store", "lancedb"]) == 0
+    new = stamp(folder)
+    assert new["docstore"]["file"] != old["docstore"]["file"] and kv_files(folder) == [new["docstore"]["file"]]
+    capsys.readouterr()
+    assert main(["retrieve", "pip", "--index", str(folder), "--json", "--top-k", "3"]) == 0
+    assert [s["id"] for s in json.loads(capsys.readouterr().out)["sources"]] == ["only"]
+
+
 def test_delete_ref_doc_removes_the_documents_nodes(lance_index, tmp_path, embed_model):
     folder = tmp_path / "index"
     shutil.copytree(lance_index, folder)

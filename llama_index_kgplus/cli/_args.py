@@ -74,10 +74,10 @@ def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
         raise InputDataError(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size}).")
 
 
-def check_output_dir(path: Path, option: str, marker: str) -> None:
+def check_output_dir(path: Path, option: str, marker: str, *markers: str) -> None:
     """``path`` can hold this command's output: a folder (or a path that can become one) that is writable and
     either empty (but for what a first run killed early leaves: its writer lock, staging and LanceDB folders) or already
-    holds ``marker`` (output of an earlier run): never ``/`` or a folder of other files."""
+    holds ``marker`` or one of ``markers`` (output of an earlier run): never ``/`` or a folder of other files."""
     from llama_index_kgplus._indexing import STAGING_DIR
     from llama_index_kgplus._lancedb import TABLE_DIR
     from llama_index_kgplus._lock import LOCK_FILE
@@ -86,7 +86,7 @@ def check_output_dir(path: Path, option: str, marker: str) -> None:
         raise InputDataError(f"{option} {path} is a file; give a folder.")
     if (
         path.is_dir()
-        and not (path / marker).exists()
+        and not any((path / name).exists() for name in (marker, *markers))
         and any(p.name not in {LOCK_FILE, STAGING_DIR, TABLE_DIR} for p in path.iterdir())
     ):
         raise InputDataError(

@@ -14,7 +14,7 @@ def _eval(args: argparse.Namespace) -> int:
     from llama_index.core import Settings
 
     from llama_index_kgplus import build_index, load_corpus, load_index
-    from llama_index_kgplus._indexing import require_index
+    from llama_index_kgplus._indexing import INGEST_FILE, require_index
     from llama_index_kgplus.errors import InputDataError
     from llama_index_kgplus.evaluation import EvalRunner, PipelineContext, build_pipelines, load_dataset, write_report
     from llama_index_kgplus.evaluation._report import markdown_table, summarize
@@ -36,7 +36,7 @@ def _eval(args: argparse.Namespace) -> int:
     Settings.embed_model, Settings.llm = embed_model, llm
 
     index_dir = args.index or args.out / "index"
-    if (index_dir / "docstore.json").is_file():
+    if (index_dir / "docstore.json").is_file() or (index_dir / INGEST_FILE).is_file():
         index = load_index(index_dir, embed_model=embed_model)
     elif args.corpus:
         index = build_index(load_corpus(args.corpus), index_dir, embed_model=embed_model)

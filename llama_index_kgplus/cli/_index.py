@@ -127,12 +127,13 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
-    from llama_index_kgplus._indexing import persist_index, vector_store_for
+    from llama_index_kgplus._indexing import INGEST_FILE, persist_index, vector_store_for
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
-    _args.check_output_dir(args.index, "--index", "docstore.json")
+    # an index of an earlier run: LlamaIndex's docstore.json, or the stamp of one that keeps it in SQLite
+    _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
     docs = load_corpus(args.docs_path)
     with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
         linker = _entities.make_linker(args)
