@@ -3,7 +3,9 @@
 The default vector store is LlamaIndex's simple vector store persisted in the folder as JSON, read whole when the
 index opens; ``vector_store="lancedb"`` keeps the vectors, text and nodes in a LanceDB table inside the folder
 instead (``lancedb/``, the ``lancedb`` extra: :mod:`llama_index_kgplus._lancedb`), which opens in constant time and
-searches with an ANN index at scale; :func:`load_index` opens either without being told which. Any other LlamaIndex
+searches with an ANN index at scale, and such a folder keeps its docstore and index store in one SQLite file
+(``docstore/``, :mod:`llama_index_kgplus._sqlitedoc`) instead of ``docstore.json``, read row by row rather than
+parsed whole; :func:`load_index` opens either without being told which. Any other LlamaIndex
 ``vector_store`` can be passed too (it keeps its own data). Extra transformations (e.g. summary node builders) run
 after splitting and embedding.
 
@@ -16,7 +18,8 @@ The files an ingest derives from the index (the entity graph, ``hierarchy.json``
 one with its own, never the new vectors without their graph; one such file written later
 (:func:`write_index_file`) joins the index the same way. A LanceDB table is not copied into staging: each ingest
 writes a new table beside the old, ``ingest.json`` names the table and its Lance version, readers open that
-version, and the switch removes the tables no stamp names. One writer at a time: every write holds the folder's
+version, and the switch removes the tables no stamp names; its SQLite docstore the same way (one file per ingest,
+named by ``ingest.json``, copied on its first write after opening). One writer at a time: every write holds the folder's
 writer lock (:mod:`llama_index_kgplus._lock`).
 
 Example:
@@ -485,6 +488,19 @@ def load_index(
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
     storage = open_storage(persist_dir)
+    from llama_index.core.data_structs import IndexDict
+
+    from llama_index_kgplus._sqlitedoc import SQLiteIndexStore
+
+    if isinstance(storage.index_store, SQLiteIndexStore):
+        # built straight from its one struct: LlamaIndex's loader would build the index twice, and each build
+        # writes back the struct (LlamaIndex's map of every node id: 8 MB of JSON at 10^5 passages)
+        structs = storage.index_store.index_structs()
+        if len(structs) != 1 or not isinstance(structs[0], IndexDict):
+            raise InputDataError(f"{persist_dir} holds no vector index built by `kgplus ingest`: {_fix(persist_dir)}.")
+        return PackVectorStoreIndex(
+            index_struct=structs[0], storage_context=storage, embed_model=embed_model, store_nodes_override=True
+        )
     try:
         index = load_index_from_storage(storage, embed_model=embed_model)
     except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
