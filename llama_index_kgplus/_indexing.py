@@ -254,10 +254,9 @@ def persist_storage(
         stamp: dict[str, Any] = {"ingest_id": uuid.uuid4().hex, "index_id": index_id, "embed_model": embed_model}
         if _is_lancedb(storage_context.vector_store):
             from llama_index_kgplus._lancedb import store_record
-
-            # the table stays where it is; the stamp names the version that goes with these files
             from llama_index_kgplus._sqlitedoc import persist_kv
 
+            # the table stays where it is; the stamp names the version that goes with these files
             stamp["vector_store"] = store_record(storage_context.vector_store, persist_dir)
             # the docstore and index store: a SQLite file of the folder, named by the stamp as the table is
             stamp["docstore"] = persist_kv(storage_context, persist_dir)

@@ -48,11 +48,14 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
     path: str = Field(description="The SQLite file (``~`` expanded); created, with its folder, on first use.")
     namespace: str = Field(default="", description="Prefix of every collection: users of one file stay apart.")
 
+    def _connection_key(self) -> tuple[int, str]:
+        return os.getpid(), str(user_path(self.path))
+
     def _connection(self) -> sqlite3.Connection:
         """This process's and thread's connection to the file (SQLite connections are not shared between threads,
         and a forked child must not use its parent's)."""
         path = user_path(self.path)
-        key = (os.getpid(), str(path))
+        key = self._connection_key()
         connections = _CONNECTIONS.__dict__.setdefault("by_file", {})
         if key not in connections:
             try:
@@ -65,6 +68,12 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
                 raise InputDataError(f"{path} cannot be used as a key-value store ({exc}).") from exc
             connections[key] = connection
         return connections[key]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close this thread's connection to the file (the next call opens a new one)."""
+        connection = _CONNECTIONS.__dict__.get("by_file", {}).pop(self._connection_key(), None)
+        if connection is not None:
+            connection.close()
 
     def _collection(self, collection: str) -> str:
         return f"{self.namespace}/{collection}"

@@ -36,8 +36,7 @@ from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION
 from pydantic import Field, PrivateAttr
 
-from llama_index_kgplus._kvstore import _CONNECTIONS, SQLiteKVStore
-from llama_index_kgplus._paths import user_path
+from llama_index_kgplus._kvstore import SQLiteKVStore
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -105,11 +104,8 @@ class FolderKVStore(SQLiteKVStore):
         """Write everything into the file itself (no write-ahead log left) and read it from now on without
         writing (a later write copies it again); returns the file's name."""
         if not self.read_only:
-            key = (os.getpid(), str(user_path(self.path)))
-            connection = self._connection()
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            connection.close()  # the last connection: SQLite removes the log (another thread's stays until it ends)
-            _CONNECTIONS.__dict__.get("by_file", {}).pop(key, None)
+            self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.close()  # the last connection: SQLite removes the log (another thread's stays until it ends)
             self.read_only = True
         return Path(self.path).name
 
