@@ -16,7 +16,8 @@ fi
 
 # uv installs the ~280 packages from its cache in seconds (pip takes over two minutes). It never builds
 # llama-cpp-python (source-only on PyPI): that wheel is built once by pip (or taken from pip's wheel cache) into
-# $wheels. Without uv on the registry the same install runs through pip.
+# $wheels. Without uv on the registry the same install runs through pip. Files are copied, not hard-linked from
+# uv's cache: NLTK refuses to read a data file with more than one link.
 wheels="${XDG_CACHE_HOME:-$HOME/.cache}/llama-index-kgplus/wheels"
 llama_cpp=$(grep -o -m1 'llama-cpp-python==[0-9.]*' pyproject.toml)
 install_with_uv() {
@@ -24,7 +25,7 @@ install_with_uv() {
     "$VENV/bin/python" -m pip wheel -q --no-deps -c constraints.txt -w "$wheels" "$llama_cpp" || return 1
     mapfile -t pip_options < <("$VENV/bin/python" scripts/uv_args_from_pip.py)
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${pip_options[@]}" --find-links "$wheels" \
-        --index-strategy unsafe-best-match --only-binary llama-cpp-python -c constraints.txt "$@"
+        --index-strategy unsafe-best-match --link-mode copy --only-binary llama-cpp-python -c constraints.txt "$@"
 }
 install_with_pip() {
     "$VENV/bin/python" -m pip install -q --upgrade pip wheel
