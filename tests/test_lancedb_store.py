@@ -20,7 +20,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 
 from llama_index_kgplus import InputDataError, build_index, load_index, sample  # noqa: E402
-from llama_index_kgplus._indexing import PackVectorStoreIndex, persist_index  # noqa: E402
+from llama_index_kgplus._indexing import PackVectorStoreIndex, open_storage, persist_index  # noqa: E402
 from llama_index_kgplus._lancedb import TABLE_DIR, new_store  # noqa: E402
 from llama_index_kgplus._sqlitedoc import KV_DIR, FolderKVStore, SQLiteDocumentStore  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
@@ -121,6 +121,8 @@ def test_opening_reads_no_document(lance_index, embed_model, monkeypatch):
         monkeypatch.setattr(FolderKVStore, name, spy)
     index = load_index(lance_index, embed_model=embed_model)
     assert not any("docstore/data" in r or "docstore/ref_doc_info" in r for r in reads), reads  # no node read
+    # nor LlamaIndex's map of every node id: the table returns the nodes, the index struct is persisted without it
+    assert [s.nodes_dict for s in open_storage(lance_index).index_store.index_structs()] == [{}]
     hits = index.as_retriever(similarity_top_k=2).retrieve(QUESTION)
     assert len(hits) == 2  # the nodes come with the table's rows
 

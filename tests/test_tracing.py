@@ -150,7 +150,7 @@ def check_trace(spans: SimpleSpanHandler, events: Recorder, query_span: str, llm
 
 @pytest.mark.slow
 def test_a_routed_query_emits_the_route_the_steps_and_every_llm_call_under_its_spans(
-    traced, venv_index, tables, small_llm, embed_model
+    traced, token_counter, venv_index, tables, small_llm, embed_model
 ):
     spans, events = traced
     llm = metered(small_llm)
@@ -158,12 +158,14 @@ def test_a_routed_query_emits_the_route_the_steps_and_every_llm_call_under_its_s
     before = usage_meter(llm).snapshot()
     answers = [engine.query(LOCAL), engine.query(SQL)]
     assert answers[1].metadata["engine"] == "sql" and answers[1].metadata["rows"]
-    check_trace(spans, events, "query", (usage_meter(llm).snapshot() - before).llm_calls)
+    used = usage_meter(llm).snapshot() - before
+    check_trace(spans, events, "query", used.llm_calls)
+    check_counts(token_counter, used.llm_calls, used.prompt_tokens, used.completion_tokens)
 
 
 @pytest.mark.slow
 async def test_the_async_routed_query_emits_the_same_under_its_spans(
-    traced, venv_index, tables, small_llm, embed_model
+    traced, token_counter, venv_index, tables, small_llm, embed_model
 ):
     spans, events = traced
     llm = metered(small_llm)
@@ -171,45 +173,37 @@ async def test_the_async_routed_query_emits_the_same_under_its_spans(
     before = usage_meter(llm).snapshot()
     await engine.aquery(LOCAL)
     await engine.aquery(SQL)
-    check_trace(spans, events, "aquery", (usage_meter(llm).snapshot() - before).llm_calls)
+    used = usage_meter(llm).snapshot() - before
+    check_trace(spans, events, "aquery", used.llm_calls)
+    check_counts(token_counter, used.llm_calls, used.prompt_tokens, used.completion_tokens)
 
 
 def prompt_tokens(handler: TokenCountingHandler) -> int:
     return sum(e.prompt_token_count for e in handler.llm_token_counts)
 
 
+def check_counts(handler: TokenCountingHandler, llm_calls: int, prompt: int, completion: int) -> None:
+    """LlamaIndex's TokenCountingHandler (on Settings and the LLM, where a user puts it) counts what the pack's
+    usage counts: one event per call (no doubles), the same tokens (the prompt's within 1%)."""
+    assert len(handler.llm_token_counts) == llm_calls > 0
+    assert abs(prompt_tokens(handler) - prompt) <= 0.01 * prompt
+    assert handler.completion_llm_token_count == completion
+
+
 @pytest.mark.slow
-async def test_token_counting_handler_counts_what_the_pack_counts(
-    token_counter, venv_index, tables, small_llm, embed_model
-):
+def test_token_counting_handler_counts_a_streamed_answer(token_counter, venv_index, tables, small_llm, embed_model):
+    # the routed, async and glossary queries are counted in their tracing tests below and above
     llm = metered(small_llm)
-    meter = usage_meter(llm)
-    runs = {
-        "routed": lambda: [routed_engine(venv_index, tables, llm, embed_model).query(q) for q in (LOCAL, SQL)],
-        "streamed": lambda: "".join(
-            routed_engine(venv_index, tables, llm, embed_model, streaming=True).query(LOCAL).response_gen
-        ),
-        "glossary": lambda: GlossaryQueryEngine.from_defaults(
-            sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=llm, embed_model=embed_model
-        ).query("How do I make an isolated environment for a project?"),
-    }
-    for name, run in runs.items():
-        token_counter.reset_counts()
-        before = meter.snapshot()
-        run()
-        used = meter.snapshot() - before
-        assert len(token_counter.llm_token_counts) == used.llm_calls > 0, name  # one event per call, no doubles
-        assert abs(prompt_tokens(token_counter) - used.prompt_tokens) <= 0.01 * used.prompt_tokens, name
-        assert token_counter.completion_llm_token_count == used.completion_tokens, name
-    token_counter.reset_counts()
-    before = meter.snapshot()
-    await routed_engine(venv_index, tables, llm, embed_model).aquery(LOCAL)  # the async calls (SQL's: in the sync run)
-    used = meter.snapshot() - before
-    assert len(token_counter.llm_token_counts) == used.llm_calls and prompt_tokens(token_counter) == used.prompt_tokens
+    before = usage_meter(llm).snapshot()
+    "".join(routed_engine(venv_index, tables, llm, embed_model, streaming=True).query(LOCAL).response_gen)
+    used = usage_meter(llm).snapshot() - before
+    check_counts(token_counter, used.llm_calls, used.prompt_tokens, used.completion_tokens)
 
 
 @pytest.mark.slow
-def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(traced, venv_index, small_llm, embed_model):
+def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(
+    traced, token_counter, venv_index, small_llm, embed_model
+):
     spans, events = traced
     engine = GlossaryQueryEngine.from_defaults(
         sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=small_llm, embed_model=embed_model
@@ -225,6 +219,8 @@ def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(traced, venv_
     calls = events.of(LLMCompletionEndEvent)
     assert len(calls) == response.metadata["usage"]["llm_calls"] == 2
     assert under(spans, calls[0], "GlossaryQueryRewriter.rewrite") and calls[0].response.raw["usage"]
+    usage = response.metadata["usage"]
+    check_counts(token_counter, usage["llm_calls"], usage["prompt_tokens"], usage["completion_tokens"])
 
 
 # ------------------------------------------------------------------ the wrapper's events, without a model
