@@ -51,7 +51,7 @@ MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
 #: seconds of the heavy units (a notebook, an example, or a whole module, which keeps its module-scoped models and
 #: servers on one worker), from a clean-clone `make test` on 2 cores; stale figures only cost balance
 UNIT_SECONDS = {
-    "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 153, "tests/test_tracing.py": 143,
+    "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 153, "tests/test_tracing.py": 100,
     "notebooks/global_search.ipynb": 117, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 95,
     "notebooks/evaluation.ipynb": 94, "tests/test_reliability.py": 89, "notebooks/glossary_query_engine.ipynb": 82,
     "tests/test_examples.py::test_example_runs[glossary.py]": 77, "notebooks/hierarchical_summaries.ipynb": 75,
