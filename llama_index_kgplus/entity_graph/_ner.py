@@ -79,9 +79,9 @@ class SpacyEntityExtractor:
     labels (so without a person's aliases). ``n_process`` > 1 reads in that many processes (None, the default:
     as many as the cores this process may use), forked from this one with the loaded pipeline, each sending back
     only the names (where processes cannot be forked, spaCy's own ``n_process``, which sends back whole
-    documents: about 20% more CPU). On the CPU the networks multiply matrices with numpy's BLAS in one thread, in batches of
-    ``batch_size`` texts (64: larger batches allocate arrays large enough that the page faults of fresh memory
-    cost more than the batching saves). The pipeline loads on first use (:meth:`warm_up`).
+    documents: about 20% more CPU). On the CPU the networks multiply matrices with numpy's BLAS in one thread,
+    in batches of ``batch_size`` texts (64: larger batches allocate arrays large enough that the page faults of
+    fresh memory cost more than the batching saves). The pipeline loads on first use (:meth:`warm_up`).
 
     Example:
 
