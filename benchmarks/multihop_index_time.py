@@ -8,7 +8,7 @@ the Python documentation of ``glossary-pydocs`` cut at paragraph ends into passa
 (470 characters), up to ``--passages``. Each passage is one document, so ``build_index`` keeps it as one chunk.
 
     .venv/bin/python benchmarks/multihop_index_time.py [--passages 10000] [--steps read,link,index]
-        [--embed default,none] [--processes 1,2] [--batch-sizes 256]
+        [--embed default,none] [--processes 1,2] [--batch-sizes 64]
 
 The machine has 2 cores: run it under ``nice -n 19`` beside other work and read the CPU seconds beside the wall.
 """
@@ -159,7 +159,7 @@ def main() -> int:
     parser.add_argument("--steps", default="read,link,index", help="of read, link, index")
     parser.add_argument("--embed", default="none,default", help="index step: none and/or default")
     parser.add_argument("--processes", default="1,2", help="spaCy processes to try (ner_processes)")
-    parser.add_argument("--batch-sizes", default="256", help="read step: nlp.pipe batch sizes to try")
+    parser.add_argument("--batch-sizes", default="64", help="read step: nlp.pipe batch sizes to try")
     args = parser.parse_args()
     texts = passages(args.passages)
     mean = sum(map(len, texts)) / len(texts)

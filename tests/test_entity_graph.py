@@ -336,6 +336,23 @@ def test_ner_reading_modes_agree_on_names():
     assert {"Church courts", "Premier League club"} <= {e.name for e in compounds}
 
 
+def test_ner_reading_in_processes_gives_the_names_of_one_process(monkeypatch):
+    pytest.importorskip("spacy")
+    from llama_index_kgplus.entity_graph import _ner
+    from llama_index_kgplus.entity_graph._ner import SpacyEntityExtractor
+
+    people = ["Nicki Minaj", "Frank Sinatra", "Ermengarde of Tours", "Lothair II", "Ada Lovelace"]
+    texts = [f"{people[i % 5]} met {people[(i + 1) % 5]} in Paris in {1800 + i}." for i in range(20)]
+    one = SpacyEntityExtractor(batch_size=4, n_process=1).extract(texts)
+    assert SpacyEntityExtractor().n_process == _ner.usable_cores()
+    seen: list[int] = []
+    assert SpacyEntityExtractor(batch_size=4, n_process=2).extract(texts, on_progress=seen.append) == one
+    assert seen == [1] * len(texts)
+    monkeypatch.setattr(_ner.multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # spaCy's own n_process
+    assert SpacyEntityExtractor(batch_size=4, n_process=2).extract(texts) == one
+    assert {e.name for e in one[0]} >= {"Nicki Minaj", "Frank Sinatra", "Paris"}
+
+
 def test_llm_source_reuses_the_graphrag_extractor():
     from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
 

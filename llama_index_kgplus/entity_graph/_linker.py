@@ -93,7 +93,12 @@ class EntityLinker(TransformComponent):
     ner_compound_nouns: bool = Field(
         default=False, description='ner: also runs of two or more nouns with a common noun ("church courts").'
     )
-    ner_processes: int = Field(default=1, ge=1, exclude=True, description="ner: spaCy processes (n_process).")
+    ner_processes: int | None = Field(
+        default=None,
+        ge=1,
+        exclude=True,
+        description="ner: reading processes (None: as many as the usable cores; 1: in this process).",
+    )
     llm_model: str | None = Field(
         default=None, description="Name of the llm source's model (set by from_defaults; part of the cache key)."
     )
