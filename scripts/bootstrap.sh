@@ -15,26 +15,50 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 # uv installs the ~280 packages from its cache in seconds (pip takes over two minutes). It never builds
-# llama-cpp-python (source-only on PyPI): that wheel is built once by pip (or taken from pip's wheel cache) into
-# $wheels. Without uv on the registry the same install runs through pip. Files are copied, not hard-linked from
+# llama-cpp-python (source-only on PyPI): that wheel is built once by pip into $wheels. Without uv on the registry the same install runs through pip. Files are copied, not hard-linked from
 # uv's cache: NLTK refuses to read a data file with more than one link.
-wheels="${XDG_CACHE_HOME:-$HOME/.cache}/llama-index-kgplus/wheels"
 llama_cpp=$(grep -o -m1 'llama-cpp-python==[0-9.]*' pyproject.toml)
+# llama.cpp builds for the machine's CPU (-march=native), which on a CPU with AMX (Intel Sapphire Rapids and later)
+# compiles its AMX kernels, and those crash the first generation with a segmentation fault
+# (ggml-org/llama.cpp#20824, seen here): on such a CPU, name the same instruction sets but AMX.
+llama_cpp_cmake_args() {
+    local flags
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null) "
+    [[ "$flags" == *" amx_int8 "* ]] || return 0
+    printf '%s' "-DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+    local feature option
+    for feature in avx_vnni:AVX_VNNI avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+        option=${feature#*:}
+        [[ "$flags" == *" ${feature%%:*} "* ]] && printf ' %s' "-DGGML_$option=ON"
+    done
+    printf ' %s' "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+}
+export CMAKE_ARGS="${CMAKE_ARGS:-$(llama_cpp_cmake_args)}"
+# one folder per build configuration, so that a wheel built with other flags is never taken
+wheels="${XDG_CACHE_HOME:-$HOME/.cache}/llama-index-kgplus/wheels/$(printf '%s' "$CMAKE_ARGS" | sha256sum | cut -c1-12)"
+build_llama_cpp_wheel() {
+    ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1 && return 0
+    # --no-cache-dir: pip's own wheel cache does not know the build flags
+    "$VENV/bin/python" -m pip wheel -q --no-cache-dir --no-deps -c constraints.txt -w "$wheels" "$llama_cpp"
+}
 install_with_uv() {
     "$VENV/bin/python" -m pip install -q uv || return 1
-    "$VENV/bin/python" -m pip wheel -q --no-deps -c constraints.txt -w "$wheels" "$llama_cpp" || return 1
+    build_llama_cpp_wheel || return 1
     mapfile -t pip_options < <("$VENV/bin/python" scripts/uv_args_from_pip.py)
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${pip_options[@]}" --find-links "$wheels" \
-        --index-strategy unsafe-best-match --link-mode copy --only-binary llama-cpp-python -c constraints.txt "$@"
+        --index-strategy unsafe-best-match --link-mode copy --only-binary llama-cpp-python \
+        --reinstall-package llama-cpp-python -c constraints.txt "$@"
 }
 install_with_pip() {
     "$VENV/bin/python" -m pip install -q --upgrade pip wheel
     "$VENV/bin/python" -m pip install -q -c constraints.txt torch==2.13.0
-    "$VENV/bin/python" -m pip install -q -c constraints.txt "$@"
+    build_llama_cpp_wheel
+    "$VENV/bin/python" -m pip install -q --find-links "$wheels" -c constraints.txt "$@"
+    "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
 }
 
 stamp="$VENV/.kgplus-installed"
-want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml constraints.txt; echo "$CMAKE_ARGS") | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # dev = every extra: both local LLMs (local, local-small) and the sentence-transformers path (sbert), whose torch
     # must be the CPU build pinned in constraints.txt (PyPI's plain torch is the multi-GB CUDA build)

@@ -148,3 +148,16 @@ def test_chatml_prompt():
     prompt = chatml_messages_to_prompt([ChatMessage(role="user", content="hi")])
     assert prompt.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert "<|im_start|>system" in prompt
+
+
+def test_a_llama_cpp_build_with_amx_kernels_is_refused_with_the_rebuild(monkeypatch):
+    # mocked: the suite's llama.cpp is built without AMX (it crashes here), so the build info is what is replaced
+    import llama_cpp
+
+    from llama_index_kgplus.llm._local import check_llama_cpp_build
+
+    info = llama_cpp.llama_print_system_info().decode()
+    assert "AMX_INT8 = 1" not in info  # the build `make setup` made
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: (info + "AMX_INT8 = 1 | ").encode())
+    with pytest.raises(KGPlusSetupError, match="built with llama.cpp's AMX kernels.*-DGGML_AMX_INT8=OFF"):
+        check_llama_cpp_build()  # the first step of loading a packaged or any GGUF model

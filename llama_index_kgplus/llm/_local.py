@@ -90,6 +90,7 @@ def local_llm(
     except ImportError as exc:
         extra = spec.extra if spec else "local"
         raise KGPlusSetupError(f"llama-index-llms-llama-cpp is not installed: {install_hint(extra)}.") from exc
+    check_llama_cpp_build()
     path = local_model_path(model)
     window = context_window or (spec.context_window if spec else 4096)
     threads = n_threads or int(positive_env_number(LLM_THREADS_ENV, os.cpu_count() or 1, integer=True))
@@ -113,6 +114,27 @@ def local_llm(
             f"llama.cpp could not load {path} ({exc}). If it is a packaged model, delete it and run "
             "`kgplus models prepare`; otherwise check that the file is a complete GGUF model."
         ) from exc
+
+
+#: how to rebuild llama-cpp-python without its AMX kernels (the rest as -march=native would give)
+AMX_FREE_BUILD = (
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=ON -DGGML_AMX_TILE=OFF '
+    '-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" pip install --force-reinstall --no-deps --no-cache-dir '
+    "llama-cpp-python=={version}"
+)
+
+
+def check_llama_cpp_build() -> None:
+    """Refuse a llama.cpp built with its AMX kernels, which crash the process at the first generation on the CPUs
+    that have AMX (ggml-org/llama.cpp#20824): a clear error with the rebuild command instead of a segmentation
+    fault. pip builds llama-cpp-python for the machine's CPU, so this is what a plain install gives on them."""
+    import llama_cpp
+
+    if "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode(errors="replace"):
+        raise KGPlusSetupError(
+            "llama-cpp-python was built with llama.cpp's AMX kernels, which crash on this CPU; rebuild it "
+            f"without them: {AMX_FREE_BUILD.format(version=llama_cpp.__version__)} (in a checkout: make setup)."
+        )
 
 
 def local_embed_model(name: str = DEFAULT_EMBED_MODEL, **kwargs: Any) -> BaseEmbedding:
