@@ -71,6 +71,7 @@ __all__ = [
     "load_index",
     "persist_index",
     "persist_storage",
+    "read_settings",
     "require_index",
     "open_storage",
     "vector_store_for",
@@ -214,6 +215,8 @@ def _build_index(
         StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
     )
     storage.docstore.add_documents(nodes)
+    # each document's content hash: a later sync (``kgplus sync``) re-indexes only the documents whose hash changed
+    storage.docstore.set_document_hashes({doc.doc_id: doc.hash for doc in documents})
     if vector_store is not None and _is_lancedb(vector_store):
         # the docstore follows the table's adds and deletes; the table holds the nodes, so no map of their ids
         index = PackVectorStoreIndex(
@@ -227,7 +230,10 @@ def _build_index(
             nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress
         )
     if persist_dir is not None:
-        persist_index(index, persist_dir, embed_model=embed_model)
+        persist_index(
+            index, persist_dir, embed_model=embed_model,
+            settings={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap},
+        )  # fmt: skip
     return index
 
 
@@ -243,11 +249,13 @@ def persist_index(
     *,
     embed_model: BaseEmbedding | None = None,
     files: Mapping[str, FileWriter] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
     ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default.
     ``files``: the files derived from it, by name (``{"entity_graph.npz": graph.write_file}``), each written by its
-    writer beside the index's own files and switched in with them."""
+    writer beside the index's own files and switched in with them. ``settings``: how it was built (chunking, entity
+    sources, hierarchy; JSON values), recorded in ``ingest.json`` so that a sync splits and links the same way."""
     embed_model = embed_model or index_embed_model(index)
     return persist_storage(
         index.storage_context,
@@ -255,6 +263,7 @@ def persist_index(
         index_id=index.index_id,
         embed_model=embed_model_record(embed_model) if embed_model is not None else None,
         files=files,
+        settings=settings,
     )
 
 
@@ -274,12 +283,15 @@ def persist_storage(
     index_id: str | None = None,
     embed_model: dict[str, Any] | None = None,
     files: Mapping[str, FileWriter] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
     persist_dir = user_path(persist_dir)
     with writer_lock(persist_dir, "persisting an index"):
         _finish_interrupted_persist(persist_dir)
         stamp: dict[str, Any] = {"ingest_id": uuid.uuid4().hex, "index_id": index_id, "embed_model": embed_model}
+        if settings is not None:
+            stamp["settings"] = dict(settings)
         if _is_lancedb(storage_context.vector_store):
             from llama_index_kgplus._lancedb import store_record
             from llama_index_kgplus._sqlitedoc import persist_kv
@@ -334,6 +346,13 @@ def _seal_and_switch(persist_dir: Path, stamp: dict[str, Any]) -> None:
         files[path.name] = sha256_file(path)
     atomic_write_json(staging / INGEST_FILE, {**stamp, "files": files})
     _switch(persist_dir)
+
+
+def read_settings(persist_dir: str | Path) -> dict[str, Any] | None:
+    """The settings ``ingest.json`` records of how the index in ``persist_dir`` was built (``settings`` of
+    :func:`persist_index`), or None when it records none (an index of an earlier version)."""
+    settings = (_read_stamp(user_path(persist_dir)) or {}).get("settings")
+    return dict(settings) if isinstance(settings, dict) else None
 
 
 def _read_stamp(persist_dir: Path) -> dict[str, Any] | None:
