@@ -380,7 +380,8 @@ async def _sync(
     index = load_index(persist_dir, embed_model=embed_model, check=False)
     docstore = index.docstore
     corpus = {doc.doc_id: doc for doc in documents}
-    indexed = set(index.ref_doc_info)
+    ref_docs = docstore.get_all_ref_doc_info() or {}  # the docstore keeps it (the index would read every node)
+    indexed = set(ref_docs)
     report = SyncReport(
         added=[d for d in corpus if d not in indexed],
         deleted=sorted(d for d in indexed if d not in corpus),
@@ -401,7 +402,7 @@ async def _sync(
         )
     else:
         stale = {d for d in (*report.updated, *report.deleted)}
-        drop = [n for d in stale for n in (index.ref_doc_info[d].node_ids if d in index.ref_doc_info else [])]
+        drop = [n for d in stale for n in (ref_docs[d].node_ids if d in ref_docs else [])]
         write = new_leaves
     _apply(index, write, drop)
     touched = {n.ref_doc_id for n in write if n.ref_doc_id} | set(report.added) | set(report.updated)
