@@ -292,6 +292,10 @@ def persist_storage(
     with writer_lock(persist_dir, "persisting an index"):
         _finish_interrupted_persist(persist_dir)
         stamp: dict[str, Any] = {"ingest_id": uuid.uuid4().hex, "index_id": index_id, "embed_model": embed_model}
+        if settings is None:  # the same index persisted again (e.g. after delete_ref_doc) keeps its record
+            with contextlib.suppress(InputDataError):
+                old = _read_stamp(persist_dir) or {}
+                settings = old.get("settings") if index_id is not None and old.get("index_id") == index_id else None
         if settings is not None:
             stamp["settings"] = dict(settings)
         if _is_lancedb(storage_context.vector_store):

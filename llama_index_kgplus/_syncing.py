@@ -368,7 +368,12 @@ async def _sync(
     from llama_index_kgplus.entity_graph import GRAPH_FILE
     from llama_index_kgplus.hierarchy._retriever import read_manifest
 
-    settings = dict(stamp.get("settings") or {})
+    if not isinstance(stamp.get("settings"), dict):
+        raise InputDataError(
+            f"{persist_dir}/ingest.json does not record how the index was built (chunking; an index of an earlier "
+            f"version): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
+        )
+    settings = dict(stamp["settings"])
     has_graph = (persist_dir / GRAPH_FILE).is_file()
     has_hierarchy = read_manifest(persist_dir) is not None
     if (has_graph and not settings.get("entities")) or (has_hierarchy and not settings.get("hierarchy")):

@@ -247,3 +247,22 @@ def test_the_graphrag_store_of_the_folder_is_updated(corpora, tmp_path, embed_mo
     assert (report.graphrag["documents_added"], report.graphrag["documents_changed"]) == (1, 1)
     assert report.graphrag["documents_deleted"] == 1 and report.llm_calls == report.graphrag["llm_calls"] > 0
     assert report.graphrag["reports_regenerated"] <= report.graphrag["reports_total"]
+
+
+def test_an_index_persisted_again_keeps_its_record_and_one_without_a_record_is_refused(tmp_path):
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_kgplus._indexing import persist_index
+
+    mock = MockEmbedding(embed_dim=8)
+    docs = [Document(id_=i, text=f"Passage {i} about aspirin.") for i in "abc"]
+    index = build_index(docs, tmp_path, embed_model=mock, show_progress=False)
+    index.delete_ref_doc("b")
+    persist_index(index, tmp_path)  # the same index again: ingest.json keeps how it was built
+    report = sync_index(docs, tmp_path, embed_model=mock, show_progress=False)
+    assert (report.added, report.unchanged, report.texts_embedded) == (["b"], ["a", "c"], 1)
+    stamp = json.loads((tmp_path / INGEST_FILE).read_text(encoding="utf-8"))
+    del stamp["settings"]  # as an index of an earlier version
+    (tmp_path / INGEST_FILE).write_text(json.dumps(stamp), encoding="utf-8")
+    with pytest.raises(InputDataError, match="does not record how the index was built.*re-run `kgplus ingest"):
+        sync_index(docs[:1], tmp_path, embed_model=mock, show_progress=False)
