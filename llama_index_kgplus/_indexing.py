@@ -33,6 +33,7 @@ index = load_index("./index")
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -71,6 +72,7 @@ __all__ = [
     "load_index",
     "persist_index",
     "persist_storage",
+    "read_settings",
     "require_index",
     "open_storage",
     "vector_store_for",
@@ -88,6 +90,7 @@ _JSON_STORE_FILES = ("default__vector_store.json", "image__vector_store.json")
 # the JSON docstore and index store: a new index that keeps them in SQLite removes those of an old one
 _JSON_KV_FILES = ("docstore.json", "index_store.json", "graph_store.json")
 VECTOR_STORES = ("simple", "lancedb")
+_NAMESPACE_SEP, _VECTOR_STORE_FNAME = "__", "vector_store.json"  # LlamaIndex's names: default__vector_store.json
 """The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore`` (the default), LanceDB."""
 # how long a reader waits for a writer that is moving a sealed index into place (a few renames)
 _SWITCH_WAIT = 60.0
@@ -214,6 +217,8 @@ def _build_index(
         StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
     )
     storage.docstore.add_documents(nodes)
+    # each document's content hash: a later sync (``kgplus sync``) re-indexes only the documents whose hash changed
+    storage.docstore.set_document_hashes({doc.doc_id: doc.hash for doc in documents})
     if vector_store is not None and _is_lancedb(vector_store):
         # the docstore follows the table's adds and deletes; the table holds the nodes, so no map of their ids
         index = PackVectorStoreIndex(
@@ -227,7 +232,10 @@ def _build_index(
             nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress
         )
     if persist_dir is not None:
-        persist_index(index, persist_dir, embed_model=embed_model)
+        persist_index(
+            index, persist_dir, embed_model=embed_model,
+            settings={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap},
+        )  # fmt: skip
     return index
 
 
@@ -243,11 +251,13 @@ def persist_index(
     *,
     embed_model: BaseEmbedding | None = None,
     files: Mapping[str, FileWriter] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """Persist ``index`` into ``persist_dir`` all at once (see the module notes); returns the ingest id.
     ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default.
     ``files``: the files derived from it, by name (``{"entity_graph.npz": graph.write_file}``), each written by its
-    writer beside the index's own files and switched in with them."""
+    writer beside the index's own files and switched in with them. ``settings``: how it was built (chunking, entity
+    sources, hierarchy; JSON values), recorded in ``ingest.json`` so that a sync splits and links the same way."""
     embed_model = embed_model or index_embed_model(index)
     return persist_storage(
         index.storage_context,
@@ -255,6 +265,7 @@ def persist_index(
         index_id=index.index_id,
         embed_model=embed_model_record(embed_model) if embed_model is not None else None,
         files=files,
+        settings=settings,
     )
 
 
@@ -274,12 +285,19 @@ def persist_storage(
     index_id: str | None = None,
     embed_model: dict[str, Any] | None = None,
     files: Mapping[str, FileWriter] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """Persist a storage context into ``persist_dir`` all at once, as :func:`persist_index` does."""
     persist_dir = user_path(persist_dir)
     with writer_lock(persist_dir, "persisting an index"):
         _finish_interrupted_persist(persist_dir)
         stamp: dict[str, Any] = {"ingest_id": uuid.uuid4().hex, "index_id": index_id, "embed_model": embed_model}
+        if settings is None:  # the same index persisted again (e.g. after delete_ref_doc) keeps its record
+            with contextlib.suppress(InputDataError):
+                old = _read_stamp(persist_dir) or {}
+                settings = old.get("settings") if index_id is not None and old.get("index_id") == index_id else None
+        if settings is not None:
+            stamp["settings"] = dict(settings)
         if _is_lancedb(storage_context.vector_store):
             from llama_index_kgplus._lancedb import store_record
             from llama_index_kgplus._sqlitedoc import persist_kv
@@ -290,11 +308,54 @@ def persist_storage(
             stamp["docstore"] = persist_kv(storage_context, persist_dir)
         staging = _new_staging(persist_dir)
         if "docstore" not in stamp:
-            storage_context.persist(persist_dir=str(staging))
+            _persist_json(storage_context, staging)
         for name, write in (files or {}).items():
             write(staging / name)
         _seal_and_switch(persist_dir, stamp)
     return str(stamp["ingest_id"])
+
+
+def _persist_json(storage_context: StorageContext, folder: Path) -> None:
+    """``storage_context.persist(folder)``, with LlamaIndex's JSON vector stores written by the json module alone:
+    LlamaIndex encodes (and decodes) every float through dataclasses_json, about 10x slower (seconds at 10^3
+    passages, the better part of a small sync)."""
+    from llama_index.core.vector_stores.simple import SimpleVectorStore
+
+    simple = {name: s for name, s in storage_context.vector_stores.items() if type(s) is SimpleVectorStore}
+    others = {name: s for name, s in storage_context.vector_stores.items() if name not in simple}
+    dataclasses.replace(storage_context, vector_stores=others).persist(persist_dir=str(folder))
+    for name, store in simple.items():
+        data = store.data
+        fields = {
+            "embedding_dict": data.embedding_dict,
+            "text_id_to_ref_doc_id": data.text_id_to_ref_doc_id,
+            "metadata_dict": data.metadata_dict,
+        }
+        with (folder / f"{name}{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}").open("w", encoding="utf-8") as handle:
+            handle.write(json.dumps(fields))  # dumps: the C encoder (dump encodes in Python, 5x slower)
+
+
+def _read_json_vector_stores(persist_dir: Path) -> dict[str, Any] | None:
+    """The JSON vector stores of a folder, read by the json module alone (see :func:`_persist_json`); None for a
+    folder whose stores LlamaIndex's own reader must read (no namespaced default store: an older layout)."""
+    from llama_index.core.vector_stores.simple import SimpleVectorStore, SimpleVectorStoreData
+
+    names = [p.name for p in persist_dir.glob(f"*{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}")]
+    if f"default{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}" not in names:
+        return None
+    stores: dict[str, Any] = {}
+    for name in names:
+        with (persist_dir / name).open("rb") as handle:
+            raw = json.load(handle)
+        if not isinstance(raw, dict):
+            raise ValueError(f"{name} is not a vector store")
+        data = SimpleVectorStoreData(
+            embedding_dict=raw.get("embedding_dict") or {},
+            text_id_to_ref_doc_id=raw.get("text_id_to_ref_doc_id") or {},
+            metadata_dict=raw.get("metadata_dict") or {},
+        )
+        stores[name.split(_NAMESPACE_SEP)[0]] = SimpleVectorStore(data=data)
+    return stores
 
 
 def write_index_file(persist_dir: str | Path, name: str, write: FileWriter) -> Path:
@@ -334,6 +395,13 @@ def _seal_and_switch(persist_dir: Path, stamp: dict[str, Any]) -> None:
         files[path.name] = sha256_file(path)
     atomic_write_json(staging / INGEST_FILE, {**stamp, "files": files})
     _switch(persist_dir)
+
+
+def read_settings(persist_dir: str | Path) -> dict[str, Any] | None:
+    """The settings ``ingest.json`` records of how the index in ``persist_dir`` was built (``settings`` of
+    :func:`persist_index`), or None when it records none (an index of an earlier version)."""
+    settings = (_read_stamp(user_path(persist_dir)) or {}).get("settings")
+    return dict(settings) if isinstance(settings, dict) else None
 
 
 def _read_stamp(persist_dir: Path) -> dict[str, Any] | None:
@@ -579,7 +647,9 @@ def open_storage(persist_dir: str | Path) -> StorageContext:
             return StorageContext.from_defaults(
                 persist_dir=str(persist_dir), vector_store=open_store(persist_dir, record)
             )
-        return StorageContext.from_defaults(persist_dir=str(persist_dir))
+        return StorageContext.from_defaults(
+            persist_dir=str(persist_dir), vector_stores=_read_json_vector_stores(persist_dir)
+        )
     except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
         raise InputDataError(
             f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "

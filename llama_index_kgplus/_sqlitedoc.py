@@ -170,7 +170,10 @@ def persist_kv(storage_context: Any, persist_dir: Path) -> dict[str, Any]:
             connection.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
             connection.execute("VACUUM")
         kvstore = FolderKVStore(path=str(path), read_only=False)
-        SQLiteDocumentStore(kvstore).add_documents(list(docstore.docs.values()), allow_update=True)
+        new_docstore = SQLiteDocumentStore(kvstore)
+        new_docstore.add_documents(list(docstore.docs.values()), allow_update=True)
+        hashes = {ref: docstore.get_document_hash(ref) for ref in (docstore.get_all_ref_doc_info() or {})}
+        new_docstore.set_document_hashes({ref: digest for ref, digest in hashes.items() if digest})
         new_index_store = SQLiteIndexStore(kvstore)
         for struct in index_store.index_structs():
             new_index_store.add_index_struct(struct)

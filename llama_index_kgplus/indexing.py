@@ -1,9 +1,28 @@
-"""Deprecated: index building and loading (``build_index`` and ``load_index`` are public at the top level) moved to a
-private module; this module only keeps the old names importable, with a DeprecationWarning, until the next release."""
+"""Keeping an index in step with its corpus: :func:`sync_index` (and :func:`async_index`) compare the corpus with
+what an index folder holds and add, update and delete documents through every index in it (vector store,
+docstore, entity graph, summaries, a GraphRAG store), returning a ``SyncReport`` (what was touched and the LLM
+calls spent: ``report.summary()``, ``report.as_dict()``).
+
+Building and loading an index (``build_index``, ``load_index``) are public at the top level; the other names
+this module held before (``persist_index``, ``check_embed_model``, ...) moved to a private module and stay
+importable here, with a DeprecationWarning, until the next release.
+
+Example:
+
+```python
+from llama_index_kgplus.indexing import sync_index
+
+report = sync_index("docs.jsonl", "./index")  # the corpus as it is now
+print(report.summary())
+```
+"""
 
 from llama_index_kgplus._deprecation import deprecated_names
+from llama_index_kgplus._public import set_public_module
+from llama_index_kgplus._syncing import async_index, sync_index
 
-__all__: list[str] = []
+__all__ = ["async_index", "sync_index"]
+set_public_module(__name__, globals(), __all__)
 
 __getattr__ = deprecated_names(
     __name__,

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 SUBPACKAGES = (
-    "llm", "errors", "summarizers", "hierarchy", "glossary", "kg", "entity_graph", "graphrag", "graph_stores",
+    "llm", "indexing", "errors", "summarizers", "hierarchy", "glossary", "kg", "entity_graph", "graphrag", "graph_stores",
     "tables", "router", "compression", "evaluation", "events", "sample", "ui", "cli",
 )  # fmt: skip
 _ONE = re.compile(r"<!-- api: ([\w.]+) -->")

@@ -94,24 +94,31 @@ def _sources(value: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def ingest_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The entity settings of ``kgplus ingest`` (None without ``--entities``), as ``ingest.json`` records them so
+    that ``kgplus sync`` links new chunks the same way (a URI with a password is not recorded: give it again)."""
+    if not args.entities:
+        return None
+    from pathlib import Path
+
+    return {
+        "sources": list(args.entities),
+        "kg_store": _args.recordable(args.kg_store),
+        "glossary": str(Path(args.glossary).resolve()) if args.glossary else None,
+        "llm": _args.recordable(getattr(args, "llm", None)),
+        "similar_entities": args.similar_entities,
+    }
+
+
 def make_linker(args: argparse.Namespace) -> Any | None:
     """The EntityLinker that ``--entities`` asks for (None without it); sources are checked before any
     model loads."""
     if not args.entities:
         return None
-    from llama_index_kgplus.entity_graph import EntityLinker
-    from llama_index_kgplus.errors import InputDataError
-    from llama_index_kgplus.llm import llm_from_spec
+    from llama_index_kgplus._syncing import entity_linker
 
-    sources = args.entities
-    if "kg" in sources and not args.kg_store:
-        raise InputDataError("--entities kg needs the knowledge graph: add --kg-store URI (see `kgplus kg import`).")
-    if "glossary" in sources and not args.glossary:
-        raise InputDataError("--entities glossary needs --glossary FILE.")
-    llm = llm_from_spec(args.llm) if "llm" in sources else None
-    return EntityLinker.from_defaults(
-        sources, llm=llm, kg_store=args.kg_store, glossary=args.glossary, show_progress=True
-    )
+    settings = {**(ingest_settings(args) or {}), "kg_store": args.kg_store}
+    return entity_linker(settings, args.llm if "llm" in args.entities else None)
 
 
 def entity_graph(index: Any, linker: Any | None, embed_model: Any = None, similar: float | None = None) -> Any | None:

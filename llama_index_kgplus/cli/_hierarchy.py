@@ -60,31 +60,27 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expand-children", action="store_true", help="follow each summary hit by its children")
 
 
+def settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The hierarchy settings of ``kgplus ingest`` (None for ``--hierarchy none``), as ``ingest.json`` records them
+    so that ``kgplus sync`` writes new summaries the same way."""
+    if args.hierarchy == "none":
+        return None
+    return {
+        "kind": args.hierarchy,
+        "summarizer": args.summarizer,
+        "llm": _args.recordable(args.llm),
+        "cluster_size": args.cluster_size,
+        "max_levels": args.max_levels,
+        "seed": args.seed,
+        "workers": args.workers,
+    }
+
+
 def make_builders(args: argparse.Namespace, embed_model: Any) -> list[Any]:
     """The summary node builder that ``--hierarchy`` asks for (an empty list for ``none``)."""
-    if args.hierarchy == "none":
-        return []
-    from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
-    from llama_index_kgplus.llm import llm_from_spec
-    from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+    from llama_index_kgplus._syncing import summary_builders
 
-    if args.summarizer == "extractive":
-        summarizer: Any = ExtractiveSummarizer(max_sentences=5, random_state=args.seed)
-    else:
-        llm = llm_from_spec(args.llm, max_new_tokens=256)
-        summarizer = (
-            AbstractiveSummarizer(llm=llm)
-            if args.summarizer == "abstractive"
-            else TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, random_state=args.seed)
-        )
-    settings: dict[str, Any] = {"embed_model": embed_model, "summarizer": summarizer, "random_state": args.seed}
-    if args.max_levels is not None:
-        settings["max_levels"] = args.max_levels
-    if args.workers is not None:
-        settings["num_workers"] = args.workers
-    if args.hierarchy == "semantic":
-        return [SemanticChunkingSummaryNodeBuilder(cluster_size=args.cluster_size, **settings)]
-    return [RaptorSummaryNodeBuilder(**settings)]
+    return summary_builders(settings(args), embed_model, args.llm)
 
 
 def manifest(index: Any, builders: list[Any]) -> dict[str, Any] | None:

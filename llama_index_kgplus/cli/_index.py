@@ -1,4 +1,10 @@
-"""``kgplus ingest``, ``kgplus query`` and ``kgplus retrieve`` over a persisted vector index.
+"""``kgplus ingest``, ``kgplus sync``, ``kgplus query`` and ``kgplus retrieve`` over a persisted vector index.
+
+``kgplus sync DOCS --index DIR`` compares the corpus with the index (content hashes) and adds, updates and deletes
+documents through every index of the folder (see ``llama_index_kgplus._syncing``); ``--json`` prints its
+``SyncReport`` (``added``, ``updated``, ``deleted``, ``unchanged``, ``nodes_written``, ``nodes_deleted``,
+``texts_embedded``, ``summaries_written``, ``summaries_reused``, ``entity_passages``, ``entity_passages_relinked``,
+``graphrag``, ``llm_calls``, ``ingest_id``, ``seconds``).
 
 ``--json`` output of ``query``::
 
@@ -151,12 +157,47 @@ def _ingest(args: argparse.Namespace) -> int:
         graph = _entities.entity_graph(index, linker, embed_model, args.similar_entities)
         manifest = _hierarchy.manifest(index, builders)
         # the index, its entity graph and its hierarchy are switched in together: old all three, or new
+        settings = {
+            "chunk_size": args.chunk_size,
+            "chunk_overlap": args.chunk_overlap,
+            "entities": _entities.ingest_settings(args),
+            "hierarchy": _hierarchy.settings(args),
+        }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
         persist_index(
-            index, args.index, embed_model=embed_model, files={**_entities.files(graph), **_hierarchy.files(manifest)}
+            index,
+            args.index,
+            embed_model=embed_model,
+            files={**_entities.files(graph), **_hierarchy.files(manifest)},
+            settings=settings,
         )
         print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
         _entities.after_ingest(args, index, linker, graph)
         _hierarchy.after_ingest(args, manifest)
+    return 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from llama_index_kgplus import load_corpus
+    from llama_index_kgplus._indexing import require_index
+    from llama_index_kgplus._lock import writer_lock
+    from llama_index_kgplus.indexing import sync_index
+    from llama_index_kgplus.llm import embed_model_from_spec
+
+    require_index(args.index)
+    docs = load_corpus(args.docs_path)
+    with writer_lock(args.index, "kgplus sync"):  # a second writer is refused before any model loads
+        report = sync_index(
+            docs,
+            args.index,
+            embed_model=embed_model_from_spec(),
+            llm=args.llm,
+            graphrag_store=args.graphrag_store,
+            show_progress=not args.quiet,
+        )
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False), flush=True)
+    else:
+        print(f"{report.summary()} -> {args.index}", flush=True)
     return 0
 
 
@@ -232,6 +273,30 @@ def register(commands: _args.Commands) -> None:
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)
     ingest.set_defaults(func=_ingest)
+
+    sync = commands.add(
+        "sync",
+        help="bring an index in step with its corpus: add, update and delete documents through every index of the "
+        "folder",
+    )
+    sync.add_argument("docs_path", metavar="DOCS_PATH", help="the corpus as it is now (a folder or JSONL)")
+    sync.add_argument("--index", required=True, type=user_path, help="folder of the persisted index")
+    sync.add_argument(
+        "--llm",
+        default=None,
+        help="model spec of new summaries, the llm entity source and the GraphRAG update (default: the ingest's, "
+        "else $KGPLUS_LLM); loaded only when needed",
+    )
+    sync.add_argument(
+        "--graphrag-store",
+        type=user_path,
+        default=None,
+        metavar="DIR",
+        help="also update this GraphRAG store (the index folder's graphrag/ is updated when present)",
+    )
+    sync.add_argument("--json", action="store_true", help="print the report as JSON")
+    sync.add_argument("--quiet", action="store_true", help="no progress bars")
+    sync.set_defaults(func=_sync)
 
     for name, synthesize, help_text in (
         ("query", True, "answer a question from the index with the LLM"),

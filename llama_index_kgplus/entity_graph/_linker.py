@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -385,6 +385,27 @@ class EntityLinker(TransformComponent):
             await asyncio.to_thread(self._read_ner, nodes, readings, show_progress)
         if "llm" in self.sources:
             await self._aread_llm(nodes, readings, show_progress)
+        await asyncio.to_thread(self._finish, nodes, readings, show_progress)
+        return nodes
+
+    def relink(self, nodes: Sequence[BaseNode], unread: Collection[str], **kwargs: Any) -> Sequence[BaseNode]:
+        """Link ``nodes`` as a call on all of them would, reading (``ner``, ``llm``) only the nodes whose ids are in
+        ``unread``: the others bring what an earlier call recorded in their metadata. The dictionary is built
+        and matched over all of them, so a node that was not read is linked to the entities of the new ones too
+        (an index sync reads only the chunks of new and changed documents)."""
+        return run_sync(self.arelink(nodes, unread, **kwargs))
+
+    async def arelink(self, nodes: Sequence[BaseNode], unread: Collection[str], **kwargs: Any) -> Sequence[BaseNode]:
+        """Async :meth:`relink`."""
+        show_progress = kwargs.get("show_progress", self.show_progress)
+        unread = set(unread)
+        readings = self._start(nodes)
+        fresh = [n for n in nodes if n.node_id in unread]
+        readings.update({n.node_id: _recorded(n) for n in nodes if n.node_id not in unread})
+        if "ner" in self.sources and fresh:
+            await asyncio.to_thread(self._read_ner, fresh, readings, show_progress)
+        if "llm" in self.sources and fresh:
+            await self._aread_llm(fresh, readings, show_progress)
         await asyncio.to_thread(self._finish, nodes, readings, show_progress)
         return nodes
 

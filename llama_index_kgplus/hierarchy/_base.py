@@ -90,6 +90,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     _learned: dict[str, Any] = PrivateAttr(default_factory=dict)
     _summary_memo: dict[str, str] = PrivateAttr(default_factory=dict)
+    _remembered: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("summarizer")
     @classmethod
@@ -162,6 +163,22 @@ class BaseSummaryNodeBuilder(TransformComponent):
         in the same order, were summarised before by this builder object: no call), ``failed``, the summarizer's ``usage`` (LLM calls,
         tokens, extractive fallbacks) and ``seconds``."""
         return self._get("level_stats")
+
+    def remember_summaries(self, nodes: Sequence[BaseNode]) -> int:
+        """Let this builder reuse the summaries among ``nodes`` (summary nodes whose children are among them, as
+        an index's docstore holds them): a cluster of the same children (the same texts in the same order) gets
+        the stored summary without a call, as if this builder object had written it. For summaries written with
+        this builder's settings (an index sync rebuilds the hierarchy this way, writing only the summaries whose
+        children changed). Returns how many summaries it remembers."""
+        by_id = {n.node_id: n for n in nodes}
+        for node in nodes:
+            children = node.child_nodes or []
+            if node_level(node) < 1 or not children or any(c.node_id not in by_id for c in children):
+                continue
+            text = node.get_content(metadata_mode=MetadataMode.NONE).strip()
+            if text:
+                self._remembered[_children_key([by_id[c.node_id] for c in children])] = text
+        return len(self._remembered)
 
     # ------------------------------------------------------------------ running
 
@@ -288,6 +305,9 @@ class BaseSummaryNodeBuilder(TransformComponent):
         identity = component_dict(summarizer) if isinstance(summarizer, BaseComponent) else id(summarizer)
         settings = json.dumps(identity, sort_keys=True, default=str)
         keys = [_memo_key(settings, cluster) for cluster in clusters]
+        for key, cluster in zip(keys, clusters):  # summaries of an earlier run (remember_summaries)
+            if key not in self._summary_memo and (known := self._remembered.get(_children_key(cluster))):
+                self._summary_memo[key] = known
         todo = {key: cluster for key, cluster in zip(keys, clusters) if key not in self._summary_memo}
         reused = len(keys) - len(todo)  # summarised before, or twice in this level
         written = await run_jobs(
@@ -365,6 +385,12 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
 def _memo_key(summarizer_settings: str, cluster: list[BaseNode]) -> str:
     digest = hashlib.sha256(summarizer_settings.encode())
+    digest.update(_children_key(cluster).encode())
+    return digest.hexdigest()
+
+
+def _children_key(cluster: Sequence[BaseNode]) -> str:
+    digest = hashlib.sha256()
     for child in cluster:
         text = child.get_content(metadata_mode=MetadataMode.NONE).encode()
         digest.update(len(text).to_bytes(8, "big") + text)  # length first: no two clusters share a key

@@ -1,0 +1,609 @@
+"""One corpus sync: bring an index folder in step with its corpus, through every index the folder holds.
+
+The corpus as it is now (a JSONL file, a folder, or ``Document`` objects) is compared with what the folder
+indexed, by each document's content hash (``Document.hash``, which :func:`build_index` records in the docstore):
+documents that are new or whose hash changed are split (with the chunking ``ingest.json`` records) and embedded,
+and the nodes of changed and deleted documents leave the vector store (JSON or LanceDB) and the docstore. The
+files derived from the index follow:
+
+- the entity graph (``entity_graph.npz``): the new chunks are read by the entity sources (``ner``, ``llm``) and
+  every chunk is linked again against the dictionary of the whole corpus (what the older chunks' readings
+  recorded, and the new ones), so the graph is the one a fresh ingest would build, for the cost of reading the
+  new chunks;
+- the summaries (``hierarchy.json``): the builder clusters all the chunks again (their embeddings are stored)
+  and reuses every stored summary whose children are the same texts in the same order; only summaries whose
+  children changed are written (and embedded);
+- a GraphRAG store in the folder's ``graphrag/`` (or the one given): its incremental update, which regenerates
+  only the reports of changed communities.
+
+Everything but the GraphRAG store (which keeps its own state) is switched in at once by
+:func:`~llama_index_kgplus._indexing.persist_index`: the folder holds the old index with its graph and hierarchy,
+or the new one with its own. The folder's writer lock is held from the start, so a second sync (or ingest) of
+the same folder is refused.
+
+Example:
+
+```python
+report = sync_index("docs.jsonl", "./index")
+report.added, report.updated, report.deleted, report.summaries_written
+```
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import Document
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship
+
+from llama_index_kgplus._indexing import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    check_embed_model,
+    check_index_files,
+    has_docstore,
+    load_index,
+    persist_index,
+)
+from llama_index_kgplus._lock import writer_lock
+from llama_index_kgplus._paths import user_path
+from llama_index_kgplus._sync import run_sync
+from llama_index_kgplus._text import sentence_splitter
+from llama_index_kgplus.errors import InputDataError
+
+__all__ = [
+    "GRAPHRAG_DIR",
+    "SyncReport",
+    "async_index",
+    "entity_linker",
+    "summary_builders",
+    "sync_index",
+]
+
+GRAPHRAG_DIR = "graphrag"
+"""The folder of an index folder where a sync looks for a GraphRAG store (``kgplus graphrag index --store``)."""
+_PARENT_IDS_KEY = "parent_ids"
+_BATCH = 1000  # node ids per delete or read of the vector store
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: the document ids it added, updated, deleted and left unchanged, the nodes it wrote
+    (new, or rewritten with new links) and deleted, the texts it embedded, the summaries it wrote and reused, the
+    entity graph's size, the GraphRAG update's figures and every LLM call spent.
+
+    Example:
+
+    ```python
+    report = sync_index("docs.jsonl", "./index")
+    print(report.summary())  # one line
+    report.as_dict()  # the JSON of `kgplus sync --json`
+    ```
+    """
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    nodes_written: int = 0
+    nodes_deleted: int = 0
+    texts_embedded: int = 0
+    summaries_written: int = 0
+    summaries_reused: int = 0
+    entity_passages: int | None = None
+    entity_passages_relinked: int = 0
+    graphrag: dict[str, Any] | None = None
+    llm_calls: int = 0
+    ingest_id: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        """Whether the corpus differed from the index (something was added, updated or deleted)."""
+        return bool(self.added or self.updated or self.deleted)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON values."""
+        return asdict(self)
+
+    def summary(self) -> str:
+        """The report in one line."""
+        if not self.changed:
+            head = f"index up to date: {len(self.unchanged)} documents unchanged"
+        else:
+            head = (
+                f"synced {len(self.added)} added, {len(self.updated)} updated, {len(self.deleted)} deleted documents "
+                f"({len(self.unchanged)} unchanged): {self.nodes_written} nodes written, {self.nodes_deleted} "
+                f"deleted, {self.texts_embedded} texts embedded"
+            )
+        parts = [head]
+        if self.summaries_written or self.summaries_reused:
+            parts.append(f"summaries: {self.summaries_written} written, {self.summaries_reused} reused")
+        if self.graphrag is not None:
+            parts.append(f"GraphRAG: {self.graphrag.get('reports_regenerated', 0)} reports regenerated")
+        parts.append(f"LLM calls: {self.llm_calls}")
+        return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------- components
+
+
+def summary_builders(hierarchy: Mapping[str, Any] | None, embed_model: Any, llm: Any = None) -> list[Any]:
+    """The summary node builder of the ``hierarchy`` settings that ``kgplus ingest`` records (``kind``
+    ``semantic``/``raptor``, ``summarizer``, ``llm``, ``cluster_size``, ``max_levels``, ``seed``, ``workers``);
+    an empty list without them. ``llm``: the summaries' LLM (else the recorded spec's, made here)."""
+    if not hierarchy or hierarchy.get("kind") in (None, "none"):
+        return []
+    from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+
+    seed = int(hierarchy.get("seed", 0))
+    kind = hierarchy.get("summarizer", "two-stage")
+    if kind == "extractive":
+        summarizer: Any = ExtractiveSummarizer(max_sentences=5, random_state=seed)
+    else:
+        llm = _llm(llm, hierarchy.get("llm"), max_new_tokens=256)
+        summarizer = (
+            AbstractiveSummarizer(llm=llm)
+            if kind == "abstractive"
+            else TwoStageSummarizer.from_defaults(llm=llm, embed_model=embed_model, random_state=seed)
+        )
+    settings: dict[str, Any] = {"embed_model": embed_model, "summarizer": summarizer, "random_state": seed}
+    if hierarchy.get("max_levels") is not None:
+        settings["max_levels"] = int(hierarchy["max_levels"])
+    if hierarchy.get("workers") is not None:
+        settings["num_workers"] = int(hierarchy["workers"])
+    if hierarchy["kind"] == "semantic":
+        return [SemanticChunkingSummaryNodeBuilder(cluster_size=int(hierarchy.get("cluster_size", 5)), **settings)]
+    if hierarchy["kind"] == "raptor":
+        return [RaptorSummaryNodeBuilder(**settings)]
+    raise InputDataError(f"Unknown hierarchy kind {hierarchy['kind']!r}: semantic or raptor.")
+
+
+def entity_linker(entities: Mapping[str, Any] | None, llm: Any = None, *, show_progress: bool = True) -> Any | None:
+    """The EntityLinker of the ``entities`` settings that ``kgplus ingest`` records (``sources``, ``kg_store``,
+    ``glossary``, ``llm``); None without them. ``llm``: the ``llm`` source's model (else the recorded spec's)."""
+    if not entities or not entities.get("sources"):
+        return None
+    from llama_index_kgplus.entity_graph import EntityLinker
+
+    sources = list(entities["sources"])
+    if "kg" in sources and not entities.get("kg_store"):
+        raise InputDataError("--entities kg needs the knowledge graph: add --kg-store URI (see `kgplus kg import`).")
+    if "glossary" in sources and not entities.get("glossary"):
+        raise InputDataError("--entities glossary needs --glossary FILE.")
+    if "llm" in sources:
+        llm = _llm(llm, entities.get("llm"))
+    return EntityLinker.from_defaults(
+        sources,
+        llm=llm,
+        kg_store=entities.get("kg_store"),
+        glossary=entities.get("glossary"),
+        show_progress=show_progress,
+    )
+
+
+def _llm(llm: Any, spec: str | None, **kwargs: Any) -> Any:
+    """``llm`` itself, or the model of a spec: ``llm`` when it is one, else ``spec`` (None: ``$KGPLUS_LLM``)."""
+    if llm is not None and not isinstance(llm, str):
+        return llm
+    from llama_index_kgplus.llm import llm_from_spec
+
+    return llm_from_spec(llm or spec, **kwargs)
+
+
+class _KnownEmbeddings(BaseEmbedding):
+    """An embedding model that answers the texts it knows (the stored vectors of the index) without a call and
+    asks the wrapped model for the others, counting them (:attr:`asked`)."""
+
+    _inner: Any = PrivateAttr(default=None)
+    _known: dict[str, list[float]] = PrivateAttr(default_factory=dict)
+    _asked: int = PrivateAttr(default=0)
+
+    @classmethod
+    def wrap(cls, inner: BaseEmbedding, known: Mapping[str, list[float]] | None = None) -> _KnownEmbeddings:
+        model = cls(model_name=str(inner.model_name), embed_batch_size=inner.embed_batch_size)
+        model._inner, model._known = inner, dict(known or {})
+        return model
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "KnownEmbeddings"
+
+    @property
+    def asked(self) -> int:
+        """Texts sent to the wrapped model."""
+        return self._asked
+
+    def remember(self, known: Mapping[str, list[float]]) -> None:
+        self._known.update(known)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return list(self._inner.get_query_embedding(query))
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return list(await self._inner.aget_query_embedding(query))
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    def _missing(self, texts: Sequence[str]) -> list[str]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._known))
+        self._asked += len(missing)
+        return missing
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        missing = self._missing(texts)
+        if missing:
+            self._known.update(zip(missing, map(list, self._inner.get_text_embedding_batch(missing))))
+        return [list(self._known[t]) for t in texts]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        missing = self._missing(texts)
+        if missing:
+            self._known.update(zip(missing, map(list, await self._inner.aget_text_embedding_batch(missing))))
+        return [list(self._known[t]) for t in texts]
+
+
+# ---------------------------------------------------------------------------------------------- the sync
+
+
+def sync_index(
+    corpus: str | Path | Sequence[Document],
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    llm: Any = None,
+    graphrag_store: str | Path | None = None,
+    show_progress: bool = True,
+) -> SyncReport:
+    """Bring the index in ``persist_dir`` in step with ``corpus`` (a ``.jsonl`` file, a folder of text files, or
+    ``Document`` objects with unique ids: the whole corpus as it is now), through every index the folder holds
+    (see the module notes); returns what it did. ``embed_model``: the model the index was built with (checked;
+    ``Settings.embed_model`` by default); ``llm``: the model (or model spec) of new summaries, the ``llm`` entity
+    source and the GraphRAG update (by default the specs ``ingest.json`` records, else ``$KGPLUS_LLM``: loaded
+    only when needed); ``graphrag_store``: a GraphRAG store folder
+    to update too (the index folder's ``graphrag/`` is updated when present).
+
+    Example:
+
+    ```python
+    from llama_index_kgplus.indexing import sync_index
+
+    report = sync_index("docs.jsonl", "./index")
+    print(report.summary())
+    ```
+    """
+    return run_sync(
+        async_index(
+            corpus,
+            persist_dir,
+            embed_model=embed_model,
+            llm=llm,
+            graphrag_store=graphrag_store,
+            show_progress=show_progress,
+        )
+    )
+
+
+async def async_index(
+    corpus: str | Path | Sequence[Document],
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    llm: Any = None,
+    graphrag_store: str | Path | None = None,
+    show_progress: bool = True,
+) -> SyncReport:
+    """Async :func:`sync_index`.
+
+    Example:
+
+    ```python
+    report = await async_index("docs.jsonl", "./index")
+    ```
+    """
+    from llama_index.core import Settings
+
+    started = time.perf_counter()
+    documents = _documents(corpus)
+    persist_dir = user_path(persist_dir)
+    with writer_lock(persist_dir, "kgplus sync"):  # a second writer is refused before any work
+        stamp = check_index_files(persist_dir) if persist_dir.is_dir() else None
+        if not has_docstore(persist_dir, stamp):
+            raise InputDataError(
+                f"{persist_dir} holds no index: build one with `kgplus ingest DOCS --index {persist_dir}`."
+            )
+        if stamp is None:
+            raise InputDataError(
+                f"{persist_dir} has no ingest.json (an index of plain LlamaIndex): sync needs an index built by "
+                f"`kgplus ingest DOCS --index {persist_dir}`."
+            )
+        embed_model = embed_model or Settings.embed_model
+        check_embed_model(persist_dir, embed_model)
+        report = await _sync(documents, persist_dir, stamp, embed_model, llm, show_progress)
+        report.graphrag, graphrag_calls = await _sync_graphrag(documents, persist_dir, graphrag_store, llm)
+        report.llm_calls += graphrag_calls
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _documents(corpus: str | Path | Sequence[Document]) -> list[Document]:
+    """The corpus as documents with unique ids (refused in one line otherwise)."""
+    if isinstance(corpus, (str, Path)):
+        from llama_index_kgplus._corpus import load_corpus
+
+        return load_corpus(corpus)
+    documents = list(corpus)
+    if not documents:
+        raise InputDataError("The corpus holds no document: give the whole corpus as it is now.")
+    seen: set[str] = set()
+    for doc in documents:
+        if not isinstance(doc, Document):
+            raise InputDataError(f"The corpus holds a {type(doc).__name__}, not a llama_index Document.")
+        if doc.doc_id in seen:
+            raise InputDataError(f"The corpus holds two documents with the id {doc.doc_id!r}: ids must be unique.")
+        seen.add(doc.doc_id)
+    return documents
+
+
+async def _sync(
+    documents: list[Document],
+    persist_dir: Path,
+    stamp: dict[str, Any],
+    embed_model: BaseEmbedding,
+    llm: Any,
+    show_progress: bool,
+) -> SyncReport:
+    from llama_index_kgplus.entity_graph import GRAPH_FILE
+    from llama_index_kgplus.hierarchy._retriever import read_manifest
+
+    if not isinstance(stamp.get("settings"), dict):
+        raise InputDataError(
+            f"{persist_dir}/ingest.json does not record how the index was built (chunking; an index of an earlier "
+            f"version): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
+        )
+    settings = dict(stamp["settings"])
+    has_graph = (persist_dir / GRAPH_FILE).is_file()
+    has_hierarchy = read_manifest(persist_dir) is not None
+    if (has_graph and not settings.get("entities")) or (has_hierarchy and not settings.get("hierarchy")):
+        what = "entity graph" if has_graph and not settings.get("entities") else "hierarchy"
+        raise InputDataError(
+            f"{persist_dir}/ingest.json does not record how its {what} was built (an index of an earlier version, "
+            f"or one built in Python): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
+        )
+    index = load_index(persist_dir, embed_model=embed_model, check=False)
+    docstore = index.docstore
+    corpus = {doc.doc_id: doc for doc in documents}
+    ref_docs = docstore.get_all_ref_doc_info() or {}  # the docstore keeps it (the index would read every node)
+    indexed = set(ref_docs)
+    report = SyncReport(
+        added=[d for d in corpus if d not in indexed],
+        deleted=sorted(d for d in indexed if d not in corpus),
+    )
+    for doc_id in corpus:
+        if doc_id in indexed:
+            same = docstore.get_document_hash(doc_id) == corpus[doc_id].hash
+            (report.unchanged if same else report.updated).append(doc_id)
+    if not report.changed:
+        return report
+    model = _KnownEmbeddings.wrap(embed_model)
+    changed = [corpus[d] for d in (*report.added, *report.updated)]
+    new_leaves = await _split_and_embed(changed, settings, model, show_progress)
+    files: dict[str, Any] = {}
+    if has_graph or has_hierarchy:
+        write, drop = await _relink_and_rebuild(
+            index, corpus, report, new_leaves, settings, model, llm, has_graph, has_hierarchy, files, show_progress
+        )
+    else:
+        stale = {d for d in (*report.updated, *report.deleted)}
+        drop = [n for d in stale for n in (ref_docs[d].node_ids if d in ref_docs else [])]
+        write = new_leaves
+    _apply(index, write, drop)
+    touched = {n.ref_doc_id for n in write if n.ref_doc_id} | set(report.added) | set(report.updated)
+    docstore.set_document_hashes({d: corpus[d].hash for d in touched if d in corpus})
+    report.nodes_written, report.nodes_deleted = len(write), len(set(drop) - {n.node_id for n in write})
+    report.texts_embedded = model.asked
+    report.ingest_id = persist_index(index, persist_dir, embed_model=embed_model, files=files, settings=settings)
+    return report
+
+
+async def _split_and_embed(
+    documents: list[Document], settings: Mapping[str, Any], model: BaseEmbedding, show_progress: bool
+) -> list[BaseNode]:
+    """The chunks of ``documents``, split as the ingest did (``ingest.json``), with their embeddings."""
+    from llama_index.core.ingestion import IngestionPipeline
+
+    if not documents:
+        return []
+    splitter = sentence_splitter(
+        int(settings.get("chunk_size", DEFAULT_CHUNK_SIZE)), int(settings.get("chunk_overlap", DEFAULT_CHUNK_OVERLAP))
+    )
+    pipeline = IngestionPipeline(transformations=[splitter, model])
+    return list(await pipeline.arun(documents=documents, show_progress=show_progress))
+
+
+async def _relink_and_rebuild(
+    index: Any,
+    corpus: dict[str, Document],
+    report: SyncReport,
+    new_leaves: list[BaseNode],
+    settings: Mapping[str, Any],
+    model: _KnownEmbeddings,
+    llm: Any,
+    has_graph: bool,
+    has_hierarchy: bool,
+    files: dict[str, Any],
+    show_progress: bool,
+) -> tuple[list[BaseNode], list[str]]:
+    """Link the chunks again and rebuild the summaries over the corpus as it is now (see the module notes); puts
+    the entity graph and hierarchy writers into ``files``; returns the nodes to write and the node ids to delete."""
+    old = dict(index.docstore.docs)
+    before = {node_id: _state(node) for node_id, node in old.items()}
+    unchanged = set(report.unchanged)
+    kept = [n for n in old.values() if _level(n) == 0 and n.ref_doc_id in unchanged]
+    leaves = _in_corpus_order(corpus, kept, new_leaves)
+    new_ids = {n.node_id for n in new_leaves}
+    nodes: list[BaseNode] = leaves
+    linker = entity_linker(settings.get("entities"), llm, show_progress=show_progress) if has_graph else None
+    if linker is not None:
+        await linker.arelink(leaves, new_ids, show_progress=show_progress)
+        report.llm_calls += linker.llm_calls_
+    if has_hierarchy:
+        from llama_index_kgplus._files import json_writer
+        from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE, hierarchy_manifest
+
+        summaries = [n for n in old.values() if _level(n) > 0]
+        vectors = _embeddings(index.vector_store, [n.node_id for n in kept] + [n.node_id for n in summaries])
+        for leaf in kept:
+            leaf.embedding = vectors.get(leaf.node_id)
+            _unlink_parents(leaf)
+        model.remember(
+            {
+                s.get_content(metadata_mode=MetadataMode.EMBED): vectors[s.node_id]
+                for s in summaries
+                if s.node_id in vectors
+            }
+        )  # a summary written again with the same text is not embedded again
+        builders = summary_builders(settings.get("hierarchy"), model, llm)
+        builder = builders[0]
+        builder.remember_summaries(list(old.values()))
+        nodes = list(await builder.acall(leaves, show_progress=show_progress))
+        stats = builder.level_stats_
+        report.summaries_reused = sum(int(s["reused"]) for s in stats)
+        report.summaries_written = sum(int(s["clusters"]) - int(s["reused"]) - int(s["failed"]) for s in stats)
+        report.llm_calls += int(builder.usage_.get("calls", 0) or 0)
+        files[MANIFEST_FILE] = json_writer(hierarchy_manifest(nodes, builder), indent=1, default=str)
+    if linker is not None:
+        from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph
+
+        graph = EntityGraph.from_nodes(nodes, linker.dictionary_, index_id=index.index_id)
+        similar = (settings.get("entities") or {}).get("similar_entities")
+        if similar is not None:
+            await graph.alink_similar_entities(model, threshold=float(similar))
+        report.entity_passages = graph.n_passages
+        report.entity_passages_relinked = sum(
+            1 for n in kept if n.node_id in before and _entities_of(n) != _entities_of(old[n.node_id], before)
+        )
+        files[GRAPH_FILE] = graph.write_file
+    write = [n for n in nodes if n.node_id not in before or _state(n) != before[n.node_id]]
+    new_all = {n.node_id for n in nodes}
+    drop = [node_id for node_id in old if node_id not in new_all]
+    rewritten = [n for n in write if n.node_id in before]
+    missing = [n.node_id for n in rewritten if n.embedding is None]
+    if missing:  # a node that keeps its text gets new links: its stored vector goes with it
+        vectors = _embeddings(index.vector_store, missing)
+        for node in rewritten:
+            if node.embedding is None:
+                node.embedding = vectors[node.node_id]
+    return write, drop + [n.node_id for n in rewritten]
+
+
+def _level(node: BaseNode) -> int:
+    try:
+        return int(node.metadata.get("level", 0) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _state(node: BaseNode) -> str:
+    """A node as the docstore keeps it (no embedding), to tell which nodes a sync must write again."""
+    data = node.to_dict()
+    data.pop("embedding", None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def _entities_of(node: BaseNode, states: Mapping[str, str] | None = None) -> Any:
+    if states is not None:  # the node as it was before the sync
+        return json.loads(states[node.node_id]).get("metadata", {}).get("entities")
+    return json.loads(json.dumps(node.metadata.get("entities"), default=str))
+
+
+def _in_corpus_order(corpus: Mapping[str, Document], kept: list[BaseNode], new: list[BaseNode]) -> list[BaseNode]:
+    """The chunks in the order a fresh ingest of the corpus makes them: by document, then by position."""
+    by_doc: dict[str | None, list[BaseNode]] = {}
+    for node in kept:
+        by_doc.setdefault(node.ref_doc_id, []).append(node)
+    for nodes in by_doc.values():
+        nodes.sort(key=_position)
+    for node in new:
+        by_doc.setdefault(node.ref_doc_id, []).append(node)
+    ordered = [n for doc_id in corpus for n in by_doc.pop(doc_id, [])]
+    return ordered + [n for nodes in by_doc.values() for n in nodes]
+
+
+def _position(node: BaseNode) -> tuple[bool, int]:
+    start = getattr(node, "start_char_idx", None)
+    return start is None, start or 0
+
+
+def _unlink_parents(node: BaseNode) -> None:
+    """Remove a chunk's links to the summaries of the last build (the builder links it again)."""
+    node.relationships.pop(NodeRelationship.PARENT, None)
+    node.metadata.pop(_PARENT_IDS_KEY, None)
+    for attr in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
+        setattr(node, attr, [k for k in getattr(node, attr) if k != _PARENT_IDS_KEY])
+
+
+def _embeddings(vector_store: Any, node_ids: Iterable[str]) -> dict[str, list[float]]:
+    """The stored vectors of ``node_ids`` (the JSON store's, or the LanceDB table's)."""
+    from llama_index.core.vector_stores.simple import SimpleVectorStore
+
+    ids = list(dict.fromkeys(node_ids))
+    if isinstance(vector_store, SimpleVectorStore):
+        stored = vector_store.data.embedding_dict
+        return {i: stored[i] for i in ids if i in stored}
+    vectors: dict[str, list[float]] = {}
+    try:
+        for start in range(0, len(ids), _BATCH):
+            for node in vector_store.get_nodes(node_ids=ids[start : start + _BATCH]):
+                vectors[node.node_id] = node.get_embedding()
+    except NotImplementedError as exc:
+        raise InputDataError(
+            f"A sync reads the stored vectors back, which {type(vector_store).__name__} does not allow: use the "
+            "simple or lancedb vector store."
+        ) from exc
+    return vectors
+
+
+def _apply(index: Any, write: list[BaseNode], drop: list[str]) -> None:
+    """Delete the ``drop`` nodes from the vector store and docstore, then add the ``write`` nodes (embedded)."""
+    present = [i for i in dict.fromkeys(drop) if index.docstore.document_exists(i)]
+    for start in range(0, len(present), _BATCH):
+        index.delete_nodes(present[start : start + _BATCH], delete_from_docstore=True)
+    if write:
+        index.insert_nodes(write)
+
+
+async def _sync_graphrag(
+    documents: list[Document], persist_dir: Path, store: str | Path | None, llm: Any
+) -> tuple[dict[str, Any] | None, int]:
+    """The GraphRAG store's incremental update (the index folder's ``graphrag/``, or ``store``): its figures and
+    LLM calls; nothing without a store."""
+    from llama_index_kgplus.graphrag import GraphRAGIndex
+    from llama_index_kgplus.graphrag._index import STATE_FILE
+
+    folder = user_path(store) if store is not None else persist_dir / GRAPHRAG_DIR
+    if not (folder / STATE_FILE).is_file():
+        if store is not None:
+            raise InputDataError(
+                f"{folder} holds no GraphRAG store (no {STATE_FILE}): build one with `kgplus graphrag index`."
+            )
+        return None, 0
+    graphrag = GraphRAGIndex.from_defaults(folder, llm=_llm(llm, None), show_progress=False)
+    try:
+        stats = await graphrag.aupdate(documents)
+    finally:
+        graphrag.close()
+    data = stats.as_dict()
+    return data, int(data.get("llm_calls", 0))

@@ -1,0 +1,268 @@
+"""One corpus sync (`kgplus sync`, `sync_index`): an index synced with a changed corpus holds what a fresh ingest of
+that corpus holds (docstore, vectors, entity graph, summaries, retrieval), having embedded only the new text; and
+the bad inputs: another embedding model, two writers at once, duplicate ids, an unchanged corpus.
+
+Small data: 16 passages of the bundled multi-hop sample, split small (64 tokens) so that the semantic hierarchy
+has clusters; the extractive summarizer (no LLM). The GraphRAG path runs with the rule-based fake LLM of the
+GraphRAG tests (``RuleBasedGraphRAGLLM``), which follows the real prompts and parsers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from llama_index.core import Document
+
+from llama_index_kgplus import build_index, load_corpus, load_index
+from llama_index_kgplus._indexing import INGEST_FILE
+from llama_index_kgplus._lock import writer_lock
+from llama_index_kgplus._syncing import SyncReport
+from llama_index_kgplus.cli import main
+from llama_index_kgplus.entity_graph import EntityGraph
+from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.hierarchy._retriever import read_manifest
+from llama_index_kgplus.indexing import sync_index
+from llama_index_kgplus.sample import SAMPLE_MULTIHOP_DOCS
+
+QUESTIONS = ["Who was the wife of Lothair II?", "Which film was directed in India?", "Where was the bishop buried?"]
+INGEST = ["--chunk-size", "64", "--chunk-overlap", "8", "--entities", "titles", "--hierarchy", "semantic",
+          "--summarizer", "extractive"]  # fmt: skip
+
+
+def _rows() -> list[dict]:
+    return [json.loads(line) for line in SAMPLE_MULTIHOP_DOCS.read_text(encoding="utf-8").splitlines()[:24]]
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> dict[str, Path]:
+    """v1; v2: one document deleted, one changed, two added; v3: the changed one changed again, one more gone."""
+    folder = tmp_path_factory.mktemp("corpora")
+    rows = _rows()
+    v1 = rows[:16]
+    v2 = [dict(r) for r in v1[1:]] + rows[16:18]
+    v2[0]["text"] += " It was later renamed after a long dispute about its founding."
+    v3 = [dict(r) for r in v2 if r["id"] != v2[5]["id"]]
+    v3[0]["text"] = v3[0]["text"].replace("dispute", "quarrel") + " Nobody remembers why."
+    return {name: _write(folder / f"{name}.jsonl", rows) for name, rows in (("v1", v1), ("v2", v2), ("v3", v3))}
+
+
+def _ingest(corpus: Path, index: Path, *extra: str) -> None:
+    assert main(["ingest", str(corpus), "--index", str(index), *INGEST, *extra]) == 0
+
+
+def _sync(corpus: Path, index: Path, capsys) -> SyncReport:
+    capsys.readouterr()
+    assert main(["sync", str(corpus), "--index", str(index), "--json", "--quiet"]) == 0
+    data = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return SyncReport(**data)
+
+
+def _snapshot(folder: Path, embed_model) -> dict:
+    """What a fresh ingest and a sync must agree on, with node ids (random per ingest) replaced by texts."""
+    index = load_index(folder, embed_model=embed_model)
+    docs = index.docstore.docs
+    text = {node_id: node.get_content() for node_id, node in docs.items()}
+
+    def signature(node):
+        metadata = {k: v for k, v in node.metadata.items() if k != "parent_ids"}
+        parents = sorted(text[p] for p in node.metadata.get("parent_ids", []))
+        children = sorted(text[c.node_id] for c in node.child_nodes or [])
+        return json.dumps([node.get_content(), node.ref_doc_id, metadata, parents, children], sort_keys=True)
+
+    store = index.vector_store
+    if hasattr(store, "data"):  # the JSON store
+        stored_ids = set(store.data.embedding_dict)
+    else:  # LanceDB
+        stored_ids = {n.node_id for n in store.get_nodes(list(docs))}
+        assert store.table.count_rows() == len(docs)
+    graph = EntityGraph.load(folder)
+    manifest = read_manifest(folder)
+    corpus_ids = sorted(index.ref_doc_info)
+    retriever = index.as_retriever(similarity_top_k=4)
+    return {
+        "nodes": sorted(signature(n) for n in docs.values()),
+        "vectors_match_docstore": stored_ids == set(docs),
+        "hashes": {d: index.docstore.get_document_hash(d) for d in corpus_ids},
+        "mentions": sorted((text[p], key, count, about) for p, key, count, about in graph.mentions()),
+        "entities": sorted(
+            (e.key, e.name, sorted((s, sorted(d)) for s, d in e.sources.items())) for e in graph.entities
+        ),
+        "edges": sorted(graph.entities.relationships),
+        "levels": manifest["nodes_per_level"],
+        "roots": sorted(text[r] for r in manifest["root_ids"]),
+        "retrieved": [[(h.node.get_content(), round(h.score, 3)) for h in retriever.retrieve(q)] for q in QUESTIONS],
+    }
+
+
+def _assert_same(synced: dict, fresh: dict) -> None:
+    for key in fresh:
+        if key == "retrieved":
+            for got, want in zip(synced[key], fresh[key]):
+                assert [t for t, _ in got] == [t for t, _ in want]
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=2e-3)
+        else:
+            assert synced[key] == fresh[key], key
+    assert synced["vectors_match_docstore"]
+
+
+@pytest.fixture(scope="module")
+def counted(embed_model):
+    """The texts the embedding model is asked for (before its cache), counted across the test module."""
+    cls = type(embed_model)
+    original = cls.aget_text_embedding_batch, cls.get_text_embedding_batch
+    asked: list[str] = []
+
+    async def acount(self, texts, *args, **kwargs):
+        asked.extend(texts)
+        return await original[0](self, texts, *args, **kwargs)
+
+    def count(self, texts, *args, **kwargs):
+        asked.extend(texts)
+        return original[1](self, texts, *args, **kwargs)
+
+    cls.aget_text_embedding_batch, cls.get_text_embedding_batch = acount, count
+    yield asked
+    cls.aget_text_embedding_batch, cls.get_text_embedding_batch = original
+
+
+@pytest.mark.parametrize("store", ["simple", "lancedb"])
+def test_a_synced_index_is_a_fresh_ingest_of_the_new_corpus(store, corpora, tmp_path, embed_model, counted, capsys):
+    synced, fresh = tmp_path / "synced", tmp_path / "fresh"
+    _ingest(corpora["v1"], synced, "--vector-store", store)
+
+    counted.clear()
+    report = _sync(corpora["v2"], synced, capsys)
+    v1, v2 = load_corpus(corpora["v1"]), load_corpus(corpora["v2"])
+    assert report.deleted == [v1[0].doc_id] and report.updated == [v2[0].doc_id]
+    assert report.added == [d.doc_id for d in v2[-2:]] and len(report.unchanged) == len(v1) - 2
+    assert report.summaries_reused > report.summaries_written > 0 and report.llm_calls == 0
+    # only the new and changed documents' text (and the summaries over it) went to the model
+    unchanged = [f"title: {d.metadata['title']}\n" for d in v2 if d.doc_id in report.unchanged]
+    assert counted and report.texts_embedded == len(set(counted))
+    assert not [text for text in counted if any(title in text for title in unchanged)]
+    assert any("title: " + v2[0].metadata["title"] in text for text in counted)  # the changed document's chunks
+
+    report = _sync(corpora["v3"], synced, capsys)  # the changed document changed again, one more deleted
+    assert report.updated == [load_corpus(corpora["v3"])[0].doc_id] and len(report.deleted) == 1
+    _ingest(corpora["v3"], fresh, "--vector-store", store)
+    _assert_same(_snapshot(synced, embed_model), _snapshot(fresh, embed_model))
+
+
+def test_an_unchanged_corpus_is_a_no_op(corpora, tmp_path, embed_model, counted, capsys):
+    index = tmp_path / "index"
+    _ingest(corpora["v1"], index)
+    stamp = (index / INGEST_FILE).read_text(encoding="utf-8")
+    counted.clear()
+    report = _sync(corpora["v1"], index, capsys)
+    assert not report.changed and report.ingest_id is None and report.texts_embedded == 0 and not counted
+    assert len(report.unchanged) == 16 and report.nodes_written == report.nodes_deleted == 0
+    assert (index / INGEST_FILE).read_text(encoding="utf-8") == stamp  # nothing was written
+    assert main(["sync", str(corpora["v1"]), "--index", str(index), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("index up to date: 16 documents unchanged")
+
+
+def test_sync_of_a_plain_index_in_python(tmp_path, embed_model):
+    docs = [Document(id_=r["id"], text=r["text"], metadata={"title": r["title"]}) for r in _rows()[:8]]
+    build_index(docs[:6], tmp_path / "synced", embed_model=embed_model, show_progress=False)
+    new = [docs[0], Document(id_=docs[1].doc_id, text=docs[1].text + " Changed."), *docs[2:5], *docs[6:]]
+    report = sync_index(new, tmp_path / "synced", embed_model=embed_model, show_progress=False)
+    assert (report.added, report.updated, report.deleted) == (
+        [d.doc_id for d in docs[6:]],
+        [docs[1].doc_id],
+        [docs[5].doc_id],
+    )
+    build_index(new, tmp_path / "fresh", embed_model=embed_model, show_progress=False)
+    synced, fresh = (load_index(tmp_path / n, embed_model=embed_model) for n in ("synced", "fresh"))
+    for a, b in ((synced, fresh), (fresh, synced)):
+        assert sorted((n.ref_doc_id, n.get_content()) for n in a.docstore.docs.values()) == sorted(
+            (n.ref_doc_id, n.get_content()) for n in b.docstore.docs.values()
+        )
+    assert set(synced.vector_store.data.embedding_dict) == set(synced.docstore.docs)
+    assert {d: synced.docstore.get_document_hash(d) for d in synced.ref_doc_info} == {d.doc_id: d.hash for d in new}
+    again = sync_index(new, tmp_path / "synced", embed_model=embed_model, show_progress=False)
+    assert not again.changed
+
+
+def test_another_embedding_model_is_refused(tmp_path, embed_model):
+    from llama_index.core.embeddings import MockEmbedding
+
+    docs = [Document(id_="a", text="Aspirin treats headache."), Document(id_="b", text="Rest helps too.")]
+    mock = MockEmbedding(embed_dim=8)
+    build_index(docs, tmp_path, embed_model=mock, show_progress=False)
+    with pytest.raises(InputDataError, match="was built with the embedding model .*re-run `kgplus ingest`"):
+        sync_index(docs[:1], tmp_path, embed_model=embed_model, show_progress=False)
+    assert len(load_index(tmp_path, embed_model=mock).docstore.docs) == 2  # untouched
+
+
+def test_a_second_writer_is_refused(tmp_path, embed_model):
+    docs = [Document(id_="a", text="Aspirin treats headache."), Document(id_="b", text="Rest helps too.")]
+    build_index(docs, tmp_path, embed_model=embed_model, show_progress=False)
+    holding, release = threading.Event(), threading.Event()
+
+    def other_writer():
+        with writer_lock(tmp_path, "another sync"):
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=other_writer)
+    thread.start()
+    try:
+        holding.wait(30)
+        with pytest.raises(InputDataError, match=r"being written by .*another sync.*one writer per folder"):
+            sync_index(docs[:1], tmp_path, embed_model=embed_model, show_progress=False)
+    finally:
+        release.set()
+        thread.join()
+    assert sync_index(docs[:1], tmp_path, embed_model=embed_model, show_progress=False).deleted == ["b"]
+
+
+def test_duplicate_ids_and_bad_corpora_are_one_line_errors(tmp_path, embed_model, cli_error):
+    docs = [Document(id_="a", text="one"), Document(id_="a", text="two")]
+    with pytest.raises(InputDataError, match="two documents with the id 'a'"):
+        sync_index(docs, tmp_path, embed_model=embed_model)
+    corpus = _write(tmp_path / "dup.jsonl", [{"id": "a", "text": "one"}, {"id": "a", "text": "two"}])
+    build_index(docs[:1], tmp_path / "index", embed_model=embed_model, show_progress=False)
+    assert "duplicate document id 'a'" in cli_error(["sync", str(corpus), "--index", str(tmp_path / "index")])
+    assert "holds no index" in cli_error(["sync", str(corpus), "--index", str(tmp_path / "none")])
+
+
+def test_the_graphrag_store_of_the_folder_is_updated(corpora, tmp_path, embed_model):
+    from llama_index_kgplus.graphrag import GraphRAGIndex
+    from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
+
+    v1, v2 = load_corpus(corpora["v1"])[:6], load_corpus(corpora["v2"])[:6]
+    build_index(v1, tmp_path, embed_model=embed_model, show_progress=False)
+    with GraphRAGIndex.from_defaults(tmp_path / "graphrag", llm=RuleBasedGraphRAGLLM(), show_progress=False) as g:
+        g.build(v1)
+    report = sync_index(v2, tmp_path, embed_model=embed_model, llm=RuleBasedGraphRAGLLM(), show_progress=False)
+    assert report.graphrag is not None
+    assert (report.graphrag["documents_added"], report.graphrag["documents_changed"]) == (1, 1)
+    assert report.graphrag["documents_deleted"] == 1 and report.llm_calls == report.graphrag["llm_calls"] > 0
+    assert report.graphrag["reports_regenerated"] <= report.graphrag["reports_total"]
+
+
+def test_an_index_persisted_again_keeps_its_record_and_one_without_a_record_is_refused(tmp_path):
+    from llama_index.core.embeddings import MockEmbedding
+
+    from llama_index_kgplus._indexing import persist_index
+
+    mock = MockEmbedding(embed_dim=8)
+    docs = [Document(id_=i, text=f"Passage {i} about aspirin.") for i in "abc"]
+    index = build_index(docs, tmp_path, embed_model=mock, show_progress=False)
+    index.delete_ref_doc("b")
+    persist_index(index, tmp_path)  # the same index again: ingest.json keeps how it was built
+    report = sync_index(docs, tmp_path, embed_model=mock, show_progress=False)
+    assert (report.added, report.unchanged, report.texts_embedded) == (["b"], ["a", "c"], 1)
+    stamp = json.loads((tmp_path / INGEST_FILE).read_text(encoding="utf-8"))
+    del stamp["settings"]  # as an index of an earlier version
+    (tmp_path / INGEST_FILE).write_text(json.dumps(stamp), encoding="utf-8")
+    with pytest.raises(InputDataError, match="does not record how the index was built.*re-run `kgplus ingest"):
+        sync_index(docs[:1], tmp_path, embed_model=mock, show_progress=False)
