@@ -354,9 +354,13 @@ def postgres_server(
         if run_as:
             os.chown(root, run_as["user"], run_as["group"])
             if not _runs([str(programs / "postgres"), "--version"], run_as):
-                # nobody cannot reach the installed programs (a private home): a copy of them in the cluster's folder
-                shutil.copytree(programs.parent, root / "pginstall", symlinks=True)
-                programs = root / "pginstall" / "bin"
+                # nobody cannot reach the installed programs (a private home): a copy of them in the cluster's folder,
+                # laid out as installed (their rpath finds the bundled libraries at ../../../pgserver.libs)
+                site = programs.parents[2]
+                shutil.copytree(programs.parent, root / "site" / "pgserver" / "pginstall", symlinks=True)
+                if (site / "pgserver.libs").is_dir():
+                    shutil.copytree(site / "pgserver.libs", root / "site" / "pgserver.libs", symlinks=True)
+                programs = root / "site" / "pgserver" / "pginstall" / "bin"
         secret = root / "password"
         secret.write_text(password + "\n", encoding="utf-8")
         if run_as:
