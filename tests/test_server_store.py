@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 if importlib.util.find_spec("pgserver") is None:  # the server (dev), found without importing it
-    pytest.skip("pgserver (PostgreSQL with pgvector) is not installed", allow_module_level=True)
+    pytest.skip(
+        "pgserver (PostgreSQL with pgvector) is not installed: dev has it on x86_64 Linux with Python <= 3.12",
+        allow_module_level=True,
+    )
 pytest.importorskip("llama_index.vector_stores.postgres")  # the `postgres` extra (in dev)
 
 import sqlalchemy  # noqa: E402
