@@ -6,8 +6,11 @@ instead (``lancedb/``, the ``lancedb`` extra: :mod:`llama_index_kgplus._lancedb`
 searches with an ANN index at scale, and such a folder keeps its docstore and index store in one SQLite file
 (``docstore/``, :mod:`llama_index_kgplus._sqlitedoc`) instead of ``docstore.json``, read row by row rather than
 parsed whole; :func:`load_index` opens either without being told which. Any other LlamaIndex
-``vector_store`` can be passed too (it keeps its own data). Extra transformations (e.g. summary node builders) run
-after splitting and embedding.
+``vector_store`` can be passed too, such as ``PGVectorStore`` (PostgreSQL with pgvector, the ``postgres`` extra):
+it keeps the vectors on its server, ``ingest.json`` records which store (:mod:`llama_index_kgplus._server_store`,
+without secrets), a store that returns its nodes gets the SQLite docstore of a LanceDB folder, and
+``load_index(DIR, vector_store=store)`` reopens it (without the store: refused, naming it). Extra
+transformations (e.g. summary node builders) run after splitting and embedding.
 
 The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``kill -9`` or a full disk never
 leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
@@ -49,12 +52,14 @@ from llama_index.core.data_structs import IndexDict
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import BaseNode, TransformComponent
 from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
 from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus._redact import redact_url
+from llama_index_kgplus._server_store import check_store, holds_nodes, is_server_store
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
 
@@ -169,7 +174,8 @@ def build_index(
     the start (another writer of the folder is refused before any work). ``vector_store``: ``None`` or
     ``"simple"`` (LlamaIndex's JSON store in the folder), ``"lancedb"`` (a LanceDB table in the folder, which
     opens in constant time: for large corpora; needs ``persist_dir`` and the ``lancedb`` extra), or any LlamaIndex
-    vector store.
+    vector store, such as ``PGVectorStore`` (a server's table: ``ingest.json`` records which, and
+    ``load_index(persist_dir, vector_store=store)`` reopens it).
 
     Example:
 
@@ -219,14 +225,15 @@ def _build_index(
     storage.docstore.add_documents(nodes)
     # each document's content hash: a later sync (``kgplus sync``) re-indexes only the documents whose hash changed
     storage.docstore.set_document_hashes({doc.doc_id: doc.hash for doc in documents})
-    if vector_store is not None and _is_lancedb(vector_store):
+    if vector_store is not None and (_is_lancedb(vector_store) or holds_nodes(vector_store)):
         # the docstore follows the table's adds and deletes; the table holds the nodes, so no map of their ids
         index = PackVectorStoreIndex(
             index_struct=_NodesInStoreIndexDict(), storage_context=storage, embed_model=embed_model,
             store_nodes_override=True,
         )  # fmt: skip
         index.insert_nodes(nodes, show_progress=show_progress)
-        vector_store.optimize_for_search()  # the ANN index, once big enough
+        if _is_lancedb(vector_store):
+            vector_store.optimize_for_search()  # the ANN index, once big enough
     else:
         index = PackVectorStoreIndex(
             nodes, storage_context=storage, embed_model=embed_model, show_progress=show_progress
@@ -298,12 +305,20 @@ def persist_storage(
                 settings = old.get("settings") if index_id is not None and old.get("index_id") == index_id else None
         if settings is not None:
             stamp["settings"] = dict(settings)
-        if _is_lancedb(storage_context.vector_store):
+        vector_store = storage_context.vector_store
+        if _is_lancedb(vector_store):
             from llama_index_kgplus._lancedb import store_record
-            from llama_index_kgplus._sqlitedoc import persist_kv
 
             # the table stays where it is; the stamp names the version that goes with these files
-            stamp["vector_store"] = store_record(storage_context.vector_store, persist_dir)
+            stamp["vector_store"] = store_record(vector_store, persist_dir)
+        elif is_server_store(vector_store):
+            from llama_index_kgplus._server_store import store_record as server_record
+
+            # the vectors stay on their server; the stamp names the store (without secrets) for load_index
+            stamp["vector_store"] = server_record(vector_store)
+        if _is_lancedb(vector_store) or holds_nodes(vector_store):
+            from llama_index_kgplus._sqlitedoc import persist_kv
+
             # the docstore and index store: a SQLite file of the folder, named by the stamp as the table is
             stamp["docstore"] = persist_kv(storage_context, persist_dir)
         staging = _new_staging(persist_dir)
@@ -499,7 +514,7 @@ def check_index_files(persist_dir: str | Path) -> dict[str, Any] | None:
     if stamp is None:
         return None
     files = stamp["files"]
-    if isinstance(stamp.get("vector_store"), dict):
+    if isinstance(stamp.get("vector_store"), dict) and stamp["vector_store"].get("type") == "lancedb":
         from llama_index_kgplus._lancedb import table_path
 
         table = table_path(persist_dir, stamp["vector_store"])
@@ -575,14 +590,30 @@ def check_embed_model(persist_dir: str | Path, embed_model: BaseEmbedding | dict
 
 
 def load_index(
-    persist_dir: str | Path, *, embed_model: BaseEmbedding | None = None, check: bool = True
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    check: bool = True,
+    vector_store: BasePydanticVectorStore | None = None,
 ) -> VectorStoreIndex:
     """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
-    called, e.g. before loading the embedding model)."""
+    called, e.g. before loading the embedding model). ``vector_store``: the store that holds the vectors of an
+    index built with one outside the folder (a ``PGVectorStore`` on its server: the caller connects it, with its
+    credentials); refused when the folder's ``ingest.json`` names another store or keeps the vectors itself, and
+    a folder built with such a store is refused without it.
+
+    Example:
+
+    ```python
+    store = PGVectorStore.from_params(host="127.0.0.1", port=5432, database="rag", user="rag",
+                                      password=os.environ["PGPASSWORD"], table_name="kgplus", embed_dim=384)
+    index = load_index("./index", vector_store=store)
+    ```
+    """
     persist_dir = require_index(persist_dir) if check else user_path(persist_dir)
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
-    storage = open_storage(persist_dir)
+    storage = open_storage(persist_dir, vector_store=vector_store)
     from llama_index_kgplus._sqlitedoc import SQLiteIndexStore
 
     if isinstance(storage.index_store, SQLiteIndexStore):
@@ -612,44 +643,64 @@ def load_index(
         index_struct=index.index_struct,
         storage_context=storage,
         embed_model=index_embed_model(index),
-        store_nodes_override=_is_lancedb(storage.vector_store),
+        store_nodes_override=_is_lancedb(storage.vector_store) or holds_nodes(storage.vector_store),
     )
 
 
-def open_storage(persist_dir: str | Path) -> StorageContext:
+def _folder_vector_store(
+    persist_dir: Path, stamp: Mapping[str, Any] | None, vector_store: BasePydanticVectorStore | None
+) -> Any | None:
+    """The vector store of an index folder: the one given, checked against the store ``ingest.json`` names; the
+    LanceDB table it names; or ``None`` for the folder's JSON store."""
+    from llama_index_kgplus._server_store import STORE_TYPE
+
+    record = (stamp or {}).get("vector_store")
+    if isinstance(record, dict) and record.get("type") == STORE_TYPE:
+        check_store(persist_dir, record, vector_store)
+        return vector_store
+    # an index built by an earlier version with a store outside the folder has a stamp without it, and no JSON store
+    if vector_store is not None and (isinstance(record, dict) or (persist_dir / _JSON_STORE_FILES[0]).is_file()):
+        kept = "a LanceDB table of the folder" if isinstance(record, dict) else "the folder's JSON vector store"
+        raise InputDataError(
+            f"{persist_dir} keeps its vectors in {kept}, not in a {vector_store.class_name()}: open it without "
+            "vector_store, or re-run build_index with that store."
+        )
+    if isinstance(record, dict):
+        from llama_index_kgplus._lancedb import open_store
+
+        return open_store(persist_dir, record)
+    return vector_store  # None, or the store of a folder of plain LlamaIndex (no ingest.json)
+
+
+def open_storage(persist_dir: str | Path, *, vector_store: BasePydanticVectorStore | None = None) -> StorageContext:
     """The storage context of an index folder: its docstore and index store, JSON or the SQLite file that
-    ``ingest.json`` names (nothing read up front), and its vector store, JSON or the LanceDB table (at its
-    version) that ``ingest.json`` names."""
+    ``ingest.json`` names (nothing read up front), and its vector store, JSON, the LanceDB table (at its
+    version) that ``ingest.json`` names, or ``vector_store`` for a folder whose vectors live on a server (checked
+    against what ``ingest.json`` names)."""
     persist_dir = user_path(persist_dir)
     try:
         stamp = _read_stamp(persist_dir)
     except InputDataError:
         stamp = None  # an unreadable stamp: read as a folder of plain LlamaIndex (require_index reports it)
-    record = (stamp or {}).get("vector_store")
     kv_record = (stamp or {}).get("docstore")
     try:
-        if isinstance(record, dict) and isinstance(kv_record, dict):
+        store = _folder_vector_store(persist_dir, stamp, vector_store)
+        if store is not None and isinstance(kv_record, dict):
             from llama_index.core.graph_stores import SimpleGraphStore
 
-            from llama_index_kgplus._lancedb import open_store
             from llama_index_kgplus._sqlitedoc import open_kv_stores
 
             docstore, index_store = open_kv_stores(persist_dir, kv_record)
             return StorageContext.from_defaults(
-                docstore=docstore,
-                index_store=index_store,
-                vector_store=open_store(persist_dir, record),
-                graph_store=SimpleGraphStore(),
+                docstore=docstore, index_store=index_store, vector_store=store, graph_store=SimpleGraphStore()
             )
-        if isinstance(record, dict):
-            from llama_index_kgplus._lancedb import open_store
-
-            return StorageContext.from_defaults(
-                persist_dir=str(persist_dir), vector_store=open_store(persist_dir, record)
-            )
+        if store is not None:
+            return StorageContext.from_defaults(persist_dir=str(persist_dir), vector_store=store)
         return StorageContext.from_defaults(
             persist_dir=str(persist_dir), vector_stores=_read_json_vector_stores(persist_dir)
         )
+    except InputDataError:
+        raise
     except (OSError, ValueError) as exc:  # a missing or unparsable store file of a folder without ingest.json
         raise InputDataError(
             f"{persist_dir} holds an unreadable index ({type(exc).__name__}: {exc}): re-run `kgplus ingest DOCS "

@@ -426,12 +426,12 @@ def table_path(persist_dir: Path, record: dict[str, Any]) -> Path:
 
 
 def drop_other_tables(persist_dir: Path, keep: dict[str, Any] | None) -> None:
-    """Remove the tables of ``persist_dir/lancedb`` that the stamp's ``keep`` record does not name: those of
-    replaced indexes and of ingests that never finished."""
+    """Remove the tables of ``persist_dir/lancedb`` that the stamp's ``keep`` record does not name (all of them when
+    it names another kind of store): those of replaced indexes and of ingests that never finished."""
     folder = persist_dir / TABLE_DIR
     if not folder.is_dir():
         return
-    kept = table_path(persist_dir, keep).resolve() if keep else None
+    kept = table_path(persist_dir, keep).resolve() if keep and keep.get("type") == STORE_TYPE else None
     for path in folder.iterdir():
         if path.name.endswith(".lance") and path.resolve() != kept:
             shutil.rmtree(path, ignore_errors=True)

@@ -3,7 +3,8 @@ reproduce broken JSON, a refusal or a given rewrite on demand (a real model cann
 LLM (prompts, parsing, retries, streaming, usage metering) runs for real. GraphRAG's rule-based stand-in is
 :class:`llama_index_kgplus.graphrag._testing.RuleBasedGraphRAGLLM`. :func:`falkordb_server` starts a real FalkorDB
 server on 127.0.0.1 for tests and benchmarks (the ``falkordb`` extra ships it), :func:`arcadedb_server` an
-ArcadeDB server whose Bolt listener stands in for Neo4j (``arcadedb-embedded``).
+ArcadeDB server whose Bolt listener stands in for Neo4j (``arcadedb-embedded``), :func:`postgres_server` a
+PostgreSQL server with pgvector (``pgserver``, in ``dev``).
 
 Example:
 
@@ -23,10 +24,14 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -41,11 +46,13 @@ from pydantic import Field
 
 __all__ = [
     "ArcadeDB",
+    "Postgres",
     "ScriptedLLM",
     "arcadedb_server",
     "falkordb_server",
     "free_port",
     "llama_cpp_server",
+    "postgres_server",
 ]
 
 
@@ -249,14 +256,21 @@ def arcadedb_server(workdir: str | Path, password: str) -> Iterator[ArcadeDB]:
 
 @contextlib.contextmanager
 def _running(
-    command: list[str], ready: Callable[[], bool], what: str, timeout: float, log: Any = None
+    command: list[str],
+    ready: Callable[[], bool],
+    what: str,
+    timeout: float,
+    log: Any = None,
+    stop: int = signal.SIGTERM,
+    **popen: Any,
 ) -> Iterator[None]:
-    """Run ``command`` until the block ends (terminated, then killed if it lingers), once ``ready()`` is true;
-    ``KGPlusSetupError`` naming ``what`` if it exits or is not ready within ``timeout`` seconds."""
+    """Run ``command`` until the block ends (sent ``stop``, then killed if it lingers), once ``ready()`` is true;
+    ``KGPlusSetupError`` naming ``what`` if it exits or is not ready within ``timeout`` seconds. ``popen``: more
+    arguments of ``subprocess.Popen`` (``user``, ``cwd``, ...)."""
     from llama_index_kgplus.errors import KGPlusSetupError
 
     out = log or subprocess.DEVNULL
-    proc = subprocess.Popen(command, stdout=out, stderr=out)
+    proc = subprocess.Popen(command, stdout=out, stderr=out, **popen)
     try:
         deadline = time.monotonic() + timeout
         while not ready():
@@ -265,12 +279,119 @@ def _running(
             time.sleep(0.1)
         yield
     finally:
-        proc.terminate()
+        proc.send_signal(stop)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running :func:`postgres_server`: its port on 127.0.0.1 and its one user, who owns ``database``."""
+
+    port: int
+    user: str
+    password: str
+    database: str = "postgres"
+    host: str = "127.0.0.1"
+
+
+def _postgres_bin() -> Path:
+    """The folder of the PostgreSQL programs that ``pgserver`` bundles (with pgvector), found without importing
+    it (its import sets up its own server manager, unused here)."""
+    import importlib.util
+
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise KGPlusSetupError("The PostgreSQL test server needs pgserver: pip install 'pgserver==0.1.4'.")
+    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+
+
+def _server_user() -> dict[str, Any]:
+    """``Popen`` arguments that run a server as ``nobody`` when this process is root (PostgreSQL refuses root)."""
+    if os.geteuid() != 0:
+        return {}
+    import pwd
+
+    entry = pwd.getpwnam("nobody")
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _runs(command: list[str], run_as: dict[str, Any]) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True, **run_as).returncode == 0
+    except OSError:  # not executable by that user
+        return False
+
+
+@contextlib.contextmanager
+def postgres_server(
+    workdir: str | Path, password: str, *, user: str = "kgplus", timeout: float = 60.0
+) -> Iterator[Postgres]:
+    """A PostgreSQL server with the pgvector extension (``pgserver``'s bundled programs, in ``dev``) on
+    127.0.0.1 for the duration of the block: a new cluster in a temporary folder (removed at the end), one user
+    ``user`` with ``password`` (scram-sha-256), no unix socket, no fsync; its log is ``workdir/postgres-PORT.log``.
+    PostgreSQL refuses to run as root: under root the cluster belongs to ``nobody``, who runs the server. Raises
+    ``KGPlusSetupError`` when it does not start.
+
+    Example:
+
+    ```python
+    with postgres_server(tmp_path, "secret") as pg:
+        store = PGVectorStore.from_params(host=pg.host, port=pg.port, database=pg.database, user=pg.user,
+                                          password=pg.password, table_name="kgplus", embed_dim=384)
+    ```
+    """
+    from llama_index_kgplus.errors import KGPlusSetupError
+
+    programs, run_as = _postgres_bin(), _server_user()
+    root = Path(tempfile.mkdtemp(prefix="kgplus-pg-"))
+    try:
+        if run_as:
+            os.chown(root, run_as["user"], run_as["group"])
+            if not _runs([str(programs / "postgres"), "--version"], run_as):
+                # nobody cannot reach the installed programs (a private home): a copy of them in the cluster's folder,
+                # laid out as installed (their rpath finds the bundled libraries at ../../../pgserver.libs)
+                site = programs.parents[2]
+                shutil.copytree(programs.parent, root / "site" / "pgserver" / "pginstall", symlinks=True)
+                if (site / "pgserver.libs").is_dir():
+                    shutil.copytree(site / "pgserver.libs", root / "site" / "pgserver.libs", symlinks=True)
+                programs = root / "site" / "pgserver" / "pginstall" / "bin"
+        secret = root / "password"
+        secret.write_text(password + "\n", encoding="utf-8")
+        if run_as:
+            os.chown(secret, run_as["user"], run_as["group"])
+        data = root / "data"
+        init = [
+            str(programs / "initdb"), "-D", str(data), "-U", user, f"--pwfile={secret}", "--auth=scram-sha-256",
+            "--encoding=UTF8", "--locale=C", "--no-sync",
+        ]  # fmt: skip
+        done = subprocess.run(init, capture_output=True, text=True, cwd=root, **run_as)
+        secret.unlink()
+        if done.returncode:
+            raise KGPlusSetupError(f"initdb failed: {(done.stderr or done.stdout).strip()[-500:]}")
+        port = free_port()
+        command = [
+            str(programs / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port),
+            "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "synchronous_commit=off",
+            "-c", "full_page_writes=off",
+        ]  # fmt: skip
+        probe = [str(programs / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port), "-t", "1"]
+
+        def ready() -> bool:
+            return subprocess.run(probe, capture_output=True).returncode == 0
+
+        with open(Path(workdir) / f"postgres-{port}.log", "wb") as log:
+            # SIGINT: the fast shutdown (SIGTERM waits for every client to disconnect)
+            what = f"The PostgreSQL server on port {port}"
+            with _running(command, ready, what, timeout, log, stop=signal.SIGINT, cwd=root, **run_as):
+                yield Postgres(port=port, user=user, password=password)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # llama-cpp-python's server has no pooling setting: a decoder model such as Qwen would return one vector per

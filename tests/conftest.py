@@ -59,7 +59,7 @@ UNIT_SECONDS = {
     "tests/test_examples.py::test_example_runs[raptor.py]": 64, "notebooks/kg_path_rag.ipynb": 59,
     "notebooks/context_compression.ipynb": 58, "tests/test_examples.py::test_example_runs[hierarchy.py]": 6,
     "tests/test_sources.py": 51, "tests/test_kg_engines.py": 47, "tests/test_workers.py": 46,
-    "tests/test_graphrag_index.py": 42, "tests/test_text_to_cypher_model.py": 41, "tests/test_glossary_engine.py": 25,
+    "tests/test_graphrag_index.py": 42, "tests/test_server_store.py": 30, "tests/test_text_to_cypher_model.py": 41, "tests/test_glossary_engine.py": 25,
     "tests/test_examples.py::test_example_runs[routing.py]": 20, "tests/test_ui.py": 36,
     "tests/test_examples.py::test_example_runs[compression.py]": 15, "tests/test_glossary_cli.py": 27,
     "tests/test_answer_usage.py": 8, "tests/test_evaluation.py": 18, "tests/test_fuzz.py": 26,
