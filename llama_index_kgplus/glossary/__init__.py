@@ -18,7 +18,7 @@ from llama_index_kgplus.glossary._engine import GlossaryQueryEngine, GlossaryRet
 from llama_index_kgplus.glossary._entry import GlossaryEntry
 from llama_index_kgplus.glossary._guard import DriftGuard
 from llama_index_kgplus.glossary._model import Glossary
-from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter, QueryRewrite
+from llama_index_kgplus.glossary._rewrite import GlossaryQueryRewriter
 from llama_index_kgplus.glossary._selection import GlossaryTermSelector
 
 __all__ = [
@@ -29,7 +29,6 @@ __all__ = [
     "GlossaryTermSelector",
     "DriftGuard",
     "GlossaryRetrievalMode",
-    "QueryRewrite",
 ]
 set_public_module(__name__, globals(), __all__)
 
@@ -45,6 +44,7 @@ __getattr__ = deprecated_names(
         "GlossarySelection": "llama_index_kgplus.glossary._selection:GlossarySelection",
         "GuardVerdict": "llama_index_kgplus.glossary._guard:GuardVerdict",
         "load_glossary": "llama_index_kgplus.glossary._model:load_glossary",
+        "QueryRewrite": "llama_index_kgplus.glossary._rewrite:QueryRewrite",
         "reciprocal_rank_fusion": "llama_index_kgplus.glossary._fusion:reciprocal_rank_fusion",
         "RETRIEVAL_MODES": "llama_index_kgplus.glossary._engine:RETRIEVAL_MODES",
         "RetrievalMode": "llama_index_kgplus.glossary:GlossaryRetrievalMode",

@@ -16,12 +16,11 @@ response.metadata["route"], response.metadata["routing"]["scores"]
 from llama_index_kgplus._deprecation import deprecated_names
 from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.router._engine import RoutedQueryEngine
-from llama_index_kgplus.router._router import QuestionRouter, RouteDecision, RouteFeature
+from llama_index_kgplus.router._router import QuestionRouter, RouteFeature
 
 __all__ = [
     "RoutedQueryEngine",
     "QuestionRouter",
-    "RouteDecision",
     "RouteFeature",
 ]
 set_public_module(__name__, globals(), __all__)
@@ -37,6 +36,7 @@ __getattr__ = deprecated_names(
         "kg_entity_feature": "llama_index_kgplus.router._features:kg_entity_feature",
         "load_examples": "llama_index_kgplus.router._router:load_examples",
         "ROUTE_DESCRIPTIONS": "llama_index_kgplus.router._selector:ROUTE_DESCRIPTIONS",
+        "RouteDecision": "llama_index_kgplus.router._router:RouteDecision",
         "ROUTES": "llama_index_kgplus.router._router:ROUTES",
         "table_feature": "llama_index_kgplus.router._features:table_feature",
     },
