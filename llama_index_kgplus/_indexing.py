@@ -52,7 +52,8 @@ from llama_index.core.data_structs import IndexDict
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import BaseNode, TransformComponent
 from llama_index.core.storage.docstore.types import RefDocInfo
-from llama_index.core.vector_stores.types import BasePydanticVectorStore
+from llama_index.core.vector_stores.simple import DEFAULT_VECTOR_STORE, NAMESPACE_SEP
+from llama_index.core.vector_stores.types import DEFAULT_PERSIST_FNAME, BasePydanticVectorStore
 
 from llama_index_kgplus._defaults import LOCAL_EMBED_MODELS, describe_embed_record
 from llama_index_kgplus._files import atomic_write_json, fsync_dir, sha256_file
@@ -95,7 +96,6 @@ _JSON_STORE_FILES = ("default__vector_store.json", "image__vector_store.json")
 # the JSON docstore and index store: a new index that keeps them in SQLite removes those of an old one
 _JSON_KV_FILES = ("docstore.json", "index_store.json", "graph_store.json")
 VECTOR_STORES = ("simple", "lancedb")
-_NAMESPACE_SEP, _VECTOR_STORE_FNAME = "__", "vector_store.json"  # LlamaIndex's names: default__vector_store.json
 """The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore`` (the default), LanceDB."""
 # how long a reader waits for a writer that is moving a sealed index into place (a few renames)
 _SWITCH_WAIT = 60.0
@@ -225,7 +225,7 @@ def _build_index(
     storage.docstore.add_documents(nodes)
     # each document's content hash: a later sync (``kgplus sync``) re-indexes only the documents whose hash changed
     storage.docstore.set_document_hashes({doc.doc_id: doc.hash for doc in documents})
-    if vector_store is not None and (_is_lancedb(vector_store) or holds_nodes(vector_store)):
+    if vector_store is not None and _keeps_nodes(vector_store):
         # the docstore follows the table's adds and deletes; the table holds the nodes, so no map of their ids
         index = PackVectorStoreIndex(
             index_struct=_NodesInStoreIndexDict(), storage_context=storage, embed_model=embed_model,
@@ -250,6 +250,12 @@ def _is_lancedb(vector_store: Any) -> bool:
     from llama_index_kgplus._lancedb import is_pack_store
 
     return is_pack_store(vector_store)
+
+
+def _keeps_nodes(vector_store: Any) -> bool:
+    """Whether the vector store returns the nodes themselves (the pack's LanceDB table, a server store with
+    ``stores_text``): its index keeps no map of every node id, and its docstore is the folder's SQLite file."""
+    return _is_lancedb(vector_store) or holds_nodes(vector_store)
 
 
 def persist_index(
@@ -316,7 +322,7 @@ def persist_storage(
 
             # the vectors stay on their server; the stamp names the store (without secrets) for load_index
             stamp["vector_store"] = server_record(vector_store)
-        if _is_lancedb(vector_store) or holds_nodes(vector_store):
+        if _keeps_nodes(vector_store):
             from llama_index_kgplus._sqlitedoc import persist_kv
 
             # the docstore and index store: a SQLite file of the folder, named by the stamp as the table is
@@ -346,7 +352,7 @@ def _persist_json(storage_context: StorageContext, folder: Path) -> None:
             "text_id_to_ref_doc_id": data.text_id_to_ref_doc_id,
             "metadata_dict": data.metadata_dict,
         }
-        with (folder / f"{name}{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}").open("w", encoding="utf-8") as handle:
+        with (folder / f"{name}{NAMESPACE_SEP}{DEFAULT_PERSIST_FNAME}").open("w", encoding="utf-8") as handle:
             handle.write(json.dumps(fields))  # dumps: the C encoder (dump encodes in Python, 5x slower)
 
 
@@ -355,8 +361,8 @@ def _read_json_vector_stores(persist_dir: Path) -> dict[str, Any] | None:
     folder whose stores LlamaIndex's own reader must read (no namespaced default store: an older layout)."""
     from llama_index.core.vector_stores.simple import SimpleVectorStore, SimpleVectorStoreData
 
-    names = [p.name for p in persist_dir.glob(f"*{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}")]
-    if f"default{_NAMESPACE_SEP}{_VECTOR_STORE_FNAME}" not in names:
+    names = [p.name for p in persist_dir.glob(f"*{NAMESPACE_SEP}{DEFAULT_PERSIST_FNAME}")]
+    if f"{DEFAULT_VECTOR_STORE}{NAMESPACE_SEP}{DEFAULT_PERSIST_FNAME}" not in names:
         return None
     stores: dict[str, Any] = {}
     for name in names:
@@ -369,7 +375,7 @@ def _read_json_vector_stores(persist_dir: Path) -> dict[str, Any] | None:
             text_id_to_ref_doc_id=raw.get("text_id_to_ref_doc_id") or {},
             metadata_dict=raw.get("metadata_dict") or {},
         )
-        stores[name.split(_NAMESPACE_SEP)[0]] = SimpleVectorStore(data=data)
+        stores[name.split(NAMESPACE_SEP)[0]] = SimpleVectorStore(data=data)
     return stores
 
 
@@ -643,7 +649,7 @@ def load_index(
         index_struct=index.index_struct,
         storage_context=storage,
         embed_model=index_embed_model(index),
-        store_nodes_override=_is_lancedb(storage.vector_store) or holds_nodes(storage.vector_store),
+        store_nodes_override=_keeps_nodes(storage.vector_store),
     )
 
 
