@@ -41,10 +41,10 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -61,8 +61,12 @@ from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus._server_store import check_store, holds_nodes, is_server_store
+from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
+
+if TYPE_CHECKING:
+    from llama_index_kgplus._syncing import SyncReport
 
 __all__ = [
     "DEFAULT_CHUNK_OVERLAP",
@@ -81,6 +85,7 @@ __all__ = [
     "read_settings",
     "require_index",
     "open_storage",
+    "set_folder_delete",
     "vector_store_for",
     "write_index_file",
 ]
@@ -118,18 +123,64 @@ class _NodesInStoreIndexDict(IndexDict):
         self.nodes_dict.pop(doc_id, None)  # kept empty: nothing to delete
 
 
+# how an index bound to its folder deletes a document: the sync's (llama_index_kgplus._syncing, a layer above
+# this module, which cannot import it: it installs it when imported, as the package's __init__ does)
+_FOLDER_DELETE: list[Callable[..., Awaitable[Any]]] = []
+
+
+def set_folder_delete(delete: Callable[..., Awaitable[Any]]) -> None:
+    """Install how an index bound to its folder deletes a document (:meth:`PackVectorStoreIndex.adelete_ref_doc`):
+    ``delete(index, persist_dir, ingest_id, doc_id, llm, show_progress)``, returning its ``SyncReport``."""
+    _FOLDER_DELETE[:] = [delete]
+
+
 class PackVectorStoreIndex(VectorStoreIndex):
-    """The ``VectorStoreIndex`` that :func:`build_index` and :func:`load_index` return: ``delete_ref_doc`` removes
-    the document's nodes from the docstore too (which the pack's retrievers read), not only from the vector store.
+    """The ``VectorStoreIndex`` that :func:`build_index` and :func:`load_index` return.
+
+    An index loaded from a folder sealed by ``ingest.json`` (or persisted into one: ``build_index`` with a
+    ``persist_dir``, :func:`persist_index`) is bound to it while the two hold the same index (:attr:`folder`):
+    ``delete_ref_doc`` then deletes the document through every index of the folder (the vector store, the
+    docstore, the entity graph, the summaries, a GraphRAG store in ``graphrag/``) and switches the result in at
+    once, as ``kgplus sync`` does, and this object holds the result (``delete_report_``). A change made in memory
+    (``insert``, ``delete_nodes``, ...) unbinds it: it then deletes as LlamaIndex does, from the vector store and
+    the docstore in memory, until :func:`persist_index` writes it (which drops the folder's entity graph and
+    hierarchy, which would no longer describe it). ``bind_folder(None)`` unbinds it on purpose.
 
     Example:
 
     ```python
     index = load_index("./index", embed_model=embed_model)
-    index.delete_ref_doc("Lothair II")
-    persist_index(index, "./index")
+    index.delete_ref_doc("Lothair II")  # the folder no longer holds it, in any of its indexes
+    print(index.delete_report_.summary())
     ```
     """
+
+    _folder: tuple[Path, str] | None = None  # the folder that holds this index, and the ingest id it holds it as
+    delete_report_: SyncReport | None = None
+
+    @property
+    def folder(self) -> Path | None:
+        """The index folder this index is bound to: the one it was loaded from or persisted into, unchanged since on
+        both sides (else None)."""
+        if self._folder is None or _ingest_id(self._folder[0]) != self._folder[1]:
+            return None
+        return self._folder[0]
+
+    def bind_folder(self, persist_dir: str | Path | None) -> None:
+        """Bind the index to ``persist_dir``, which holds it as it is (:func:`load_index` and :func:`persist_index`
+        do); None unbinds it, so that ``delete_ref_doc`` deletes in memory only, as LlamaIndex does. A folder
+        without ``ingest.json`` (of plain LlamaIndex) binds nothing.
+
+        Example:
+
+        ```python
+        index.bind_folder(None)
+        index.delete_ref_doc("Lothair II")  # in memory; persist_index(index, "./index") writes it
+        ```
+        """
+        folder = user_path(persist_dir).resolve() if persist_dir is not None else None
+        ingest_id = _ingest_id(folder) if folder is not None else None
+        self._folder = (folder, ingest_id) if folder is not None and ingest_id is not None else None
 
     @property
     def ref_doc_info(self) -> dict[str, RefDocInfo]:
@@ -138,12 +189,76 @@ class PackVectorStoreIndex(VectorStoreIndex):
             return self.docstore.get_all_ref_doc_info() or {}
         return super().ref_doc_info
 
-    def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = True, **delete_kwargs: Any) -> None:
-        """Delete the document ``ref_doc_id`` and its nodes (from the docstore too, unless told not to)."""
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """Insert nodes (in memory: the index leaves its folder)."""
+        self._folder = None
+        super().insert_nodes(nodes, **insert_kwargs)
+
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """:meth:`insert_nodes`, async."""
+        self._folder = None
+        await super().ainsert_nodes(nodes, **insert_kwargs)
+
+    def delete_nodes(self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any) -> None:
+        """Delete nodes (in memory: the index leaves its folder)."""
+        self._folder = None
+        super().delete_nodes(node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+
+    async def adelete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """:meth:`delete_nodes`, async."""
+        self._folder = None
+        await super().adelete_nodes(node_ids, delete_from_docstore=delete_from_docstore, **delete_kwargs)
+
+    def update_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
+        """Delete the document's nodes and insert it again, in memory, as LlamaIndex does (the index leaves its
+        folder: sync the corpus to update documents through every index of the folder)."""
+        self._folder = None
+        super().update_ref_doc(document, **update_kwargs)
+
+    async def aupdate_ref_doc(self, document: Document, **update_kwargs: Any) -> None:
+        """:meth:`update_ref_doc`, async."""
+        self._folder = None
+        await super().aupdate_ref_doc(document, **update_kwargs)
+
+    def delete_ref_doc(
+        self,
+        ref_doc_id: str,
+        delete_from_docstore: bool = True,
+        *,
+        llm: Any = None,
+        show_progress: bool = False,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Delete the document ``ref_doc_id`` and its nodes: through every index of the folder the index is bound
+        to (see the class notes; an id the folder does not hold is an :class:`InputDataError` and changes nothing),
+        else from the vector store and the docstore in memory (the docstore too, which the pack's retrievers read,
+        unless ``delete_from_docstore=False``, which also leaves the folder alone). ``llm``: the model (or model
+        spec) of rewritten summaries and of the GraphRAG store's reports (by default the one ``ingest.json``
+        records, else ``$KGPLUS_LLM``; loaded only when needed); ``delete_kwargs``: for the vector store's delete in
+        memory."""
+        if self._folder is not None and delete_from_docstore:
+            run_sync(self.adelete_ref_doc(ref_doc_id, llm=llm, show_progress=show_progress))
+            return
+        self._folder = None
         super().delete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
 
-    async def adelete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = True, **delete_kwargs: Any) -> None:
+    async def adelete_ref_doc(
+        self,
+        ref_doc_id: str,
+        delete_from_docstore: bool = True,
+        *,
+        llm: Any = None,
+        show_progress: bool = False,
+        **delete_kwargs: Any,
+    ) -> None:
         """:meth:`delete_ref_doc`, async."""
+        if self._folder is not None and delete_from_docstore:
+            (folder, ingest_id), (delete,) = self._folder, _FOLDER_DELETE
+            self.delete_report_ = await delete(self, folder, ingest_id, ref_doc_id, llm, show_progress)
+            return
+        self._folder = None
         await super().adelete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
 
 
@@ -169,7 +284,7 @@ def build_index(
     extra_transformations: Sequence[TransformComponent] = (),
     vector_store: Any | None = None,
     show_progress: bool = True,
-) -> VectorStoreIndex:
+) -> PackVectorStoreIndex:
     """Split, embed and index ``documents``; persist to ``persist_dir`` (if given), holding its writer lock from
     the start (another writer of the folder is refused before any work). ``vector_store``: ``None`` or
     ``"simple"`` (LlamaIndex's JSON store in the folder), ``"lancedb"`` (a LanceDB table in the folder, which
@@ -210,7 +325,7 @@ def _build_index(
     extra_transformations: Sequence[TransformComponent],
     vector_store: Any | None,
     show_progress: bool,
-) -> VectorStoreIndex:
+) -> PackVectorStoreIndex:
     pipeline = IngestionPipeline(
         transformations=[
             sentence_splitter(chunk_size, chunk_overlap),
@@ -270,16 +385,27 @@ def persist_index(
     ``embed_model`` (recorded, so that a query with another model is refused): the index's, by default.
     ``files``: the files derived from it, by name (``{"entity_graph.npz": graph.write_file}``), each written by its
     writer beside the index's own files and switched in with them. ``settings``: how it was built (chunking, entity
-    sources, hierarchy; JSON values), recorded in ``ingest.json`` so that a sync splits and links the same way."""
-    embed_model = embed_model or index_embed_model(index)
-    return persist_storage(
-        index.storage_context,
-        persist_dir,
-        index_id=index.index_id,
-        embed_model=embed_model_record(embed_model) if embed_model is not None else None,
-        files=files,
-        settings=settings,
-    )
+    sources, hierarchy; JSON values), recorded in ``ingest.json`` so that a sync splits and links the same way.
+    A :class:`PackVectorStoreIndex` that the folder holds as it is (its :attr:`~PackVectorStoreIndex.folder`, e.g.
+    after its ``delete_ref_doc``) is not written again without ``files`` or ``settings``: the folder keeps it, with
+    its entity graph and hierarchy. The index is then bound to the folder."""
+    persist_dir = user_path(persist_dir)
+    with writer_lock(persist_dir, "persisting an index"):
+        held = isinstance(index, PackVectorStoreIndex) and index.folder == persist_dir.resolve()
+        if held and files is None and settings is None:
+            return str(_ingest_id(persist_dir))
+        embed_model = embed_model or index_embed_model(index)
+        ingest_id = persist_storage(
+            index.storage_context,
+            persist_dir,
+            index_id=index.index_id,
+            embed_model=embed_model_record(embed_model) if embed_model is not None else None,
+            files=files,
+            settings=settings,
+        )
+        if isinstance(index, PackVectorStoreIndex):
+            index.bind_folder(persist_dir)
+    return ingest_id
 
 
 def embed_model_record(embed_model: BaseEmbedding) -> dict[str, Any]:
@@ -601,12 +727,13 @@ def load_index(
     embed_model: BaseEmbedding | None = None,
     check: bool = True,
     vector_store: BasePydanticVectorStore | None = None,
-) -> VectorStoreIndex:
+) -> PackVectorStoreIndex:
     """Load an index persisted by :func:`build_index`; ``check=False`` skips :func:`require_index` (already
     called, e.g. before loading the embedding model). ``vector_store``: the store that holds the vectors of an
     index built with one outside the folder (a ``PGVectorStore`` on its server: the caller connects it, with its
     credentials); refused when the folder's ``ingest.json`` names another store or keeps the vectors itself, and
-    a folder built with such a store is refused without it.
+    a folder built with such a store is refused without it. The index is bound to the folder: its
+    ``delete_ref_doc`` deletes through every index the folder holds (see :class:`PackVectorStoreIndex`).
 
     Example:
 
@@ -619,7 +746,15 @@ def load_index(
     persist_dir = require_index(persist_dir) if check else user_path(persist_dir)
     if embed_model is not None:
         check_embed_model(persist_dir, embed_model)
-    storage = open_storage(persist_dir, vector_store=vector_store)
+    ingest_id = _ingest_id(persist_dir)
+    index = _read_index(persist_dir, open_storage(persist_dir, vector_store=vector_store), embed_model)
+    index.bind_folder(persist_dir)
+    if _ingest_id(persist_dir) != ingest_id:  # switched while it was read: its files may be of either index
+        index.bind_folder(None)
+    return index
+
+
+def _read_index(persist_dir: Path, storage: StorageContext, embed_model: BaseEmbedding | None) -> PackVectorStoreIndex:
     from llama_index_kgplus._sqlitedoc import SQLiteIndexStore
 
     if isinstance(storage.index_store, SQLiteIndexStore):

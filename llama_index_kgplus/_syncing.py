@@ -21,6 +21,11 @@ Everything but the GraphRAG store (which keeps its own state) is switched in at 
 or the new one with its own. The folder's writer lock is held from the start, so a second sync (or ingest) of
 the same folder is refused.
 
+Deleting one document (``delete_ref_doc`` of an index bound to its folder,
+:class:`~llama_index_kgplus._indexing.PackVectorStoreIndex`) is the same sync without a corpus, run through that
+index object: the corpus is the indexed documents but the deleted one, in the order the docstore lists them (the
+ingest's), their nodes reused from the docstore, and the GraphRAG store deletes the document too.
+
 Example:
 
 ```python
@@ -38,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llama_index.core import Document
+from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship
@@ -46,11 +51,14 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship
 from llama_index_kgplus._indexing import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
+    PackVectorStoreIndex,
     check_embed_model,
     check_index_files,
     has_docstore,
+    index_embed_model,
     load_index,
     persist_index,
+    set_folder_delete,
 )
 from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import user_path
@@ -315,10 +323,56 @@ async def async_index(
     """
     from llama_index.core import Settings
 
-    started = time.perf_counter()
     documents = _documents(corpus)
-    persist_dir = user_path(persist_dir)
-    with writer_lock(persist_dir, "kgplus sync"):  # a second writer is refused before any work
+    return await _update(
+        user_path(persist_dir),
+        "kgplus sync",
+        documents=documents,
+        embed_model=embed_model or Settings.embed_model,
+        llm=llm,
+        graphrag_store=graphrag_store,
+        show_progress=show_progress,
+    )
+
+
+async def _delete_in_folder(
+    index: PackVectorStoreIndex, persist_dir: Path, ingest_id: str, doc_id: str, llm: Any, show_progress: bool
+) -> SyncReport:
+    """``index.delete_ref_doc(doc_id)`` of an index bound to the folder it was loaded from (``ingest_id``): the
+    sync of the indexed documents without ``doc_id``, through ``index`` itself (see the module notes)."""
+    return await _update(
+        persist_dir,
+        "delete_ref_doc",
+        delete=doc_id,
+        index=index,
+        ingest_id=ingest_id,
+        embed_model=index_embed_model(index),
+        llm=llm,
+        show_progress=show_progress,
+    )
+
+
+set_folder_delete(_delete_in_folder)
+
+
+async def _update(
+    persist_dir: Path,
+    what: str,
+    *,
+    documents: list[Document] | None = None,
+    delete: str | None = None,
+    index: VectorStoreIndex | None = None,
+    ingest_id: str | None = None,
+    embed_model: BaseEmbedding | None,
+    llm: Any,
+    graphrag_store: str | Path | None = None,
+    show_progress: bool,
+) -> SyncReport:
+    """Bring the index of ``persist_dir`` (``index``, loaded from its ingest ``ingest_id``; else loaded here) in
+    step with ``documents`` (the whole corpus), or delete the document ``delete``, under the folder's writer lock;
+    ``what`` names this writer to a refused one."""
+    started = time.perf_counter()
+    with writer_lock(persist_dir, what):  # a second writer is refused before any work
         stamp = check_index_files(persist_dir) if persist_dir.is_dir() else None
         if not has_docstore(persist_dir, stamp):
             raise InputDataError(
@@ -329,10 +383,17 @@ async def async_index(
                 f"{persist_dir} has no ingest.json (an index of plain LlamaIndex): sync needs an index built by "
                 f"`kgplus ingest DOCS --index {persist_dir}`."
             )
-        embed_model = embed_model or Settings.embed_model
-        check_embed_model(persist_dir, embed_model)
-        report = await _sync(documents, persist_dir, stamp, embed_model, llm, show_progress)
-        report.graphrag, graphrag_calls = await _sync_graphrag(documents, persist_dir, graphrag_store, llm)
+        if embed_model is not None:
+            check_embed_model(persist_dir, embed_model)
+        if index is None:
+            index = load_index(persist_dir, embed_model=embed_model, check=False)
+        elif stamp.get("ingest_id") != ingest_id:
+            raise InputDataError(
+                f"{persist_dir} was written by another writer since this index was loaded from it: load it again "
+                f"(load_index) and delete again."
+            )
+        report = await _sync(index, persist_dir, stamp, documents, delete, llm, show_progress)
+        report.graphrag, graphrag_calls = await _sync_graphrag(persist_dir, graphrag_store, llm, documents, delete)
         report.llm_calls += graphrag_calls
     report.seconds = round(time.perf_counter() - started, 3)
     return report
@@ -358,64 +419,86 @@ def _documents(corpus: str | Path | Sequence[Document]) -> list[Document]:
 
 
 async def _sync(
-    documents: list[Document],
+    index: VectorStoreIndex,
     persist_dir: Path,
     stamp: dict[str, Any],
-    embed_model: BaseEmbedding,
+    documents: list[Document] | None,
+    delete: str | None,
     llm: Any,
     show_progress: bool,
 ) -> SyncReport:
+    """The sync of ``index`` (the folder's) with ``documents``, or with the indexed documents but ``delete``."""
     from llama_index_kgplus.entity_graph import GRAPH_FILE
     from llama_index_kgplus.hierarchy._retriever import read_manifest
 
-    if not isinstance(stamp.get("settings"), dict):
-        raise InputDataError(
-            f"{persist_dir}/ingest.json does not record how the index was built (chunking; an index of an earlier "
-            f"version): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
-        )
-    settings = dict(stamp["settings"])
+    settings = dict(stamp["settings"]) if isinstance(stamp.get("settings"), dict) else None
+    recorded = settings or {}
     has_graph = (persist_dir / GRAPH_FILE).is_file()
     has_hierarchy = read_manifest(persist_dir) is not None
-    if (has_graph and not settings.get("entities")) or (has_hierarchy and not settings.get("hierarchy")):
-        what = "entity graph" if has_graph and not settings.get("entities") else "hierarchy"
+    if (has_graph and not recorded.get("entities")) or (has_hierarchy and not recorded.get("hierarchy")):
+        what = "entity graph" if has_graph and not recorded.get("entities") else "hierarchy"
         raise InputDataError(
             f"{persist_dir}/ingest.json does not record how its {what} was built (an index of an earlier version, "
             f"or one built in Python): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
         )
-    index = load_index(persist_dir, embed_model=embed_model, check=False)
     docstore = index.docstore
-    corpus = {doc.doc_id: doc for doc in documents}
     ref_docs = docstore.get_all_ref_doc_info() or {}  # the docstore keeps it (the index would read every node)
-    indexed = set(ref_docs)
-    report = SyncReport(
-        added=[d for d in corpus if d not in indexed],
-        deleted=sorted(d for d in indexed if d not in corpus),
-    )
-    for doc_id in corpus:
-        if doc_id in indexed:
-            same = docstore.get_document_hash(doc_id) == corpus[doc_id].hash
-            (report.unchanged if same else report.updated).append(doc_id)
+    report, hashes, changed = _plan(docstore, ref_docs, documents, delete, persist_dir)
     if not report.changed:
         return report
+    if changed and settings is None:
+        raise InputDataError(
+            f"{persist_dir}/ingest.json does not record how the index was built (chunking; an index of an earlier "
+            f"version): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
+        )
+    embed_model = index_embed_model(index)
+    assert embed_model is not None  # a VectorStoreIndex has one
     model = _KnownEmbeddings.wrap(embed_model)
-    changed = [corpus[d] for d in (*report.added, *report.updated)]
-    new_leaves = await _split_and_embed(changed, settings, model, show_progress)
+    new_leaves = await _split_and_embed(changed, recorded, model, show_progress)
     files: dict[str, Any] = {}
     if has_graph or has_hierarchy:
         write, drop = await _relink_and_rebuild(
-            index, corpus, report, new_leaves, settings, model, llm, has_graph, has_hierarchy, files, show_progress
-        )
+            index, hashes, report, new_leaves, recorded, model, llm, has_graph, has_hierarchy, files,
+            show_progress,
+        )  # fmt: skip
     else:
         stale = {d for d in (*report.updated, *report.deleted)}
         drop = [n for d in stale for n in (ref_docs[d].node_ids if d in ref_docs else [])]
         write = new_leaves
     _apply(index, write, drop)
     touched = {n.ref_doc_id for n in write if n.ref_doc_id} | set(report.added) | set(report.updated)
-    docstore.set_document_hashes({d: corpus[d].hash for d in touched if d in corpus})
+    docstore.set_document_hashes({d: h for d in touched if (h := hashes.get(d)) is not None})
     report.nodes_written, report.nodes_deleted = len(write), len(set(drop) - {n.node_id for n in write})
     report.texts_embedded = model.asked
     report.ingest_id = persist_index(index, persist_dir, embed_model=embed_model, files=files, settings=settings)
     return report
+
+
+def _plan(
+    docstore: Any,
+    ref_docs: Mapping[str, Any],
+    documents: list[Document] | None,
+    delete: str | None,
+    persist_dir: Path,
+) -> tuple[SyncReport, dict[str, str | None], list[Document]]:
+    """What to do: the report's documents, each document's content hash in corpus order (the corpus: ``documents``,
+    or the indexed documents but ``delete``, in the docstore's order) and the documents to split and embed."""
+    if documents is None:
+        if delete not in ref_docs:
+            raise InputDataError(f"{persist_dir} holds no document {delete!r}: nothing was deleted.")
+        hashes = {d: docstore.get_document_hash(d) for d in ref_docs if d != delete}
+        return SyncReport(deleted=[str(delete)], unchanged=list(hashes)), hashes, []
+    corpus = {doc.doc_id: doc for doc in documents}
+    report = SyncReport(
+        added=[d for d in corpus if d not in ref_docs],
+        deleted=sorted(d for d in ref_docs if d not in corpus),
+    )
+    for doc_id in corpus:
+        if doc_id in ref_docs:
+            same = docstore.get_document_hash(doc_id) == corpus[doc_id].hash
+            (report.unchanged if same else report.updated).append(doc_id)
+    changed = [corpus[d] for d in (*report.added, *report.updated)]
+    return report, {d: doc.hash for d, doc in corpus.items()}, changed
 
 
 async def _split_and_embed(
@@ -435,7 +518,7 @@ async def _split_and_embed(
 
 async def _relink_and_rebuild(
     index: Any,
-    corpus: dict[str, Document],
+    corpus: Iterable[str],
     report: SyncReport,
     new_leaves: list[BaseNode],
     settings: Mapping[str, Any],
@@ -446,8 +529,9 @@ async def _relink_and_rebuild(
     files: dict[str, Any],
     show_progress: bool,
 ) -> tuple[list[BaseNode], list[str]]:
-    """Link the chunks again and rebuild the summaries over the corpus as it is now (see the module notes); puts
-    the entity graph and hierarchy writers into ``files``; returns the nodes to write and the node ids to delete."""
+    """Link the chunks again and rebuild the summaries over the corpus as it is now (``corpus``: its document ids,
+    in order; see the module notes); puts the entity graph and hierarchy writers into ``files``; returns the nodes
+    to write and the node ids to delete."""
     old = dict(index.docstore.docs)
     before = {node_id: _state(node) for node_id, node in old.items()}
     unchanged = set(report.unchanged)
@@ -529,7 +613,7 @@ def _entities_of(node: BaseNode, states: Mapping[str, str] | None = None) -> Any
     return json.loads(json.dumps(node.metadata.get("entities"), default=str))
 
 
-def _in_corpus_order(corpus: Mapping[str, Document], kept: list[BaseNode], new: list[BaseNode]) -> list[BaseNode]:
+def _in_corpus_order(corpus: Iterable[str], kept: list[BaseNode], new: list[BaseNode]) -> list[BaseNode]:
     """The chunks in the order a fresh ingest of the corpus makes them: by document, then by position."""
     by_doc: dict[str | None, list[BaseNode]] = {}
     for node in kept:
@@ -586,10 +670,11 @@ def _apply(index: Any, write: list[BaseNode], drop: list[str]) -> None:
 
 
 async def _sync_graphrag(
-    documents: list[Document], persist_dir: Path, store: str | Path | None, llm: Any
+    persist_dir: Path, store: str | Path | None, llm: Any, documents: list[Document] | None, delete: str | None
 ) -> tuple[dict[str, Any] | None, int]:
-    """The GraphRAG store's incremental update (the index folder's ``graphrag/``, or ``store``): its figures and
-    LLM calls; nothing without a store."""
+    """The GraphRAG store's incremental update (the index folder's ``graphrag/``, or ``store``) to ``documents``,
+    or its delete of the document ``delete``: its figures and LLM calls; nothing without a store (or, to delete,
+    a store that does not hold the document)."""
     from llama_index_kgplus.graphrag import GraphRAGIndex
     from llama_index_kgplus.graphrag._index import STATE_FILE
 
@@ -600,9 +685,13 @@ async def _sync_graphrag(
                 f"{folder} holds no GraphRAG store (no {STATE_FILE}): build one with `kgplus graphrag index`."
             )
         return None, 0
+    if documents is None:
+        with GraphRAGIndex(store_dir=folder) as stored:  # no LLM: whether the store holds the document
+            if delete not in stored.documents():
+                return None, 0
     graphrag = GraphRAGIndex.from_defaults(folder, llm=_llm(llm, None), show_progress=False)
     try:
-        stats = await graphrag.aupdate(documents)
+        stats = await (graphrag.aupdate(documents) if documents is not None else graphrag.adelete_ref_doc(str(delete)))
     finally:
         graphrag.close()
     data = stats.as_dict()

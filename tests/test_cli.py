@@ -84,6 +84,7 @@ def _argv(prog: str, tmp_path) -> list[str]:
         "kgplus models prepare": ["models", "prepare"],
         "kgplus ingest": ["ingest", docs, "--index", index],
         "kgplus sync": ["sync", docs, "--index", index],
+        "kgplus delete": ["delete", "doc", "--index", index],
         "kgplus query": ["query", "q", "--index", index],
         "kgplus retrieve": ["retrieve", "q", "--index", index],
         "kgplus route": ["route", "q", "--index", index],

@@ -158,6 +158,7 @@ def test_delete_ref_doc_removes_the_documents_nodes(lance_index, tmp_path, embed
     assert node_ids and node_ids <= set(index.docstore.docs)
 
     kv_before = kv_files(folder)
+    index.bind_folder(None)  # LlamaIndex's delete, in memory (bound to its folder, it deletes through it)
     index.delete_ref_doc(EXPECTED)
     assert not node_ids & set(index.docstore.docs)  # the docstore too (the pack's retrievers read it)
     assert all(index.docstore.get_node(n, raise_error=False) is None for n in node_ids)
@@ -211,7 +212,9 @@ def test_reingest_switches_tables_old_or_new(tmp_path):
     # never persisted): the old index still opens whole
     orphan = new_store(folder)
     orphan.add(load_index(folder, embed_model=STAND_IN).vector_store.get_nodes(node_ids=None)[:3])
-    load_index(folder, embed_model=STAND_IN).delete_ref_doc("d0")
+    unbound = load_index(folder, embed_model=STAND_IN)
+    unbound.bind_folder(None)
+    unbound.delete_ref_doc("d0")
     assert len(tables(folder)) == 2 and len([n for n in kv_files(folder) if n.endswith(".sqlite")]) == 2
     assert len(load_index(folder, embed_model=STAND_IN).docstore.docs) == 20
     # the next ingest switches to its own table and drops the others

@@ -1,6 +1,8 @@
 """One corpus sync (`kgplus sync`, `sync_index`): an index synced with a changed corpus holds what a fresh ingest of
 that corpus holds (docstore, vectors, entity graph, summaries, retrieval), having embedded only the new text; and
-the bad inputs: another embedding model, two writers at once, duplicate ids, an unchanged corpus.
+the bad inputs: another embedding model, two writers at once, duplicate ids, an unchanged corpus. The same for one
+document deleted (`delete_ref_doc` of an index bound to its folder, `kgplus delete`): the folder then holds a fresh
+ingest of the corpus without it.
 
 Small data: 16 passages of the bundled multi-hop sample, split small (64 tokens) so that the semantic hierarchy
 has clusters; the extractive summarizer (no LLM). The GraphRAG path runs with the rule-based fake LLM of the
@@ -15,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import Document
+from llama_index.core.schema import MetadataMode
 
 from llama_index_kgplus import build_index, load_corpus, load_index
-from llama_index_kgplus._indexing import INGEST_FILE
+from llama_index_kgplus._indexing import INGEST_FILE, persist_index
 from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._syncing import SyncReport
 from llama_index_kgplus.cli import main
@@ -252,17 +255,125 @@ def test_the_graphrag_store_of_the_folder_is_updated(corpora, tmp_path, embed_mo
 def test_an_index_persisted_again_keeps_its_record_and_one_without_a_record_is_refused(tmp_path):
     from llama_index.core.embeddings import MockEmbedding
 
-    from llama_index_kgplus._indexing import persist_index
-
     mock = MockEmbedding(embed_dim=8)
     docs = [Document(id_=i, text=f"Passage {i} about aspirin.") for i in "abc"]
     index = build_index(docs, tmp_path, embed_model=mock, show_progress=False)
-    index.delete_ref_doc("b")
+    index.bind_folder(None)
+    index.delete_ref_doc("b")  # in memory
     persist_index(index, tmp_path)  # the same index again: ingest.json keeps how it was built
     report = sync_index(docs, tmp_path, embed_model=mock, show_progress=False)
     assert (report.added, report.unchanged, report.texts_embedded) == (["b"], ["a", "c"], 1)
     stamp = json.loads((tmp_path / INGEST_FILE).read_text(encoding="utf-8"))
     del stamp["settings"]  # as an index of an earlier version
     (tmp_path / INGEST_FILE).write_text(json.dumps(stamp), encoding="utf-8")
+    more = [*docs, Document(id_="d", text="Passage d about aspirin.")]  # a document to split as the ingest did
     with pytest.raises(InputDataError, match="does not record how the index was built.*re-run `kgplus ingest"):
-        sync_index(docs[:1], tmp_path, embed_model=mock, show_progress=False)
+        sync_index(more, tmp_path, embed_model=mock, show_progress=False)
+    assert sync_index(docs[:2], tmp_path, embed_model=mock, show_progress=False).deleted == ["c"]  # none to split
+
+
+# ---------------------------------------------------------------- delete_ref_doc of an index bound to its folder
+
+
+@pytest.mark.parametrize("store", ["simple", "lancedb"])
+def test_delete_ref_doc_deletes_through_every_index_of_the_folder(store, tmp_path, embed_model, counted):
+    rows = _rows()[:16]
+    gone = rows[0]["id"]  # Teutberga: two summaries over the other documents change, a passage loses its entity
+    folder, fresh = tmp_path / "index", tmp_path / "fresh"
+    _ingest(_write(tmp_path / "v1.jsonl", rows), folder, "--vector-store", store)
+    index = load_index(folder, embed_model=embed_model)
+    assert index.folder == folder.resolve()
+
+    counted.clear()
+    index.delete_ref_doc(gone)
+    report = index.delete_report_
+    assert report is not None and report.ingest_id is not None
+    assert (report.deleted, report.added, report.updated, len(report.unchanged)) == ([gone], [], [], 15)
+    assert report.summaries_reused > report.summaries_written > 0 and report.entity_passages_relinked > 0
+    assert report.llm_calls == 0 and report.texts_embedded == len(set(counted))
+    texts = [(n.get_content(MetadataMode.EMBED), n.metadata.get("level")) for n in index.docstore.docs.values()]
+    chunks = {t for t, level in texts if not level} - {t for t, level in texts if level}  # (a summary may be a chunk)
+    assert counted and len(chunks) > 30 and not chunks & set(counted)  # no chunk embedded again: only new summaries
+    # the object holds the result, still bound to the folder: a persist_index the user adds writes nothing
+    assert gone not in index.ref_doc_info and index.folder == folder.resolve()
+    stamp = (folder / INGEST_FILE).read_text(encoding="utf-8")
+    assert persist_index(index, folder) == report.ingest_id
+    assert (folder / INGEST_FILE).read_text(encoding="utf-8") == stamp
+
+    _ingest(_write(tmp_path / "rest.jsonl", [r for r in rows if r["id"] != gone]), fresh, "--vector-store", store)
+    deleted = _snapshot(folder, embed_model)
+    _assert_same(deleted, _snapshot(fresh, embed_model))
+    retriever = index.as_retriever(similarity_top_k=4)  # the object in memory retrieves as the folder does
+    in_memory = [[(h.node.get_content(), round(h.score, 3)) for h in retriever.retrieve(q)] for q in QUESTIONS]
+    _assert_same({"retrieved": in_memory, "vectors_match_docstore": True}, {"retrieved": deleted["retrieved"]})
+
+
+def test_an_unknown_id_is_refused_and_changes_nothing(tmp_path, embed_model, cli_error):
+    docs = [Document(id_=r["id"], text=r["text"], metadata={"title": r["title"]}) for r in _rows()[:4]]
+    build_index(docs, tmp_path, embed_model=embed_model, show_progress=False)
+    stamp = (tmp_path / INGEST_FILE).read_text(encoding="utf-8")
+    index = load_index(tmp_path, embed_model=embed_model)
+    with pytest.raises(InputDataError, match="holds no document 'nope': nothing was deleted") as error:
+        index.delete_ref_doc("nope")
+    assert "\n" not in str(error.value)
+    assert sorted(index.ref_doc_info) == sorted(d.doc_id for d in docs) and index.folder == tmp_path.resolve()
+    err = cli_error(["delete", docs[0].doc_id, "nope", "--index", str(tmp_path), "--quiet"])
+    assert "holds no document 'nope': nothing was deleted" in err
+    assert (tmp_path / INGEST_FILE).read_text(encoding="utf-8") == stamp  # nothing was written, not even the first
+
+
+def test_kgplus_delete_prints_a_report_per_document(tmp_path, embed_model, capsys):
+    docs = [Document(id_=r["id"], text=r["text"], metadata={"title": r["title"]}) for r in _rows()[:6]]
+    build_index(docs, tmp_path, embed_model=embed_model, show_progress=False)
+    capsys.readouterr()
+    gone = [docs[1].doc_id, docs[4].doc_id]
+    assert main(["delete", *gone, "--index", str(tmp_path), "--json", "--quiet"]) == 0
+    reports = [SyncReport(**json.loads(line)) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [r.deleted for r in reports] == [[d] for d in gone] and len(reports[-1].unchanged) == 4
+    assert sorted(load_index(tmp_path, embed_model=embed_model).ref_doc_info) == sorted(
+        d.doc_id for d in docs if d.doc_id not in gone
+    )
+    assert main(["delete", docs[0].doc_id, "--index", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("synced 0 added, 0 updated, 1 deleted documents (3 unchanged)")
+
+
+def test_an_index_not_bound_to_a_folder_deletes_in_memory(tmp_path, embed_model):
+    docs = [Document(id_=r["id"], text=r["text"]) for r in _rows()[:4]]
+    in_memory = build_index(docs, None, embed_model=embed_model, show_progress=False)
+    assert in_memory.folder is None
+    in_memory.delete_ref_doc(docs[0].doc_id)
+    assert docs[0].doc_id not in in_memory.ref_doc_info and in_memory.delete_report_ is None
+    in_memory.delete_ref_doc("nope")  # LlamaIndex's delete: an unknown id is no error
+
+    build_index(docs, tmp_path, embed_model=embed_model, show_progress=False)
+    stamp = (tmp_path / INGEST_FILE).read_text(encoding="utf-8")
+    index = load_index(tmp_path, embed_model=embed_model)
+    index.insert(Document(id_="new", text="A passage added in memory."))  # a change in memory unbinds it
+    assert index.folder is None
+    index.delete_ref_doc(docs[1].doc_id)
+    assert index.delete_report_ is None and (tmp_path / INGEST_FILE).read_text(encoding="utf-8") == stamp
+    persist_index(index, tmp_path)  # written as it is in memory, and bound again
+    assert index.folder == tmp_path.resolve()
+    assert sorted(load_index(tmp_path, embed_model=embed_model).ref_doc_info) == sorted(
+        [d.doc_id for d in docs[2:]] + [docs[0].doc_id, "new"]
+    )
+
+
+def test_delete_ref_doc_reaches_the_graphrag_store_of_the_folder(corpora, tmp_path, embed_model):
+    from llama_index_kgplus.graphrag import GraphRAGIndex
+    from llama_index_kgplus.graphrag._testing import RuleBasedGraphRAGLLM
+
+    docs = load_corpus(corpora["v1"])[:6]
+    index = build_index(docs, tmp_path, embed_model=embed_model, show_progress=False)
+    with GraphRAGIndex.from_defaults(tmp_path / "graphrag", llm=RuleBasedGraphRAGLLM(), show_progress=False) as g:
+        g.build(docs)
+    index.delete_ref_doc(docs[2].doc_id, llm=RuleBasedGraphRAGLLM())
+    report = index.delete_report_
+    assert report is not None and report.graphrag is not None
+    assert report.graphrag["documents_deleted"] == 1 and report.llm_calls == report.graphrag["llm_calls"]
+    with GraphRAGIndex.from_defaults(tmp_path / "graphrag", llm=RuleBasedGraphRAGLLM(), show_progress=False) as g:
+        assert sorted(g.documents()) == sorted(d.doc_id for d in docs if d.doc_id != docs[2].doc_id)
+        with pytest.raises(InputDataError, match="holds no document .*: nothing was deleted"):
+            g.delete_ref_doc(docs[2].doc_id)
+        # what an update with the corpus without the document gives: nothing left to do
+        assert g.update([d for d in docs if d.doc_id != docs[2].doc_id]).reports_regenerated == 0

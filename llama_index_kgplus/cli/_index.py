@@ -1,10 +1,15 @@
-"""``kgplus ingest``, ``kgplus sync``, ``kgplus query`` and ``kgplus retrieve`` over a persisted vector index.
+"""``kgplus ingest``, ``kgplus sync``, ``kgplus delete``, ``kgplus query`` and ``kgplus retrieve`` over a persisted
+vector index.
 
 ``kgplus sync DOCS --index DIR`` compares the corpus with the index (content hashes) and adds, updates and deletes
 documents through every index of the folder (see ``llama_index_kgplus._syncing``); ``--json`` prints its
 ``SyncReport`` (``added``, ``updated``, ``deleted``, ``unchanged``, ``nodes_written``, ``nodes_deleted``,
 ``texts_embedded``, ``summaries_written``, ``summaries_reused``, ``entity_passages``, ``entity_passages_relinked``,
 ``graphrag``, ``llm_calls``, ``ingest_id``, ``seconds``).
+
+``kgplus delete DOC_ID ... --index DIR`` deletes documents through every index of the folder, one after the other,
+with ``load_index`` and ``delete_ref_doc`` (each deletion switched in whole); unknown ids are refused before any is
+deleted. It prints one report per document (``--json``: one ``SyncReport`` per line).
 
 ``--json`` output of ``query``::
 
@@ -194,10 +199,35 @@ def _sync(args: argparse.Namespace) -> int:
             graphrag_store=args.graphrag_store,
             show_progress=not args.quiet,
         )
+    _print_report(args, report)
+    return 0
+
+
+def _print_report(args: argparse.Namespace, report: Any) -> None:
+    """A ``SyncReport``: its line, or its JSON with ``--json``."""
     if args.json:
         print(json.dumps(report.as_dict(), ensure_ascii=False), flush=True)
     else:
         print(f"{report.summary()} -> {args.index}", flush=True)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from llama_index_kgplus import load_index
+    from llama_index_kgplus.llm import embed_model_from_spec
+
+    index = load_index(args.index, embed_model=embed_model_from_spec())
+    if index.folder is None:
+        raise InputDataError(
+            f"{args.index} has no ingest.json (an index of plain LlamaIndex): delete needs an index built by "
+            f"`kgplus ingest DOCS --index {args.index}`."
+        )
+    doc_ids = list(dict.fromkeys(args.doc_ids))
+    unknown = [d for d in doc_ids if index.docstore.get_ref_doc_info(d) is None]
+    if unknown:
+        raise InputDataError(f"{args.index} holds no document {unknown[0]!r}: nothing was deleted.")
+    for doc_id in doc_ids:  # each one switched in whole: old or new
+        index.delete_ref_doc(doc_id, llm=args.llm, show_progress=not args.quiet)
+        _print_report(args, index.delete_report_)
     return 0
 
 
@@ -297,6 +327,23 @@ def register(commands: _args.Commands) -> None:
     sync.add_argument("--json", action="store_true", help="print the report as JSON")
     sync.add_argument("--quiet", action="store_true", help="no progress bars")
     sync.set_defaults(func=_sync)
+
+    delete = commands.add(
+        "delete",
+        help="delete documents through every index of the folder (vector store, docstore, entity graph, summaries, "
+        "GraphRAG store)",
+    )
+    delete.add_argument("doc_ids", nargs="+", metavar="DOC_ID", help="the id of a document to delete")
+    delete.add_argument("--index", required=True, type=user_path, help="folder of the persisted index")
+    delete.add_argument(
+        "--llm",
+        default=None,
+        help="model spec of rewritten summaries and of the GraphRAG store's reports (default: the ingest's, else "
+        "$KGPLUS_LLM); loaded only when needed",
+    )
+    delete.add_argument("--json", action="store_true", help="print each document's report as one JSON line")
+    delete.add_argument("--quiet", action="store_true", help="no progress bars")
+    delete.set_defaults(func=_delete)
 
     for name, synthesize, help_text in (
         ("query", True, "answer a question from the index with the LLM"),

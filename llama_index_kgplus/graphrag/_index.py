@@ -28,7 +28,7 @@ response = index.as_query_engine(response_type="bulleted report").query("What ar
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -250,12 +250,43 @@ class GraphRAGIndex(BaseModel):
         """Async :meth:`update`."""
         return await self._arefresh(documents, "update")
 
+    def delete_ref_doc(self, ref_doc_id: str) -> IndexStats:
+        """Drop the document ``ref_doc_id`` with its chunks, then bring the graph, communities and reports up to
+        date as :meth:`update` does (only the reports of changed communities go to the LLM). An id the store does
+        not hold is an :class:`InputDataError`.
+
+        Example:
+
+        ```python
+        stats = index.delete_ref_doc("Lothair II")
+        stats.documents_deleted, stats.reports_regenerated
+        ```
+        """
+        return run_sync(self.adelete_ref_doc(ref_doc_id))
+
+    async def adelete_ref_doc(self, ref_doc_id: str) -> IndexStats:
+        """Async :meth:`delete_ref_doc`."""
+
+        def delete(state: GraphRAGState) -> tuple[int, int, int]:
+            state.delete_document(ref_doc_id)
+            return 0, 0, 1
+
+        with writer_lock(self.store_dir, "GraphRAG delete"):
+            if ref_doc_id not in self.documents():
+                raise InputDataError(f"{self.store_dir} holds no document {ref_doc_id!r}: nothing was deleted.")
+            return await self._arefresh_locked(delete, "delete")
+
     async def _arefresh(self, documents: Sequence[Document], command: str) -> IndexStats:
         docs = check_corpus(documents)
+        splitter, key = chunker(self.text_splitter, self.chunk_size, self.chunk_overlap)
         with writer_lock(self.store_dir, f"GraphRAG {command}"):  # one writer per store at a time
-            return await self._arefresh_locked(docs, command)
+            return await self._arefresh_locked(lambda state: sync_documents(state, docs, splitter, key), command)
 
-    async def _arefresh_locked(self, docs: list[Document], command: str) -> IndexStats:
+    async def _arefresh_locked(
+        self, store_documents: Callable[[GraphRAGState], tuple[int, int, int]], command: str
+    ) -> IndexStats:
+        """One run: ``store_documents`` stores the documents' changes, ``(added, changed, deleted)``, then the
+        graph, communities and reports follow."""
         started = time.perf_counter()
         state, meter = self.state, usage_meter(self.llm)
         usage_before = meter.snapshot()
@@ -265,8 +296,7 @@ class GraphRAGIndex(BaseModel):
         state.set_meta("config", self.model_dump(include=set(_PERSISTED)))
         run_id = state.start_run(command)
 
-        splitter, key = chunker(self.text_splitter, self.chunk_size, self.chunk_overlap)
-        added, changed, deleted = sync_documents(state, docs, splitter, key)
+        added, changed, deleted = store_documents(state)
         extracted, failed_chunks = await self._aextract(state)
         entities, relationships = self._merge_and_write(state)
         previous_ids = {c.id for c, _ in state.communities()}
