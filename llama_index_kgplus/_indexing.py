@@ -284,9 +284,13 @@ def build_index(
     extra_transformations: Sequence[TransformComponent] = (),
     vector_store: Any | None = None,
     show_progress: bool = True,
+    nodes: Sequence[BaseNode] | None = None,
 ) -> PackVectorStoreIndex:
     """Split, embed and index ``documents``; persist to ``persist_dir`` (if given), holding its writer lock from
-    the start (another writer of the folder is refused before any work). ``vector_store``: ``None`` or
+    the start (another writer of the folder is refused before any work). ``nodes``: the chunks of ``documents``,
+    already split and embedded elsewhere (a ``RayIngestionPipeline``'s output, docs/scale.md), indexed as they
+    are (``extra_transformations`` still run on them; give the ``chunk_size`` and ``chunk_overlap`` they were
+    split with, which a sync reuses). ``vector_store``: ``None`` or
     ``"simple"`` (LlamaIndex's JSON store in the folder), ``"lancedb"`` (a LanceDB table in the folder, which
     opens in constant time: for large corpora; needs ``persist_dir`` and the ``lancedb`` extra), or any LlamaIndex
     vector store, such as ``PGVectorStore`` (a server's table: ``ingest.json`` records which, and
@@ -312,7 +316,7 @@ def build_index(
             vector_store = vector_store_for(vector_store, persist_dir) if persist_dir is not None else None
         return _build_index(
             documents, persist_dir, embed_model or Settings.embed_model, chunk_size, chunk_overlap,
-            extra_transformations, vector_store, show_progress,
+            extra_transformations, vector_store, show_progress, nodes,
         )  # fmt: skip
 
 
@@ -325,15 +329,19 @@ def _build_index(
     extra_transformations: Sequence[TransformComponent],
     vector_store: Any | None,
     show_progress: bool,
+    nodes: Sequence[BaseNode] | None = None,
 ) -> PackVectorStoreIndex:
-    pipeline = IngestionPipeline(
-        transformations=[
-            sentence_splitter(chunk_size, chunk_overlap),
-            embed_model,
-            *extra_transformations,
-        ]
-    )
-    nodes = pipeline.run(documents=list(documents), show_progress=show_progress)
+    if nodes is None:
+        pipeline = IngestionPipeline(
+            transformations=[sentence_splitter(chunk_size, chunk_overlap), embed_model, *extra_transformations]
+        )
+        nodes = pipeline.run(documents=list(documents), show_progress=show_progress)
+    else:
+        _check_chunks(documents, nodes)
+        if extra_transformations:
+            nodes = IngestionPipeline(transformations=list(extra_transformations)).run(
+                nodes=list(nodes), show_progress=show_progress
+            )
     storage = (
         StorageContext.from_defaults(vector_store=vector_store) if vector_store else StorageContext.from_defaults()
     )
@@ -359,6 +367,21 @@ def _build_index(
             settings={"chunk_size": chunk_size, "chunk_overlap": chunk_overlap},
         )  # fmt: skip
     return index
+
+
+def _check_chunks(documents: Sequence[Document], nodes: Sequence[BaseNode]) -> None:
+    """Refuse, in one line, chunks given to :func:`build_index` that are not the embedded chunks of ``documents``."""
+    if not nodes:
+        raise InputDataError("nodes is empty: give the chunks of the documents, split and embedded.")
+    doc_ids = {doc.doc_id for doc in documents}
+    for node in nodes:
+        if node.embedding is None:
+            raise InputDataError(f"The node {node.node_id!r} has no embedding: embed the chunks before indexing them.")
+        if node.ref_doc_id not in doc_ids:
+            raise InputDataError(
+                f"The node {node.node_id!r} belongs to no document given (ref_doc_id {node.ref_doc_id!r}): give the "
+                "documents the chunks were split from."
+            )
 
 
 def _is_lancedb(vector_store: Any) -> bool:
