@@ -51,20 +51,20 @@ MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
 #: seconds of the heavy units (a notebook, an example, or a whole module, which keeps its module-scoped models and
 #: servers on one worker), from a clean-clone `make test` on 2 cores; stale figures only cost balance
 UNIT_SECONDS = {
-    "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 153, "tests/test_tracing.py": 100,
-    "notebooks/global_search.ipynb": 117, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 95,
-    "notebooks/evaluation.ipynb": 94, "tests/test_reliability.py": 89, "notebooks/glossary_query_engine.ipynb": 82,
-    "tests/test_examples.py::test_example_runs[glossary.py]": 77, "notebooks/hierarchical_summaries.ipynb": 75,
-    "tests/test_examples.py::test_example_runs[global_search.py]": 73, "tests/test_graphrag_llm.py": 71,
-    "tests/test_examples.py::test_example_runs[raptor.py]": 64, "notebooks/kg_path_rag.ipynb": 59,
-    "notebooks/context_compression.ipynb": 58, "tests/test_examples.py::test_example_runs[hierarchy.py]": 6,
-    "tests/test_sources.py": 51, "tests/test_kg_engines.py": 47, "tests/test_workers.py": 46,
+    "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 150, "tests/test_tracing.py": 100,
+    "notebooks/global_search.ipynb": 218, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 110,
+    "notebooks/evaluation.ipynb": 176, "tests/test_reliability.py": 89, "notebooks/glossary_query_engine.ipynb": 95,
+    "tests/test_examples.py::test_example_runs[glossary.py]": 85, "notebooks/hierarchical_summaries.ipynb": 135,
+    "tests/test_examples.py::test_example_runs[global_search.py]": 141, "tests/test_graphrag_llm.py": 150,
+    "tests/test_examples.py::test_example_runs[raptor.py]": 32, "notebooks/kg_path_rag.ipynb": 57,
+    "notebooks/context_compression.ipynb": 57, "tests/test_examples.py::test_example_runs[hierarchy.py]": 6,
+    "tests/test_sources.py": 90, "tests/test_kg_engines.py": 47, "tests/test_workers.py": 61,
     "tests/test_graphrag_index.py": 42, "tests/test_server_store.py": 30, "tests/test_text_to_cypher_model.py": 41, "tests/test_glossary_engine.py": 25,
-    "tests/test_examples.py::test_example_runs[routing.py]": 20, "tests/test_ui.py": 36,
+    "tests/test_examples.py::test_example_runs[routing.py]": 24, "tests/test_ui.py": 36,
     "tests/test_examples.py::test_example_runs[compression.py]": 15, "tests/test_glossary_cli.py": 27,
     "tests/test_answer_usage.py": 8, "tests/test_evaluation.py": 18, "tests/test_fuzz.py": 26,
     "tests/test_hierarchy_builders.py": 25, "notebooks/multihop_retrieval.ipynb": 22, "tests/test_cli.py": 21,
-    "tests/test_ask_cli.py": 21, "tests/test_summarizers.py": 18,
+    "tests/test_ask_cli.py": 21, "tests/test_summarizers.py": 18, "tests/test_ray_ingest.py": 70,
 }  # fmt: skip
 
 
