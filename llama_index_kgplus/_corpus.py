@@ -9,16 +9,19 @@ Example:
 ```python
 docs = load_corpus("docs.jsonl")
 docs[0].id_, docs[0].metadata["title"]
+build_index(load_corpus("big.jsonl", stream=True), "./index", vector_store="lancedb")  # read as it is indexed
 ```
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Literal, overload
 
 from llama_index.core import Document
 
-from llama_index_kgplus._files import read_input_bytes
+from llama_index_kgplus._files import iter_utf8_lines, read_input_bytes
 from llama_index_kgplus._jsonl import id_field, iter_jsonl, text_field
 from llama_index_kgplus._paths import user_path, visible_files
 from llama_index_kgplus._redact import get_logger
@@ -31,23 +34,56 @@ __all__ = [
 logger = get_logger(__name__)
 
 
-def load_corpus(path: str | Path) -> list[Document]:
-    """Read ``path`` (a ``.jsonl`` file or a folder); documents with no text are skipped with a warning."""
+@overload
+def load_corpus(path: str | Path, *, stream: Literal[False] = False) -> list[Document]: ...
+
+
+@overload
+def load_corpus(path: str | Path, *, stream: Literal[True]) -> Iterable[Document]: ...
+
+
+def load_corpus(path: str | Path, *, stream: bool = False) -> list[Document] | Iterable[Document]:
+    """Read ``path`` (a ``.jsonl`` file or a folder); documents with no text are skipped with a warning.
+    ``stream=True``: an iterable that reads the documents one at a time each time it is iterated (memory flat in
+    the corpus size, for :func:`~llama_index_kgplus.build_index` into a LanceDB folder); its errors come as the
+    faulty record is reached."""
     path = user_path(path)
     if not path.exists():
         raise InputDataError(f"Corpus {path} does not exist.")
-    docs = _read_folder(path) if path.is_dir() else _read_jsonl(path)
-    kept = [d for d in docs if d.text.strip()]
-    for d in docs:
-        if not d.text.strip():
-            logger.warning("Skipping document %r of %s: it has no text.", d.id_, path)
-    if not kept:
-        raise InputDataError(f"Corpus {path} holds no document with text.")
-    return kept
+    corpus = _Corpus(path)
+    return corpus if stream else list(corpus)
 
 
-def _read_jsonl(path: Path) -> list[Document]:
-    docs, seen = [], set()
+class _Corpus:
+    """The documents of a corpus file or folder, read anew on each iteration (see :func:`load_corpus`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[Document]:
+        kept = 0
+        for doc in _read_folder(self.path) if self.path.is_dir() else _read_jsonl(self.path):
+            if doc.text.strip():
+                kept += 1
+                yield doc
+            else:
+                logger.warning("Skipping document %r of %s: it has no text.", doc.id_, self.path)
+        if not kept:
+            raise InputDataError(f"Corpus {self.path} holds no document with text.")
+
+    def __length_hint__(self) -> int:
+        """How many documents it holds (records or files, empty ones counted): a progress bar's total."""
+        if self._count is None:
+            if self.path.is_dir():
+                self._count = sum(1 for _ in visible_files(self.path))
+            else:
+                self._count = sum(1 for _, line in iter_utf8_lines(self.path, "Corpus") if line.strip())
+        return self._count
+
+
+def _read_jsonl(path: Path) -> Iterator[Document]:
+    seen = set()
     for where, record in iter_jsonl(path, "Corpus"):
         if "id" not in record or "text" not in record:
             raise InputDataError(f'{where}: a record needs at least "id" and "text" fields.')
@@ -56,15 +92,13 @@ def _read_jsonl(path: Path) -> list[Document]:
             raise InputDataError(f"{where}: duplicate document id {doc_id!r}.")
         seen.add(doc_id)
         title = (text_field(record, "title", where, required=False) or "").strip() or None
-        docs.append(_document(doc_id, title, text_field(record, "text", where, required=False) or ""))
-    return docs
+        yield _document(doc_id, title, text_field(record, "text", where, required=False) or "")
 
 
-def _read_folder(path: Path) -> list[Document]:
+def _read_folder(path: Path) -> Iterator[Document]:
     """Every visible file (hidden files and folders such as ``.git/`` are skipped, and so, with a warning, is a
     symlink to a file outside the folder); the id is the relative path without its extension, so ``a.txt`` and
     ``a.md`` side by side are refused."""
-    docs: list[Document] = []
     seen: dict[str, Path] = {}
     for file in visible_files(path):
         doc_id = file.relative_to(path).with_suffix("").as_posix()
@@ -79,8 +113,7 @@ def _read_folder(path: Path) -> list[Document]:
         except UnicodeDecodeError:
             logger.warning("Skipping %s: not UTF-8 text.", file)
             continue
-        docs.append(_document(doc_id, file.stem, text))
-    return docs
+        yield _document(doc_id, file.stem, text)
 
 
 def _document(doc_id: str, title: str | None, text: str) -> Document:

@@ -1,9 +1,10 @@
 """Files that are whole or absent: every state file of the pack is written beside its target, flushed to disk and
 renamed over it, so a crash, ``kill -9`` or a full disk leaves the old file or the new one, never a half.
 
-Files read whole into memory go through :func:`read_input_bytes` (or :func:`read_utf8`): only regular files
-(a FIFO, device or socket is refused before it is opened, so it cannot block or stream forever) of at most
-:func:`max_file_bytes` (1 GiB; ``$KGPLUS_MAX_FILE_MB`` changes it), each refusal one line naming the file.
+Input files go through :func:`read_input_bytes` or :func:`read_utf8` (read whole into memory) or
+:func:`iter_utf8_lines` (one line at a time): only regular files (a FIFO, device or socket is refused before it is
+opened, so it cannot block or stream forever) of at most :func:`max_file_bytes` (1 GiB; ``$KGPLUS_MAX_FILE_MB``
+changes it), each refusal one line naming the file.
 
 Example:
 
@@ -38,6 +39,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "check_input_file",
+    "iter_utf8_lines",
     "json_writer",
     "max_file_bytes",
     "read_input_bytes",
@@ -116,6 +118,7 @@ def sha256_file(path: str | Path) -> str:
 
 
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def max_file_bytes() -> int:
@@ -184,15 +187,7 @@ def read_input_bytes(path: str | Path, what: str = "File", *, limit: int | None 
     and one that grew is still cut off at the limit."""
     path = user_path(path)
     limit = max_file_bytes() if limit is None else limit
-    check_input_file(path, what, limit=limit)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
-    with os.fdopen(fd, "rb") as handle:
-        kind = _kind(os.fstat(handle.fileno()).st_mode)
-        if kind is not None:
-            raise InputDataError(f"{what} {path} is {kind}, not a regular file: give a file.")
+    with _open_input(path, what, limit) as handle:
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
@@ -202,6 +197,55 @@ def read_input_bytes(path: str | Path, what: str = "File", *, limit: int | None 
     return data
 
 
+@contextlib.contextmanager
+def _open_input(path: Path, what: str, limit: int) -> Iterator[IO[bytes]]:
+    """A binary handle on the regular file ``path`` of at most ``limit`` bytes (checked before it opens and again
+    once open, without blocking)."""
+    check_input_file(path, what, limit=limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputDataError(f"Cannot read {path}: {exc.strerror or exc}.") from exc
+    with os.fdopen(fd, "rb") as handle:
+        kind = _kind(os.fstat(handle.fileno()).st_mode)
+        if kind is not None:
+            raise InputDataError(f"{what} {path} is {kind}, not a regular file: give a file.")
+        yield handle
+
+
+def iter_utf8_lines(path: str | Path, what: str = "File") -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each line of a UTF-8 file, read one line at a time, so memory stays flat however
+    long the file: lines end at ``\n`` only (a raw U+2028 is text); the checks and errors are :func:`read_utf8`'s."""
+    path = user_path(path)
+    limit = max_file_bytes()
+    offset = 0
+    with _open_input(path, what, limit) as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if lineno == 1 and raw.startswith(_UTF16_BOMS):
+                raise _utf16(path)
+            if lineno == 1 and raw.startswith(_UTF8_BOM):
+                raw, offset = raw[len(_UTF8_BOM) :], len(_UTF8_BOM)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(path, raw[exc.start], lineno, exc.start + 1, offset + exc.start) from exc
+            offset += len(raw)
+            if offset > limit:
+                raise _too_large(path, what, None, limit)
+            yield lineno, text.removesuffix("\n")
+
+
+def _utf16(path: Path) -> InputDataError:
+    return InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
+
+
+def _not_utf8(path: Path, byte: int, line: int, column: int, offset: int) -> InputDataError:
+    return InputDataError(
+        f"{path}:{line}:{column}: not UTF-8 text (byte 0x{byte:02x} at offset {offset}); "
+        f"re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}`)."
+    )
+
+
 def read_utf8(path: str | Path, what: str = "File") -> str:
     """A file's text as UTF-8 (a BOM is dropped), or an :class:`InputDataError` that names the file and, for a
     bad byte, its line, column and value with the fix (and for a FIFO, device or a file over the size limit,
@@ -209,13 +253,12 @@ def read_utf8(path: str | Path, what: str = "File") -> str:
     path = user_path(path)
     raw = read_input_bytes(path, what)
     if raw.startswith(_UTF16_BOMS):
-        raise InputDataError(f"{path} is UTF-16 encoded (it starts with a UTF-16 byte order mark): save it as UTF-8.")
+        raise _utf16(path)
+    bom = len(_UTF8_BOM) if raw.startswith(_UTF8_BOM) else 0
     try:
-        return raw.decode("utf-8-sig")
+        return str(memoryview(raw)[bom:], "utf-8")  # the text after the BOM, without copying the bytes
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise InputDataError(
-            f"{path}:{line}:{column}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            f"re-encode the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8 {path.name} > fixed{path.suffix}`)."
-        ) from exc
+        at = bom + exc.start  # the bad byte's offset in the file
+        line = raw.count(b"\n", 0, at) + 1
+        column = at - max(raw.rfind(b"\n", 0, at) + 1, bom) + 1
+        raise _not_utf8(path, raw[at], line, column, at) from exc

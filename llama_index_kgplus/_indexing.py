@@ -10,7 +10,8 @@ parsed whole; :func:`load_index` opens either without being told which. Any othe
 it keeps the vectors on its server, ``ingest.json`` records which store (:mod:`llama_index_kgplus._server_store`,
 without secrets), a store that returns its nodes gets the SQLite docstore of a LanceDB folder, and
 ``load_index(DIR, vector_store=store)`` reopens it (without the store: refused, naming it). Extra
-transformations (e.g. summary node builders) run after splitting and embedding.
+transformations (e.g. summary node builders) run after splitting and embedding. Into such a store without extra
+transformations the ingest streams in batches and resumes after a crash (:mod:`llama_index_kgplus._streaming`).
 
 The folder is an ordinary LlamaIndex persist folder, written so that a crash, ``kill -9`` or a full disk never
 leaves it broken or mixed: the new files are written whole into ``.ingest-staging/`` with a stamp
@@ -41,7 +42,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ from llama_index_kgplus._lock import try_writer_lock, writer_lock
 from llama_index_kgplus._paths import inside, member, user_path
 from llama_index_kgplus._redact import redact_url
 from llama_index_kgplus._server_store import check_store, holds_nodes, is_server_store
+from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
@@ -79,6 +81,7 @@ __all__ = [
     "check_embed_model",
     "has_docstore",
     "index_embed_model",
+    "index_size",
     "load_index",
     "persist_index",
     "persist_storage",
@@ -275,7 +278,7 @@ def vector_store_for(kind: str, persist_dir: str | Path) -> Any | None:
 
 
 def build_index(
-    documents: Sequence[Document],
+    documents: Iterable[Document],
     persist_dir: str | Path | None,
     *,
     embed_model: BaseEmbedding | None = None,
@@ -285,6 +288,7 @@ def build_index(
     vector_store: Any | None = None,
     show_progress: bool = True,
     nodes: Sequence[BaseNode] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> PackVectorStoreIndex:
     """Split, embed and index ``documents``; persist to ``persist_dir`` (if given), holding its writer lock from
     the start (another writer of the folder is refused before any work). ``nodes``: the chunks of ``documents``,
@@ -296,28 +300,83 @@ def build_index(
     vector store, such as ``PGVectorStore`` (a server's table: ``ingest.json`` records which, and
     ``load_index(persist_dir, vector_store=store)`` reopens it).
 
+    Into a folder whose stores keep the nodes on disk (``"lancedb"``, or a server store that returns its nodes),
+    without ``nodes`` and ``extra_transformations`` (summary builders and the entity linker need every node at
+    once), the ingest streams: ``documents`` (any iterable, e.g. ``load_corpus(path, stream=True)``) are read, split,
+    embedded and written ``batch_size`` at a time, memory stays flat in their number, and a run of the same ingest
+    after a crash or ``kill -9`` resumes after the last written batch (:mod:`llama_index_kgplus._streaming`).
+
     Example:
 
     ```python
     from llama_index_kgplus import build_index, load_corpus, load_index
 
-    build_index(load_corpus("docs.jsonl"), "./index", vector_store="lancedb")
+    build_index(load_corpus("docs.jsonl", stream=True), "./index", vector_store="lancedb")
     index = load_index("./index")  # opens the LanceDB table
     ```
     """
     from llama_index.core import Settings
 
-    if not documents:
+    if isinstance(documents, Sized) and not len(documents):
         raise InputDataError("No documents to index.")
     if isinstance(vector_store, str) and persist_dir is None and vector_store != "simple":
         raise InputDataError(f"vector_store={vector_store!r} lives in the index folder: give a persist_dir.")
     with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
+        embed_model = embed_model or Settings.embed_model  # resolved once the folder is ours
+        if persist_dir is not None and nodes is None and not extra_transformations and _streams(vector_store):
+            return _stream_index(
+                documents, user_path(persist_dir), embed_model, chunk_size, chunk_overlap, vector_store,
+                show_progress, batch_size,
+            )  # fmt: skip
         if isinstance(vector_store, str):
             vector_store = vector_store_for(vector_store, persist_dir) if persist_dir is not None else None
+        documents = list(documents)
+        if not documents:
+            raise InputDataError("No documents to index.")
         return _build_index(
-            documents, persist_dir, embed_model or Settings.embed_model, chunk_size, chunk_overlap,
-            extra_transformations, vector_store, show_progress, nodes,
+            documents, persist_dir, embed_model, chunk_size, chunk_overlap, extra_transformations, vector_store,
+            show_progress, nodes,
         )  # fmt: skip
+
+
+def _streams(vector_store: Any) -> bool:
+    """Whether an ingest into ``vector_store`` (a name of :data:`VECTOR_STORES` or a store) can stream: the folder's
+    LanceDB table, or a server store that returns its nodes (both keep them on disk, with the SQLite docstore)."""
+    return vector_store == "lancedb" or (not isinstance(vector_store, str) and holds_nodes(vector_store))
+
+
+def _stream_index(
+    documents: Iterable[Document],
+    persist_dir: Path,
+    embed_model: BaseEmbedding,
+    chunk_size: int,
+    chunk_overlap: int,
+    vector_store: Any,
+    show_progress: bool,
+    batch_size: int,
+) -> PackVectorStoreIndex:
+    """:func:`build_index` in batches (see :mod:`llama_index_kgplus._streaming`), then sealed and switched in."""
+    from llama_index_kgplus._streaming import drop_resume_record, write_batches
+
+    _finish_interrupted_persist(persist_dir)
+    try:
+        live = _read_stamp(persist_dir)
+    except InputDataError:
+        live = None  # an unreadable stamp names nothing to keep
+    settings = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
+    storage, index_id = write_batches(
+        documents, persist_dir, vector_store, [sentence_splitter(chunk_size, chunk_overlap), embed_model],
+        key={**settings, "embed_model": embed_model_record(embed_model)}, live=live, batch_size=batch_size,
+        show_progress=show_progress,
+    )  # fmt: skip
+    index = PackVectorStoreIndex(
+        index_struct=_NodesInStoreIndexDict(index_id=index_id), storage_context=storage, embed_model=embed_model,
+        store_nodes_override=True,
+    )  # fmt: skip
+    persist_index(index, persist_dir, embed_model=embed_model, settings=settings)
+    # after the switch: a crash between the two leaves a record of the index in place, which the next run drops
+    drop_resume_record(persist_dir)
+    return index
 
 
 def _build_index(
@@ -707,6 +766,17 @@ def require_index(persist_dir: str | Path) -> Path:
 def has_docstore(persist_dir: Path, stamp: Mapping[str, Any] | None) -> bool:
     """Whether the folder holds a docstore: the SQLite file its stamp names, or LlamaIndex's ``docstore.json``."""
     return isinstance((stamp or {}).get("docstore"), dict) or (persist_dir / "docstore.json").is_file()
+
+
+def index_size(index: VectorStoreIndex) -> tuple[int, int]:
+    """How many documents and nodes ``index`` holds (counted by SQLite for a folder's SQLite docstore, which is
+    not read whole)."""
+    from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
+
+    docstore = index.docstore
+    if isinstance(docstore, SQLiteDocumentStore):
+        return docstore.size()
+    return len(docstore.get_all_ref_doc_info() or {}), len(docstore.docs)
 
 
 def index_embed_model(index: Any) -> BaseEmbedding | None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llama_index_kgplus._files import read_utf8
+from llama_index_kgplus._files import iter_utf8_lines
 from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.errors import InputDataError
 
@@ -23,10 +23,9 @@ def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict
     """Yield ``("<path>:<line>", record)`` for each non-blank line; every record must be a JSON object.
 
     Lines end at ``\n`` only (``\r\n`` too): a raw U+2028 or form feed inside a JSON string is text, not a
-    line break."""
+    line break. The file is read one line at a time."""
     path = user_path(path)
-    lines = read_utf8(path, what).split("\n")
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in iter_utf8_lines(path, what):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"

@@ -118,6 +118,15 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
         )
         return {key: json.loads(value) for key, value in rows}
 
+    def count(self, collection: str = DEFAULT_COLLECTION) -> int:
+        """How many keys ``collection`` holds."""
+        row = (
+            self._connection()
+            .execute("SELECT COUNT(*) FROM kv WHERE collection = ?", (self._collection(collection),))
+            .fetchone()
+        )
+        return int(row[0])
+
     def delete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
         """Remove ``key`` from ``collection``; whether it was there."""
         with self._connection() as connection:

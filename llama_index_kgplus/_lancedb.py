@@ -186,6 +186,11 @@ def _make_class() -> type:
                 raise InputDataError(f"The LanceDB table {self._name} holds nothing yet: add nodes first.")
             return self._lance
 
+        @property
+        def table_name(self) -> str:
+            """The table's name (known before the first add creates it)."""
+            return self._name
+
         def has_table(self) -> bool:
             """Whether the table exists (the first add creates it)."""
             return self._lance is not None

@@ -31,7 +31,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from llama_index.core.storage.docstore.keyval_docstore import KVDocumentStore
+from llama_index.core.storage.docstore.keyval_docstore import (
+    DEFAULT_COLLECTION_DATA_SUFFIX,
+    DEFAULT_NAMESPACE,
+    DEFAULT_REF_DOC_COLLECTION_SUFFIX,
+    KVDocumentStore,
+)
 from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION
 from pydantic import Field, PrivateAttr
@@ -47,6 +52,7 @@ __all__ = [
     "SQLiteIndexStore",
     "drop_other_files",
     "kv_path",
+    "new_kv_file",
     "open_kv_stores",
     "persist_kv",
 ]
@@ -114,8 +120,15 @@ class SQLiteDocumentStore(KVDocumentStore):
     """``KVDocumentStore`` over a :class:`FolderKVStore`, which it names (``kvstore``)."""
 
     def __init__(self, kvstore: FolderKVStore) -> None:
-        super().__init__(kvstore)
+        super().__init__(kvstore, namespace=DEFAULT_NAMESPACE)
         self.kvstore = kvstore
+
+    def size(self) -> tuple[int, int]:
+        """How many documents and nodes it holds, counted by SQLite (none is read)."""
+        return (
+            self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_REF_DOC_COLLECTION_SUFFIX),
+            self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX),
+        )
 
 
 class SQLiteIndexStore(KVIndexStore):
@@ -148,6 +161,19 @@ def open_kv_stores(persist_dir: Path, record: dict[str, Any]) -> tuple[SQLiteDoc
     return SQLiteDocumentStore(kvstore), SQLiteIndexStore(kvstore)
 
 
+def new_kv_file(persist_dir: Path) -> FolderKVStore:
+    """A new, empty SQLite file in ``persist_dir/docstore``, written to until :func:`persist_kv` seals it."""
+    folder = persist_dir / KV_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{uuid.uuid4().hex}.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        # nodes of ~1-4 kB stay in their B-tree page (4 kB pages send each to an overflow page of its own: a file
+        # 3x the size of its JSON)
+        connection.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
+        connection.execute("VACUUM")
+    return FolderKVStore(path=str(path), read_only=False)
+
+
 def persist_kv(storage_context: Any, persist_dir: Path) -> dict[str, Any]:
     """Seal the docstore and index store of ``storage_context`` in a file of ``persist_dir/docstore`` and return
     what ``ingest.json`` records of it. The folder's own file (opened by :func:`open_kv_stores`) is sealed where it
@@ -162,14 +188,7 @@ def persist_kv(storage_context: Any, persist_dir: Path) -> dict[str, Any]:
         and getattr(index_store, "kvstore", None) is kvstore
     )
     if not own:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{uuid.uuid4().hex}.sqlite"
-        with contextlib.closing(sqlite3.connect(path)) as connection:
-            # nodes of ~1-4 kB stay in their B-tree page (4 kB pages send each to an overflow page of its own:
-            # a file 3x the size of its JSON)
-            connection.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
-            connection.execute("VACUUM")
-        kvstore = FolderKVStore(path=str(path), read_only=False)
+        kvstore = new_kv_file(persist_dir)
         new_docstore = SQLiteDocumentStore(kvstore)
         new_docstore.add_documents(list(docstore.docs.values()), allow_update=True)
         hashes = {ref: docstore.get_document_hash(ref) for ref in (docstore.get_all_ref_doc_info() or {})}

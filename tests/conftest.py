@@ -65,6 +65,7 @@ UNIT_SECONDS = {
     "tests/test_answer_usage.py": 8, "tests/test_evaluation.py": 18, "tests/test_fuzz.py": 26,
     "tests/test_hierarchy_builders.py": 25, "notebooks/multihop_retrieval.ipynb": 22, "tests/test_cli.py": 21,
     "tests/test_ask_cli.py": 21, "tests/test_summarizers.py": 18, "tests/test_ray_ingest.py": 70,
+    "tests/test_streaming_ingest.py": 24,
 }  # fmt: skip
 
 

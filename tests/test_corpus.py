@@ -73,3 +73,21 @@ def test_unicode_line_separators_inside_strings_are_text(tmp_path):
     path.write_text('{"id": 7, "text": "one\u2028two\u0085three\u2029"}\r\n', encoding="utf-8")
     [doc] = load_corpus(path)
     assert (doc.id_, doc.text) == ("7", "one\u2028two\u0085three\u2029")
+
+
+def test_jsonl_read_line_by_line_gives_the_errors_of_a_whole_read(tmp_path):
+    from llama_index_kgplus._files import iter_utf8_lines, read_utf8
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "text": "x"}\n{"id": "b", "text": "caf\xe9"}\n')
+    messages = []
+    for read in (read_utf8, lambda p: list(iter_utf8_lines(p))):
+        with pytest.raises(InputDataError, match=r"c.jsonl:2:25: not UTF-8 text \(byte 0xe9 at offset 52\)") as err:
+            read(path)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "text": "x"}\r\n\n{"id": "b", "text": "y"}')  # BOM, CRLF, no last \n
+    assert [(d.id_, d.text) for d in load_corpus(path, stream=True)] == [("a", "x"), ("b", "y")]
+    path.write_bytes('{"id": "a", "text": "x"}\n'.encode("utf-16"))
+    with pytest.raises(InputDataError, match="is UTF-16 encoded"):
+        list(load_corpus(path, stream=True))

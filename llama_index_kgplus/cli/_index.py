@@ -138,44 +138,55 @@ def _walk_text(why: dict[str, Any]) -> str:
 
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
-    from llama_index_kgplus._indexing import INGEST_FILE, persist_index, vector_store_for
+    from llama_index_kgplus._indexing import INGEST_FILE, index_size, persist_index, vector_store_for
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     # an index of an earlier run: LlamaIndex's docstore.json, or the stamp of one that keeps it in SQLite
     _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
-    docs = load_corpus(args.docs_path)
+    # into LanceDB, without entities or summaries (which need every chunk at once), the corpus streams: read,
+    # embedded and written in batches, resumed after a crash
+    stream = args.vector_store == "lancedb" and not args.entities and args.hierarchy == "none"
+    docs = load_corpus(args.docs_path, stream=stream)
     with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
         linker = _entities.make_linker(args)
         embed_model = embed_model_from_spec()
         builders = _hierarchy.make_builders(args, embed_model)
-        index = build_index(
-            docs,
-            None,
-            vector_store=vector_store_for(args.vector_store, args.index),  # lancedb: a new table in the folder
-            embed_model=embed_model,
-            chunk_size=args.chunk_size,
-            chunk_overlap=args.chunk_overlap,
-            extra_transformations=[*([linker] if linker else []), *builders],
-        )
-        graph = _entities.entity_graph(index, linker, embed_model, args.similar_entities)
-        manifest = _hierarchy.manifest(index, builders)
-        # the index, its entity graph and its hierarchy are switched in together: old all three, or new
-        settings = {
-            "chunk_size": args.chunk_size,
-            "chunk_overlap": args.chunk_overlap,
-            "entities": _entities.ingest_settings(args),
-            "hierarchy": _hierarchy.settings(args),
-        }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
-        persist_index(
-            index,
-            args.index,
-            embed_model=embed_model,
-            files={**_entities.files(graph), **_hierarchy.files(manifest)},
-            settings=settings,
-        )
-        print(f"indexed {len(docs)} documents as {len(index.docstore.docs)} nodes -> {args.index}")
+        graph = manifest = None
+        if stream:  # nothing to link or summarise: build_index writes and persists batch by batch
+            index = build_index(
+                docs, args.index, vector_store="lancedb", embed_model=embed_model, chunk_size=args.chunk_size,
+                chunk_overlap=args.chunk_overlap, batch_size=args.batch_size,
+            )  # fmt: skip
+        else:
+            index = build_index(
+                docs,
+                None,
+                vector_store=vector_store_for(args.vector_store, args.index),  # lancedb: a new table in the folder
+                embed_model=embed_model,
+                chunk_size=args.chunk_size,
+                chunk_overlap=args.chunk_overlap,
+                extra_transformations=[*([linker] if linker else []), *builders],
+            )
+            graph = _entities.entity_graph(index, linker, embed_model, args.similar_entities)
+            manifest = _hierarchy.manifest(index, builders)
+            # the index, its entity graph and its hierarchy are switched in together: old all three, or new
+            settings = {
+                "chunk_size": args.chunk_size,
+                "chunk_overlap": args.chunk_overlap,
+                "entities": _entities.ingest_settings(args),
+                "hierarchy": _hierarchy.settings(args),
+            }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
+            persist_index(
+                index,
+                args.index,
+                embed_model=embed_model,
+                files={**_entities.files(graph), **_hierarchy.files(manifest)},
+                settings=settings,
+            )
+        documents, nodes = index_size(index)
+        print(f"indexed {documents} documents as {nodes} nodes -> {args.index}")
         _entities.after_ingest(args, index, linker, graph)
         _hierarchy.after_ingest(args, manifest)
     return 0
@@ -299,6 +310,13 @@ def register(commands: _args.Commands) -> None:
         default="simple",
         help="where the vectors live: simple (JSON, read whole on open; the default) or lancedb (a LanceDB table in "
         "the folder: opens at once, ANN search; for large corpora; pip install 'llama-index-kgplus[lancedb]')",
+    )
+    ingest.add_argument(
+        "--batch-size",
+        type=_args.positive_int,
+        default=1000,
+        help="lancedb without --entities or --hierarchy: documents read, embedded and written at a time (memory "
+        "flat in the corpus size; a re-run after a crash resumes after the last batch written; default 1000)",
     )
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)
