@@ -52,10 +52,10 @@ MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
 #: servers on one worker), from a clean-clone `make test` on 2 cores; stale figures only cost balance
 UNIT_SECONDS = {
     "tests/test_model_specs.py": 155, "notebooks/routing_and_tables.ipynb": 150, "tests/test_tracing.py": 100,
-    "notebooks/global_search.ipynb": 218, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 110,
+    "notebooks/global_search.ipynb": 160, "tests/test_hierarchy_retriever.py": 115, "tests/test_demo_offline.py": 110,
     "notebooks/evaluation.ipynb": 176, "tests/test_reliability.py": 89, "notebooks/glossary_query_engine.ipynb": 95,
     "tests/test_examples.py::test_example_runs[glossary.py]": 85, "notebooks/hierarchical_summaries.ipynb": 135,
-    "tests/test_examples.py::test_example_runs[global_search.py]": 141, "tests/test_graphrag_llm.py": 150,
+    "tests/test_examples.py::test_example_runs[global_search.py]": 141,
     "tests/test_examples.py::test_example_runs[raptor.py]": 32, "notebooks/kg_path_rag.ipynb": 57,
     "notebooks/context_compression.ipynb": 57, "tests/test_examples.py::test_example_runs[hierarchy.py]": 6,
     "tests/test_sources.py": 90, "tests/test_kg_engines.py": 47, "tests/test_workers.py": 61,

@@ -25,6 +25,7 @@ from llama_index_kgplus.evaluation import (
     load_dataset,
     write_report,
 )
+from llama_index_kgplus.evaluation import _judge
 from llama_index_kgplus.evaluation._judge import grounded
 from llama_index_kgplus.evaluation._metrics import average_precision, f1_from_counts
 from llama_index_kgplus.evaluation._report import paired_differences
@@ -55,6 +56,20 @@ def test_retrieval_metrics_by_hand():
     assert mrr(retrieved, ["z"]) == 0.0
     with pytest.raises(ValueError):
         recall_at_k(retrieved, [], 5)
+
+
+def _strings(schema: dict) -> list[dict]:
+    if schema.get("type") == "string" and "enum" not in schema:
+        return [schema]
+    nested = [*schema.get("properties", {}).values(), *([schema["items"]] if "items" in schema else [])]
+    return [s for sub in nested for s in _strings(sub)]
+
+
+@pytest.mark.parametrize("schema", [_judge._Statements, _judge._Verdict, _judge._Questions])
+def test_every_free_text_field_of_a_judge_reply_has_a_length_bound(schema):
+    # under the local grammar the bound ends a string a small model would otherwise loop in to the token limit
+    strings = _strings(schema.model_json_schema())
+    assert strings and all(0 < s.get("maxLength", 0) <= 300 for s in strings)
 
 
 def test_f1_average_precision_and_ci_by_hand():

@@ -5,7 +5,8 @@ graph in the real Ladybug store and in a generic PropertyGraphStore, global sear
 The LLM here is ``RuleBasedGraphRAGLLM`` (``llama_index_kgplus.graphrag._testing``): a real LlamaIndex LLM that
 computes valid extraction, report and map JSON from its prompt by rules. The behaviour under test (what is
 sent to the LLM, what is stored, reused or regenerated) does not depend on language understanding, and the
-real local model is far too slow for it; ``test_graphrag_llm.py`` runs the same path with the real model.
+real local model is far too slow for it; ``notebooks/global_search.ipynb``, which the suite runs, goes the same
+path (build, global query, update) with the real local model and checks the usage and the citations.
 """
 
 from __future__ import annotations

@@ -585,8 +585,8 @@ def test_graphrag_index_through_a_served_model(servers, tmp_path, capsys, monkey
     llm, _ = servers
     # the check is the CLI's path through a served model, not the reports' depth: small extraction and report
     # bounds (the CLI's own settings still apply, e.g. --min-entities) keep each reply short
-    small = {"extractor": {"max_entities": 4, "max_relationships": 3, "max_description_chars": 80},
-             "reporter": {"min_findings": 1, "max_findings": 2, "max_chars": 80, "max_tokens": 300}}  # fmt: skip
+    small = {"extractor": {"max_entities": 3, "max_relationships": 2, "max_description_chars": 60},
+             "reporter": {"min_findings": 1, "max_findings": 1, "max_chars": 80, "max_tokens": 250}}  # fmt: skip
     opened = GraphRAGIndex.from_defaults
 
     def from_defaults(store_dir, llm=None, **settings):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from llama_index.core.llms import LLM
 from pydantic import BaseModel, Field
@@ -26,8 +26,12 @@ from llama_index_kgplus._structured import agenerate_json
 MAX_STATEMENTS = 12
 
 
+# Each string has a length bound too: under the local grammar a small model that loops inside a string stops there
+# instead of running to the token limit.
 class _Statements(BaseModel):
-    statements: list[str] = Field(max_length=MAX_STATEMENTS, description="short standalone factual statements")
+    statements: list[Annotated[str, Field(max_length=300)]] = Field(
+        max_length=MAX_STATEMENTS, description="short standalone factual statements"
+    )
 
 
 class _Verdict(BaseModel):
@@ -36,7 +40,7 @@ class _Verdict(BaseModel):
 
 
 class _Questions(BaseModel):
-    questions: list[str] = Field(min_length=1, max_length=5)
+    questions: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=5)
     noncommittal: bool = Field(description="true if the answer is evasive, vague or says it does not know")
 
 
