@@ -22,10 +22,10 @@ from llama_index_kgplus.evaluation import (
     EvalRunner,
     EvalSample,
     Faithfulness,
+    _judge,
     load_dataset,
     write_report,
 )
-from llama_index_kgplus.evaluation import _judge
 from llama_index_kgplus.evaluation._judge import grounded
 from llama_index_kgplus.evaluation._metrics import average_precision, f1_from_counts
 from llama_index_kgplus.evaluation._report import paired_differences

@@ -452,6 +452,46 @@ def test_a_failing_cluster_is_retried_reported_and_its_children_kept(embed_model
     assert_linked_both_ways(out)
 
 
+class Delegating:
+    """A Summarizer without ``aprefetch``: each cluster embeds its own sentences."""
+
+    def __init__(self, inner: ExtractiveSummarizer) -> None:
+        self.inner = inner
+
+    def summarize(self, texts):
+        return self.inner.summarize(texts)
+
+    async def asummarize(self, texts):
+        return await self.inner.asummarize(texts)
+
+
+class PrefetchFails(ExtractiveSummarizer):
+    async def aprefetch(self, groups, show_progress=False):
+        raise RuntimeError("no batch today")
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_an_extractive_level_embeds_its_sentences_in_one_batch_with_the_same_summaries(
+    embed_model, longdoc_nodes, kind, monkeypatch
+):
+    calls: list[int] = []
+    concurrent = type(embed_model).aget_text_embedding_batch
+
+    async def counted(self, texts, **kwargs):
+        calls.append(len(texts))
+        return await concurrent(self, texts, **kwargs)
+
+    monkeypatch.setattr(type(embed_model), "aget_text_embedding_batch", counted)
+    prefetched = BUILDERS[kind](embed_model, max_levels=1, embedding_mode="mean")(longdoc_nodes())
+    one_batch, calls[:] = list(calls), []
+    each_own = Delegating(extractive(embed_model))
+    unbatched = BUILDERS[kind](embed_model, summarizer=each_own, max_levels=1, embedding_mode="mean")(longdoc_nodes())
+    assert [n.text for n in summaries(prefetched)] == [n.text for n in summaries(unbatched)]
+    assert len(one_batch) == 1 and len(calls) == len(summaries(unbatched)) > 1 and one_batch[0] == sum(calls)
+    failing = BUILDERS[kind](embed_model, summarizer=PrefetchFails(max_sentences=2), max_levels=1)(longdoc_nodes())
+    assert [n.text for n in summaries(failing)] == [n.text for n in summaries(unbatched)]  # each did its own
+
+
 class SameEveryTimeSummarizer(ExtractiveSummarizer):
     """Fails the way a greedy LLM's copy does: asking again would give the same."""
 

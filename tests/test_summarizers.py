@@ -51,6 +51,45 @@ async def test_extractive_async_twin_matches_sync(embed_model):
     assert await summarizer.asummarize(texts) == summarizer.summarize(texts)
 
 
+def _count_then_refuse_embeddings(monkeypatch, embed_model) -> list[int]:
+    """The sizes of the embedding batches asked for; after ``batches.append(None)``, any further one fails."""
+    batches: list[int | None] = []
+    model = type(embed_model)
+    sync, concurrent = model.get_text_embedding_batch, model.aget_text_embedding_batch
+
+    def counted(self, texts, **kwargs):
+        assert None not in batches, "embedded again"
+        batches.append(len(texts))
+        return sync(self, texts, **kwargs)
+
+    async def acounted(self, texts, **kwargs):
+        assert None not in batches, "embedded again"
+        batches.append(len(texts))
+        return await concurrent(self, texts, **kwargs)
+
+    monkeypatch.setattr(model, "get_text_embedding_batch", counted)
+    monkeypatch.setattr(model, "aget_text_embedding_batch", acounted)
+    return batches
+
+
+async def test_prefetch_embeds_every_group_in_one_batch_that_the_summaries_then_read(embed_model, monkeypatch):
+    groups = [[" ".join(CATS)], [" ".join(MARKETS)], [CATS[0]]]  # the last needs no vector: it is kept whole
+    expected = [ExtractiveSummarizer(embed_model=embed_model, max_sentences=1).summarize(g) for g in groups]
+    batches = _count_then_refuse_embeddings(monkeypatch, embed_model)
+    sync, concurrent = (ExtractiveSummarizer(embed_model=embed_model, max_sentences=1) for _ in range(2))
+    sync.prefetch(groups)
+    await concurrent.aprefetch(groups)
+    assert batches == [6, 6]
+    batches.append(None)
+    assert [sync.summarize(g) for g in groups] == expected
+    assert [await concurrent.asummarize(g) for g in groups] == expected
+    two_stage = TwoStageSummarizer.from_defaults(llm=ScriptedLLM(default="A summary."), embed_model=embed_model)
+    batches.remove(None)
+    await two_stage.aprefetch([[" ".join(CATS), " ".join(MARKETS)]])  # each text as its first stage condenses it
+    batches.append(None)
+    assert len(two_stage.condense([" ".join(CATS), " ".join(MARKETS)])) == 2
+
+
 def test_extractive_is_deterministic_and_short_text_is_returned_whole(embed_model):
     text = " ".join(CATS + MARKETS)
     a = ExtractiveSummarizer(embed_model=embed_model, max_sentences=3, random_state=7).summarize([text])

@@ -298,7 +298,9 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
         Children this builder has summarised before (the same texts in the same order, the same summarizer
         settings) get the same summary again without a call, for the life of the builder object: re-running a
-        pipeline with it after one document changed costs only the clusters that changed.
+        pipeline with it after one document changed costs only the clusters that changed. A summarizer with an
+        ``aprefetch(groups, show_progress)`` method gets every cluster's texts first (see
+        :meth:`ExtractiveSummarizer.prefetch`).
         """
         started, usage_before = time.perf_counter(), _usage(summarizer)
         # a summarizer that is not a BaseComponent has no settings to compare: that very object is the key
@@ -310,6 +312,13 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 self._summary_memo[key] = known
         todo = {key: cluster for key, cluster in zip(keys, clusters) if key not in self._summary_memo}
         reused = len(keys) - len(todo)  # summarised before, or twice in this level
+        if todo and hasattr(summarizer, "aprefetch"):  # e.g. every sentence an extractive stage embeds, in one batch
+            try:
+                await summarizer.aprefetch([_texts(c) for c in todo.values()], show_progress=show_progress)
+            except KGPlusSetupError:
+                raise
+            except Exception as exc:  # an optimisation only: each cluster still gets its tries below
+                logger.info("%s: prefetch failed (%s: %s)", self.class_name(), type(exc).__name__, exc)
         written = await run_jobs(
             [self._asummarize_one(cluster, summarizer) for cluster in todo.values()],
             show_progress=show_progress,
@@ -365,7 +374,7 @@ class BaseSummaryNodeBuilder(TransformComponent):
 
     async def _asummarize_one(self, cluster: list[BaseNode], summarizer: Any) -> tuple[str | None, str, int]:
         """The summary of ``cluster`` (or None), the last error and the number of tries."""
-        texts = [c.get_content(metadata_mode=MetadataMode.NONE) for c in cluster]
+        texts = _texts(cluster)
         error, tries = "", 0
         for tries in range(1, self.max_retries + 2):
             try:
@@ -381,6 +390,11 @@ class BaseSummaryNodeBuilder(TransformComponent):
                 if isinstance(exc, SummarizationError) and not exc.retryable:  # asking again gives the same
                     break
         return None, error, tries
+
+
+def _texts(cluster: list[BaseNode]) -> list[str]:
+    """What a summarizer is given of ``cluster``: its nodes' texts without metadata."""
+    return [c.get_content(metadata_mode=MetadataMode.NONE) for c in cluster]
 
 
 def _memo_key(summarizer_settings: str, cluster: list[BaseNode]) -> str:

@@ -18,7 +18,9 @@ class Summarizer(Protocol):
     """Anything that turns a few texts into one summary, sync and async.
 
     The summary node builders accept any object with these two methods; this pack's summarizers subclass
-    :class:`BaseSummarizer`, which also makes their settings part of the ingestion cache key.
+    :class:`BaseSummarizer`, which also makes their settings part of the ingestion cache key. A builder also
+    calls an ``aprefetch(groups, show_progress)`` method, when there is one, with the texts of every cluster of a
+    level before it summarizes them one by one.
 
     Example:
 

@@ -105,6 +105,13 @@ class ExtractiveSummarizer(BaseSummarizer):
         missing = [s for s in dict.fromkeys(sentences) if s not in known]
         return sentences, k, known, missing
 
+    def _missing(self, groups: Sequence[Sequence[str]]) -> list[str]:
+        """The sentences not yet embedded that summarizing each of ``groups`` needs, at most a cache's worth."""
+        missing: dict[str, None] = {}
+        for texts in groups:
+            missing.update(dict.fromkeys(self._plan(texts)[3]))
+        return list(missing)[:_CACHE_LIMIT]
+
     def _finish(self, sentences: list[str], k: int, known: dict[str, np.ndarray]) -> str:
         if k >= len(sentences):
             return " ".join(sentences)
@@ -119,6 +126,22 @@ class ExtractiveSummarizer(BaseSummarizer):
 
     def _embedder(self) -> BaseEmbedding:
         return resolve_embed_model(self.embed_model or self._default_embed_model, self.class_name())
+
+    def prefetch(self, groups: Sequence[Sequence[str]], show_progress: bool = False) -> None:
+        """Embed in one batch the sentences that :meth:`summarize` needs for each of ``groups``; later calls read
+        them from memory. A summary node builder calls this before it summarizes its clusters: one large batch
+        is faster than one per cluster, above all when the clusters run concurrently on an in-process model."""
+        missing = self._missing(groups)
+        if missing:
+            vectors = self._embedder().get_text_embedding_batch(missing, show_progress=show_progress)
+            self._remember({}, missing, vectors)
+
+    async def aprefetch(self, groups: Sequence[Sequence[str]], show_progress: bool = False) -> None:
+        """Async :meth:`prefetch`."""
+        missing = self._missing(groups)
+        if missing:
+            vectors = await self._embedder().aget_text_embedding_batch(missing, show_progress=show_progress)
+            self._remember({}, missing, vectors)
 
     def summarize(self, texts: Sequence[str]) -> str:
         """The sentences of ``texts`` nearest the centroids of their embeddings, in text order."""

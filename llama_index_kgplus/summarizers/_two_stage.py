@@ -147,6 +147,17 @@ class TwoStageSummarizer(BaseSummarizer):
         """The extractive stage keeping one sentence per text (a shallow copy: same sentence embeddings)."""
         return self.extractive.model_copy(update={"max_sentences": 1})
 
+    def prefetch(self, groups: Sequence[Sequence[str]], show_progress: bool = False) -> None:
+        """Let the extractive stage embed, in one batch, what condensing each text of ``groups`` needs (see
+        :meth:`ExtractiveSummarizer.prefetch`); nothing for a stage without ``prefetch``."""
+        if hasattr(self.extractive, "prefetch"):
+            self.extractive.prefetch(_one_text_each(groups), show_progress=show_progress)
+
+    async def aprefetch(self, groups: Sequence[Sequence[str]], show_progress: bool = False) -> None:
+        """Async :meth:`prefetch`."""
+        if hasattr(self.extractive, "aprefetch"):
+            await self.extractive.aprefetch(_one_text_each(groups), show_progress=show_progress)
+
     def summarize(self, texts: Sequence[str]) -> str:
         """Condense ``texts`` extractively, then summarize abstractively; the extractive summary when the LLM gives
         none (``extractive_fallback``)."""
@@ -167,6 +178,11 @@ class TwoStageSummarizer(BaseSummarizer):
                 raise
         self._fallbacks += 1
         return await self.extractive.asummarize(texts)
+
+
+def _one_text_each(groups: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Each text of ``groups`` on its own, as the first stage condenses them."""
+    return [[t] for texts in groups for t in texts if t.strip()]
 
 
 def _shorter(condensed: str, one_sentence: str) -> str:
