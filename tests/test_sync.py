@@ -2,7 +2,8 @@
 that corpus holds (docstore, vectors, entity graph, summaries, retrieval), having embedded only the new text; and
 the bad inputs: another embedding model, two writers at once, duplicate ids, an unchanged corpus. The same for one
 document deleted (`delete_ref_doc` of an index bound to its folder, `kgplus delete`): the folder then holds a fresh
-ingest of the corpus without it.
+ingest of the corpus without it. And a JSON index moved into LanceDB (`kgplus ingest --upgrade`, `upgrade_index`)
+holds what it held, with nothing embedded again.
 
 Small data: 16 passages of the bundled multi-hop sample, split small (64 tokens) so that the semantic hierarchy
 has clusters; the extractive summarizer (no LLM). The GraphRAG path runs with the rule-based fake LLM of the
@@ -27,7 +28,7 @@ from llama_index_kgplus.cli import main
 from llama_index_kgplus.entity_graph import EntityGraph
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.hierarchy._retriever import read_manifest
-from llama_index_kgplus.indexing import sync_index
+from llama_index_kgplus.indexing import sync_index, upgrade_index
 from llama_index_kgplus.sample import SAMPLE_MULTIHOP_DOCS
 
 QUESTIONS = ["Who was the wife of Lothair II?", "Which film was directed in India?", "Where was the bishop buried?"]
@@ -377,3 +378,28 @@ def test_delete_ref_doc_reaches_the_graphrag_store_of_the_folder(corpora, tmp_pa
             g.delete_ref_doc(docs[2].doc_id)
         # what an update with the corpus without the document gives: nothing left to do
         assert g.update([d for d in docs if d.doc_id != docs[2].doc_id]).reports_regenerated == 0
+
+
+def test_upgrade_moves_a_json_index_into_lancedb_as_it_is(corpora, tmp_path, embed_model, counted, capsys, cli_error):
+    index = tmp_path / "index"
+    _ingest(corpora["v1"], index)  # JSON, with an entity graph and a hierarchy
+    before, stamp = _snapshot(index, embed_model), json.loads((index / INGEST_FILE).read_text(encoding="utf-8"))
+    graph = (index / "entity_graph.npz").read_bytes()
+    counted.clear()
+    capsys.readouterr()
+    assert main(["ingest", "--upgrade", "--index", str(index)]) == 0
+    assert capsys.readouterr().out.startswith(f"moved {len(before['nodes'])} nodes of {index} into LanceDB")
+    assert not counted  # nothing embedded again
+    moved = json.loads((index / INGEST_FILE).read_text(encoding="utf-8"))
+    assert moved["vector_store"]["type"] == "lancedb" and moved["docstore"]
+    assert [moved[k] for k in ("index_id", "settings", "embed_model")] == [
+        stamp[k] for k in ("index_id", "settings", "embed_model")
+    ]
+    assert not {"docstore.json", "default__vector_store.json", "index_store.json"} & {p.name for p in index.iterdir()}
+    assert (index / "entity_graph.npz").read_bytes() == graph
+    _assert_same(_snapshot(index, embed_model), before)
+    assert upgrade_index(index) == 0  # in LanceDB already
+    report = _sync(corpora["v2"], index, capsys)  # its settings came along: a sync goes on from there
+    assert len(report.added) == 2 and report.summaries_written > 0
+    assert "give no DOCS_PATH" in cli_error(["ingest", str(corpora["v1"]), "--index", str(index), "--upgrade"])
+    assert "Give the corpus to index" in cli_error(["ingest", "--index", str(index)])

@@ -136,12 +136,32 @@ def _walk_text(why: dict[str, Any]) -> str:
     return " ".join(words)
 
 
+def _upgrade(args: argparse.Namespace) -> int:
+    from llama_index_kgplus.indexing import upgrade_index
+
+    if args.docs_path:
+        raise InputDataError(
+            f"--upgrade moves the index in {args.index} as it is: give no DOCS_PATH (then `kgplus sync DOCS_PATH "
+            f"--index {args.index}` brings it in step with the corpus)."
+        )
+    moved = upgrade_index(args.index)
+    if moved:
+        print(f"moved {moved} nodes of {args.index} into LanceDB and SQLite (nothing embedded again)")
+    else:
+        print(f"{args.index} is in LanceDB already: nothing to do")
+    return 0
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
     from llama_index_kgplus._indexing import INGEST_FILE, index_size, persist_index, vector_store_for
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
+    if args.upgrade:
+        return _upgrade(args)
+    if not args.docs_path:
+        raise InputDataError("Give the corpus to index: kgplus ingest DOCS_PATH --index DIR (or --upgrade).")
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     # an index of an earlier run: LlamaIndex's docstore.json, or the stamp of one that keeps it in SQLite
     _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
@@ -297,7 +317,10 @@ def _retrieve_or_query(args: argparse.Namespace, synthesize: bool) -> int:
 def register(commands: _args.Commands) -> None:
     ingest = commands.add("ingest", help="split, embed and index a corpus into a persisted vector index")
     ingest.add_argument(
-        "docs_path", metavar="DOCS_PATH", help="a folder of text files or a JSONL corpus (id, title, text)"
+        "docs_path",
+        metavar="DOCS_PATH",
+        nargs="?",
+        help="a folder of text files or a JSONL corpus (id, title, text); none with --upgrade",
     )
     ingest.add_argument("--index", required=True, type=user_path, help="folder of the persisted index")
     ingest.add_argument("--chunk-size", type=_args.positive_int, default=384, help="chunk size in tokens (default 384)")
@@ -317,6 +340,12 @@ def register(commands: _args.Commands) -> None:
         default=1000,
         help="lancedb without --entities or --hierarchy: documents read, embedded and written at a time (memory "
         "flat in the corpus size; a re-run after a crash resumes after the last batch written; default 1000)",
+    )
+    ingest.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="move the index in --index from JSON into LanceDB and SQLite (which open at once), keeping its nodes, "
+        "vectors, entity graph and hierarchy: nothing is embedded again",
     )
     _hierarchy.add_ingest_options(ingest)
     _entities.add_ingest_options(ingest)
