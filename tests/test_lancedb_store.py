@@ -204,6 +204,25 @@ def test_ann_index_is_built_above_the_threshold_and_later_adds_are_folded_in(tmp
     assert not small.has_ann_index()  # a flat scan below the threshold
 
 
+def test_through_the_ann_index_scores_are_exact_cosine_similarities(tmp_path):
+    store = new_store(tmp_path / "big", ann_min_rows=64, rows_per_partition=64)
+    index = build_index(
+        small_docs(300), tmp_path / "big", embed_model=STAND_IN, vector_store=store, show_progress=False
+    )
+    assert store.has_ann_index()
+    nodes = store.get_nodes()
+    vectors = np.array([n.get_embedding() for n in nodes])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for question in ("passage 7 alpha beta", "passage 123 gamma", "omega delta 42"):
+        query = np.array(STAND_IN.get_query_embedding(question))
+        exact = vectors @ (query / np.linalg.norm(query))
+        hits = index.as_retriever(similarity_top_k=4).retrieve(question)
+        by_id = {n.node_id: float(s) for n, s in zip(nodes, exact)}
+        # the index's own distances are quantized and, for cosine, on another scale: re-ranked, they are exact
+        assert [h.score for h in hits] == pytest.approx([by_id[h.node.node_id] for h in hits], abs=1e-5)
+        assert min(h.score for h in hits) >= sorted(exact)[-4] - 1e-5  # the exact top 4
+
+
 def test_reingest_switches_tables_old_or_new(tmp_path):
     folder = tmp_path / "index"
     build_index(small_docs(20), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)
