@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import operator
 import os
 import shutil
 import uuid
@@ -104,7 +105,11 @@ _JSON_STORE_FILES = ("default__vector_store.json", "image__vector_store.json")
 # the JSON docstore and index store: a new index that keeps them in SQLite removes those of an old one
 _JSON_KV_FILES = ("docstore.json", "index_store.json", "graph_store.json")
 VECTOR_STORES = ("simple", "lancedb")
-"""The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore`` (the default), LanceDB."""
+"""The vector stores an index folder can hold: LlamaIndex's JSON ``SimpleVectorStore``, LanceDB."""
+AUTO_LANCEDB_DOCUMENTS = 10_000
+"""From this many documents (so at least as many passages) a new index folder keeps its vectors in LanceDB, when
+the ``lancedb`` extra is installed: the JSON store, read whole, opens faster from the CLI below about 10^4
+passages, LanceDB (constant, plus its import) above (``benchmarks/scale.md``)."""
 # how long a reader waits for a writer that is moving a sealed index into place (a few renames)
 _SWITCH_WAIT = 60.0
 FileWriter = Callable[[Path], object]
@@ -265,6 +270,16 @@ class PackVectorStoreIndex(VectorStoreIndex):
         await super().adelete_ref_doc(ref_doc_id, delete_from_docstore=delete_from_docstore, **delete_kwargs)
 
 
+def default_vector_store(documents: Iterable[Document]) -> str:
+    """The vector store of a new index folder when none is named: ``"lancedb"`` for :data:`AUTO_LANCEDB_DOCUMENTS`
+    documents or more, or a stream that does not say how many, when the ``lancedb`` extra is installed; else
+    ``"simple"``."""
+    from llama_index_kgplus._lancedb import installed
+
+    count = operator.length_hint(documents, -1)  # -1: a stream that does not say
+    return "lancedb" if (count < 0 or count >= AUTO_LANCEDB_DOCUMENTS) and installed() else "simple"
+
+
 def vector_store_for(kind: str, persist_dir: str | Path) -> Any | None:
     """The vector store of a new index in ``persist_dir`` by its name in :data:`VECTOR_STORES`: ``None`` for the
     default JSON store, a new LanceDB table in the folder for ``lancedb``."""
@@ -294,9 +309,10 @@ def build_index(
     the start (another writer of the folder is refused before any work). ``nodes``: the chunks of ``documents``,
     already split and embedded elsewhere (a ``RayIngestionPipeline``'s output, docs/scale.md), indexed as they
     are (``extra_transformations`` still run on them; give the ``chunk_size`` and ``chunk_overlap`` they were
-    split with, which a sync reuses). ``vector_store``: ``None`` or
-    ``"simple"`` (LlamaIndex's JSON store in the folder), ``"lancedb"`` (a LanceDB table in the folder, which
-    opens in constant time: for large corpora; needs ``persist_dir`` and the ``lancedb`` extra), or any LlamaIndex
+    split with, which a sync reuses). ``vector_store``: ``"simple"`` (LlamaIndex's JSON store in the folder),
+    ``"lancedb"`` (a LanceDB table in the folder, which opens in constant time: for large corpora; needs
+    ``persist_dir`` and the ``lancedb`` extra), ``None`` (with a ``persist_dir``, ``"lancedb"`` from
+    :data:`AUTO_LANCEDB_DOCUMENTS` documents when installed, else ``"simple"``), or any LlamaIndex
     vector store, such as ``PGVectorStore`` (a server's table: ``ingest.json`` records which, and
     ``load_index(persist_dir, vector_store=store)`` reopens it).
 
@@ -321,6 +337,8 @@ def build_index(
         raise InputDataError("No documents to index.")
     if isinstance(vector_store, str) and persist_dir is None and vector_store != "simple":
         raise InputDataError(f"vector_store={vector_store!r} lives in the index folder: give a persist_dir.")
+    if vector_store is None and persist_dir is not None:
+        vector_store = default_vector_store(documents)
     with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
         embed_model = embed_model or Settings.embed_model  # resolved once the folder is ours
         if persist_dir is not None and nodes is None and not extra_transformations and _streams(vector_store):

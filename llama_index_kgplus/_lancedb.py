@@ -386,6 +386,13 @@ def is_pack_store(vector_store: Any) -> bool:
     return _CLASS is not None and isinstance(vector_store, _CLASS)
 
 
+def installed() -> bool:
+    """Whether the ``lancedb`` extra is installed (nothing is imported)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("lancedb", "lance", "llama_index.vector_stores"))
+
+
 def new_store(persist_dir: str | Path, **kwargs: Any) -> Any:
     """A store on a new, empty table in ``persist_dir/lancedb`` (the table is created by the first add)."""
     folder = Path(persist_dir) / TABLE_DIR

@@ -223,6 +223,26 @@ def test_through_the_ann_index_scores_are_exact_cosine_similarities(tmp_path):
         assert min(h.score for h in hits) >= sorted(exact)[-4] - 1e-5  # the exact top 4
 
 
+@pytest.mark.model  # the CLI's ingest loads the default embedding model
+def test_by_default_a_large_corpus_goes_to_lancedb_and_a_small_one_to_json(tmp_path, monkeypatch, capsys):
+    from llama_index_kgplus import _indexing, _lancedb
+
+    monkeypatch.setattr(_indexing, "AUTO_LANCEDB_DOCUMENTS", 40)  # instead of 10^4 documents
+    build_index(small_docs(39), tmp_path / "small", embed_model=STAND_IN, show_progress=False)
+    assert "vector_store" not in stamp(tmp_path / "small") and (tmp_path / "small" / "docstore.json").is_file()
+    build_index(small_docs(40), tmp_path / "large", embed_model=STAND_IN, show_progress=False)
+    assert stamp(tmp_path / "large")["vector_store"]["type"] == "lancedb"
+    build_index((d for d in small_docs(5)), tmp_path / "stream", embed_model=STAND_IN, show_progress=False)  # no len
+    assert stamp(tmp_path / "stream")["vector_store"]["type"] == "lancedb"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": d.id_, "text": d.text}) + "\n" for d in small_docs(40)), "utf-8")
+    assert main(["ingest", str(corpus), "--index", str(tmp_path / "cli")]) == 0  # the CLI's default: auto
+    assert stamp(tmp_path / "cli")["vector_store"]["type"] == "lancedb"
+    monkeypatch.setattr(_lancedb, "installed", lambda: False)  # without the extra: the JSON store, at any size
+    build_index(small_docs(40), tmp_path / "without", embed_model=STAND_IN, show_progress=False)
+    assert "vector_store" not in stamp(tmp_path / "without")
+
+
 def test_reingest_switches_tables_old_or_new(tmp_path):
     folder = tmp_path / "index"
     build_index(small_docs(20), folder, embed_model=STAND_IN, vector_store="lancedb", show_progress=False)

@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from llama_index_kgplus._indexing import AUTO_LANCEDB_DOCUMENTS
 from llama_index_kgplus._jsonl import iter_jsonl, text_field
 from llama_index_kgplus._paths import user_path
 from llama_index_kgplus.cli import _args, _compression, _entities, _glossary, _hierarchy
@@ -154,7 +155,13 @@ def _upgrade(args: argparse.Namespace) -> int:
 
 def _ingest(args: argparse.Namespace) -> int:
     from llama_index_kgplus import build_index, load_corpus
-    from llama_index_kgplus._indexing import INGEST_FILE, index_size, persist_index, vector_store_for
+    from llama_index_kgplus._indexing import (
+        INGEST_FILE,
+        default_vector_store,
+        index_size,
+        persist_index,
+        vector_store_for,
+    )
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
@@ -167,8 +174,11 @@ def _ingest(args: argparse.Namespace) -> int:
     _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
     # into LanceDB, without entities or summaries (which need every chunk at once), the corpus streams: read,
     # embedded and written in batches, resumed after a crash
-    stream = args.vector_store == "lancedb" and not args.entities and args.hierarchy == "none"
-    docs = load_corpus(args.docs_path, stream=stream)
+    docs = load_corpus(args.docs_path, stream=True)  # read as it is used; it knows how many documents it holds
+    store = default_vector_store(docs) if args.vector_store == "auto" else args.vector_store
+    stream = store == "lancedb" and not args.entities and args.hierarchy == "none"
+    if not stream:
+        docs = list(docs)
     with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
         linker = _entities.make_linker(args)
         embed_model = embed_model_from_spec()
@@ -183,7 +193,7 @@ def _ingest(args: argparse.Namespace) -> int:
             index = build_index(
                 docs,
                 None,
-                vector_store=vector_store_for(args.vector_store, args.index),  # lancedb: a new table in the folder
+                vector_store=vector_store_for(store, args.index),  # lancedb: a new table in the folder
                 embed_model=embed_model,
                 chunk_size=args.chunk_size,
                 chunk_overlap=args.chunk_overlap,
@@ -329,10 +339,11 @@ def register(commands: _args.Commands) -> None:
     )
     ingest.add_argument(
         "--vector-store",
-        choices=("simple", "lancedb"),
-        default="simple",
-        help="where the vectors live: simple (JSON, read whole on open; the default) or lancedb (a LanceDB table in "
-        "the folder: opens at once, ANN search; for large corpora; pip install 'llama-index-kgplus[lancedb]')",
+        choices=("auto", "simple", "lancedb"),
+        default="auto",
+        help="where the vectors live: simple (JSON, read whole on open), lancedb (a LanceDB table in the folder: "
+        "opens at once, ANN search; pip install 'llama-index-kgplus[lancedb]'), or auto (the default: lancedb from "
+        f"{AUTO_LANCEDB_DOCUMENTS:,} documents when installed, else simple)",
     )
     ingest.add_argument(
         "--batch-size",
