@@ -12,9 +12,8 @@ that fixes what that store does not do for the pack (issue 40, ``benchmarks/scal
   partition per 4,096 rows) once the table holds ``ann_min_rows`` rows, and folds later additions into it;
 - a query reads only the columns it returns (not the vectors) and scores by cosine similarity, as LlamaIndex's
   default store does; through the ANN index it re-ranks ``refine_factor`` (default 10) times ``top_k``
-  candidates by their exact distance (the index's own distances are quantized and, for cosine, twice the cosine
-  distance: without the refinement, scores were off that scale and recall@8 was 0.84 at 10^4 rows in
-  ``benchmarks/scale.md``; with it 0.97).
+  candidates by their exact distance, since the index's own distances are quantized and, for cosine, twice the
+  cosine distance (recall@8 0.97 re-ranked, 0.84 not, at 10^4 rows: ``benchmarks/scale.md``).
 
 In an index folder the tables live in ``lancedb/``; ``ingest.json`` names the table and the Lance version that
 belongs to the index (:func:`store_record`), and a reader opens that version (:func:`open_store`): a write that
