@@ -17,8 +17,8 @@ LAYERS = (
     {"_deprecation", "_public", "_redact", "errors", "events", "_paths", "_files", "_lock", "_gc", "files",
      "_defaults", "defaults", "_jsonl", "jsonl", "_sync", "_kvstore", "_vectors", "vectors", "_text", "text", "_sample", "sample",
      "_corpus", "corpus"},
-    {"llm", "_structured", "structured", "graph_stores", "_lancedb", "_server_store", "_sqlitedoc", "_streaming", "_indexing", "_query_loop", "compression",
-     "summarizers"},
+    {"llm", "_structured", "structured", "graph_stores", "_lancedb", "_server_store", "_sqlitedoc", "_streaming", "_indexing", "_upgrade", "_query_loop",
+     "compression", "summarizers"},
     {"hierarchy", "glossary", "kg", "entity_graph", "graphrag", "tables", "router"},
     # the top level re-exports EvalRunner; the sync (and ``indexing``, its public home) updates every capability's index
     {"_assembly", "_syncing", "indexing", "evaluation", "__init__"},
