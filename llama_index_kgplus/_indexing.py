@@ -280,6 +280,11 @@ def default_vector_store(documents: Iterable[Document]) -> str:
     return "lancedb" if (count < 0 or count >= AUTO_LANCEDB_DOCUMENTS) and installed() else "simple"
 
 
+def keeps_json_vectors(persist_dir: str | Path) -> bool:
+    """Whether the index in ``persist_dir`` keeps its vectors in LlamaIndex's JSON store."""
+    return (user_path(persist_dir) / _JSON_STORE_FILES[0]).is_file()
+
+
 def vector_store_for(kind: str, persist_dir: str | Path) -> Any | None:
     """The vector store of a new index in ``persist_dir`` by its name in :data:`VECTOR_STORES`: ``None`` for the
     default JSON store, a new LanceDB table in the folder for ``lancedb``."""

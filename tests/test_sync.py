@@ -20,7 +20,7 @@ import pytest
 from llama_index.core import Document
 from llama_index.core.schema import MetadataMode
 
-from llama_index_kgplus import build_index, load_corpus, load_index
+from llama_index_kgplus import _indexing, build_index, load_corpus, load_index
 from llama_index_kgplus._indexing import INGEST_FILE, persist_index
 from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._syncing import SyncReport
@@ -380,13 +380,17 @@ def test_delete_ref_doc_reaches_the_graphrag_store_of_the_folder(corpora, tmp_pa
         assert g.update([d for d in docs if d.doc_id != docs[2].doc_id]).reports_regenerated == 0
 
 
-def test_upgrade_moves_a_json_index_into_lancedb_as_it_is(corpora, tmp_path, embed_model, counted, capsys, cli_error):
+def test_upgrade_moves_a_json_index_into_lancedb_as_it_is(
+    corpora, tmp_path, embed_model, counted, capsys, cli_error, monkeypatch
+):
     index = tmp_path / "index"
     _ingest(corpora["v1"], index)  # JSON, with an entity graph and a hierarchy
     before, stamp = _snapshot(index, embed_model), json.loads((index / INGEST_FILE).read_text(encoding="utf-8"))
     graph = (index / "entity_graph.npz").read_bytes()
+    monkeypatch.setattr(_indexing, "AUTO_LANCEDB_DOCUMENTS", 16)  # instead of 10^4 documents
+    assert main(["sync", str(corpora["v1"]), "--index", str(index), "--quiet"]) == 0
+    assert f"`kgplus ingest --upgrade --index {index}` moves them into LanceDB" in capsys.readouterr().err
     counted.clear()
-    capsys.readouterr()
     assert main(["ingest", "--upgrade", "--index", str(index)]) == 0
     assert capsys.readouterr().out.startswith(f"moved {len(before['nodes'])} nodes of {index} into LanceDB")
     assert not counted  # nothing embedded again
@@ -399,7 +403,10 @@ def test_upgrade_moves_a_json_index_into_lancedb_as_it_is(corpora, tmp_path, emb
     assert (index / "entity_graph.npz").read_bytes() == graph
     _assert_same(_snapshot(index, embed_model), before)
     assert upgrade_index(index) == 0  # in LanceDB already
-    report = _sync(corpora["v2"], index, capsys)  # its settings came along: a sync goes on from there
-    assert len(report.added) == 2 and report.summaries_written > 0
+    capsys.readouterr()
+    assert main(["sync", str(corpora["v2"]), "--index", str(index), "--json", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    report = SyncReport(**json.loads(out.strip().splitlines()[-1]))  # its settings came along: a sync goes on
+    assert len(report.added) == 2 and report.summaries_written > 0 and "hint" not in err
     assert "give no DOCS_PATH" in cli_error(["ingest", str(corpora["v1"]), "--index", str(index), "--upgrade"])
     assert "Give the corpus to index" in cli_error(["ingest", "--index", str(index)])

@@ -224,7 +224,7 @@ def _ingest(args: argparse.Namespace) -> int:
 
 def _sync(args: argparse.Namespace) -> int:
     from llama_index_kgplus import load_corpus
-    from llama_index_kgplus._indexing import require_index
+    from llama_index_kgplus._indexing import default_vector_store, keeps_json_vectors, require_index
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.indexing import sync_index
     from llama_index_kgplus.llm import embed_model_from_spec
@@ -241,6 +241,12 @@ def _sync(args: argparse.Namespace) -> int:
             show_progress=not args.quiet,
         )
     _print_report(args, report)
+    if keeps_json_vectors(args.index) and default_vector_store(docs) == "lancedb":
+        print(
+            f"hint: {len(docs):,} documents kept in JSON are read whole on every open; `kgplus ingest --upgrade "
+            f"--index {args.index}` moves them into LanceDB, which opens at once",
+            file=sys.stderr,
+        )
     return 0
 
 
