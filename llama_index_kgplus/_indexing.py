@@ -916,7 +916,7 @@ def _folder_vector_store(
         check_store(persist_dir, record, vector_store)
         return vector_store
     # an index built by an earlier version with a store outside the folder has a stamp without it, and no JSON store
-    if vector_store is not None and (isinstance(record, dict) or (persist_dir / _JSON_STORE_FILES[0]).is_file()):
+    if vector_store is not None and (isinstance(record, dict) or keeps_json_vectors(persist_dir)):
         kept = "a LanceDB table of the folder" if isinstance(record, dict) else "the folder's JSON vector store"
         raise InputDataError(
             f"{persist_dir} keeps its vectors in {kept}, not in a {vector_store.class_name()}: open it without "

@@ -389,7 +389,8 @@ def installed() -> bool:
     """Whether the ``lancedb`` extra is installed (nothing is imported)."""
     import importlib.util
 
-    return all(importlib.util.find_spec(name) is not None for name in ("lancedb", "lance", "llama_index.vector_stores"))
+    modules = ("lancedb", "lance", "llama_index.vector_stores.lancedb")
+    return all(importlib.util.find_spec(name) is not None for name in modules)
 
 
 def new_store(persist_dir: str | Path, **kwargs: Any) -> Any:

@@ -48,7 +48,7 @@ def upgrade_index(persist_dir: str | Path, *, show_progress: bool = True) -> int
     upgrade_index("./index")  # then load_index("./index") opens the LanceDB table
     ```
     """
-    from llama_index_kgplus._lancedb import new_store
+    from llama_index_kgplus._lancedb import STORE_TYPE, new_store
 
     persist_dir = require_index(persist_dir)
     with writer_lock(persist_dir, "upgrading the index"):
@@ -60,7 +60,7 @@ def upgrade_index(persist_dir: str | Path, *, show_progress: bool = True) -> int
             )
         record = stamp.get("vector_store")
         if isinstance(record, dict):
-            if record.get("type") == "lancedb":
+            if record.get("type") == STORE_TYPE:
                 return 0
             raise InputDataError(f"{persist_dir} keeps its vectors in a {record.get('type')} store: nothing to move.")
         storage = open_storage(persist_dir)
