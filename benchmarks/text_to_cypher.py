@@ -201,13 +201,13 @@ def run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[dict[str, 
 
     The queries are written first, question after question (the graph's description opens every prompt, so
     llama.cpp reuses its cached prefix), then the answers with the engine's own answer prompt."""
-    from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph, default_cypher_repairs, import_kg
+    from llama_index_kgplus.kg import CypherQueryEngine, KnowledgeGraph, import_kg
     from llama_index_kgplus.kg._cypher import CypherAnswer
     from llama_index_kgplus.llm import llm_from_spec
 
     llm = llm_from_spec(args.llm, max_new_tokens=256, context_window=4096, n_threads=args.threads)
     off = set(filter(None, args.exclude_repairs.split(",")))
-    repairs = () if off == {"all"} else default_cypher_repairs(exclude=off)
+    repairs = () if off == {"all"} else CypherQueryEngine.default_repairs(exclude=off)
     results = []
     with tempfile.TemporaryDirectory(prefix="text-to-cypher-") as tmp:
         engines, graphs = {}, {}

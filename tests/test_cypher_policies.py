@@ -14,7 +14,6 @@ from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.kg import (
     CypherQueryEngine,
     KnowledgeGraph,
-    default_cypher_repairs,
     import_kg,
 )
 from llama_index_kgplus.kg._cypher_prompts import CHAIN_NOTE, ENTITIES_NOTE, REVERSED_NOTE
@@ -55,7 +54,7 @@ def rivers(tmp_path_factory):
 
 def _ask(kg, question, *cyphers, exclude=()):
     llm = ScriptedLLM(replies=[json.dumps({"cypher": c}) for c in cyphers], rules=[("Answer the question in", "ok")])
-    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude=exclude))
+    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=CypherQueryEngine.default_repairs(exclude=exclude))
     response = engine.query(question)
     return response.metadata, str(response), llm.prompts
 
@@ -178,8 +177,8 @@ def test_no_policies_leave_the_query_as_written(rivers):
 
 def test_an_unknown_policy_name_is_refused_with_the_names():
     with pytest.raises(ValueError, match="Unknown repair policy 'arrows'; the policies are kind_as_property, "):
-        default_cypher_repairs(exclude={"arrows"})
-    assert [r.name for r in default_cypher_repairs(exclude={"arrow_reversal", "name_check"})] == [
+        CypherQueryEngine.default_repairs(exclude={"arrows"})
+    assert [r.name for r in CypherQueryEngine.default_repairs(exclude={"arrow_reversal", "name_check"})] == [
         "kind_as_property", "chain_check", "count_check", "groups_returned_check", "group_value_check", "one_chain",
         "entities_for_groups",
     ]  # fmt: skip

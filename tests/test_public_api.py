@@ -24,7 +24,7 @@ import llama_index_kgplus
 
 PACKAGE = Path(llama_index_kgplus.__file__).parent
 TOP_LEVEL_LIMIT = 30
-DISTINCT_LIMIT = 121
+DISTINCT_LIMIT = 120
 #: the public ``__all__`` lists of release 0.1.0 (before issue 42): every name here that is no longer public in its
 #: module must still import from it, with a DeprecationWarning
 OLD_API = {

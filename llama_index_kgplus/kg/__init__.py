@@ -7,14 +7,13 @@ one query or on an in-process snapshot of the graph (:class:`KGPathFinder`, :cla
 
 Questions the path templates do not cover go to read-only text-to-Cypher (:class:`CypherQueryEngine`), whose
 deterministic steps around the LLM's query are named repair policies (:class:`CypherRepair`; the defaults are
-:func:`default_cypher_repairs`, switch one off with ``repairs=default_cypher_repairs(exclude={"arrow_reversal"})``).
+:meth:`CypherQueryEngine.default_repairs`, switch one off with ``repairs=CypherQueryEngine.default_repairs({"arrow_reversal"})``).
 """
 
 from llama_index_kgplus._deprecation import deprecated_names
 from llama_index_kgplus._public import set_public_module
 from llama_index_kgplus.kg._cypher import CypherQueryEngine
 from llama_index_kgplus.kg._cypher_policy import CypherRepair
-from llama_index_kgplus.kg._cypher_repairs import default_cypher_repairs
 from llama_index_kgplus.kg._finder import KGPathFinder
 from llama_index_kgplus.kg._graph import KnowledgeGraph
 from llama_index_kgplus.kg._import import import_kg
@@ -34,7 +33,6 @@ __all__ = [
     "EntityMatcher",
     "KGPath",
     "CypherRepair",
-    "default_cypher_repairs",
 ]
 set_public_module(__name__, globals(), __all__)
 
@@ -52,6 +50,7 @@ __getattr__ = deprecated_names(
         "CypherQuestion": "llama_index_kgplus.kg._cypher_policy:CypherQuestion",
         "CypherSecondTry": "llama_index_kgplus.kg._cypher_policy:CypherSecondTry",
         "DEFAULT_CYPHER_REPAIRS": "llama_index_kgplus.kg._cypher_repairs:DEFAULT_CYPHER_REPAIRS",
+        "default_cypher_repairs": "llama_index_kgplus.kg._cypher_repairs:default_cypher_repairs",
         "describe_graph": "llama_index_kgplus.kg._cypher_schema:describe_graph",
         "EntitiesForGroups": "llama_index_kgplus.kg._cypher_repairs:EntitiesForGroups",
         "EntityMention": "llama_index_kgplus.kg._matcher:EntityMention",

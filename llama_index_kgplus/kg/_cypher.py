@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Collection
 from typing import Any
 
 from llama_index.core import Settings
@@ -57,6 +58,7 @@ from llama_index_kgplus.kg._cypher_repairs import (
     ArrowReversal,
     EntitiesForGroups,
     OneChainFallback,
+    default_cypher_repairs,
 )
 from llama_index_kgplus.kg._cypher_schema import DescriptionCache, GraphDescription, _mentions, describe_graph
 from llama_index_kgplus.kg._cypher_text import _found_nothing, _kind_mentions
@@ -117,7 +119,7 @@ class CypherQueryEngine(CustomQueryEngine):
     ``chain_written``, ``entities_returned``).
 
     ``repairs`` are the named policies around the LLM's query (default: all of them, see
-    :func:`default_cypher_repairs`); the graph's description is read once and kept until the graph changes
+    :meth:`CypherQueryEngine.default_repairs`); the graph's description is read once and kept until the graph changes
     (:meth:`refresh` forgets it).
 
     Example:
@@ -126,7 +128,7 @@ class CypherQueryEngine(CustomQueryEngine):
     engine = CypherQueryEngine.from_defaults(kg, llm=llm)
     response = engine.query("How many kinds of disease does a virus cause?")
     print(response, response.metadata["cypher"])
-    plain = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    plain = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=CypherQueryEngine.default_repairs({"arrow_reversal"}))
     ```
     """
 
@@ -146,6 +148,12 @@ class CypherQueryEngine(CustomQueryEngine):
     def class_name(cls) -> str:
         """Class name."""
         return "CypherQueryEngine"
+
+    @staticmethod
+    def default_repairs(exclude: Collection[str] = ()) -> tuple[CypherRepair, ...]:
+        """The default repair policies, in the order they act, without those named in ``exclude`` (e.g.
+        ``{"arrow_reversal"}``); an unknown name is a ValueError that lists the names."""
+        return default_cypher_repairs(exclude)
 
     @classmethod
     def from_defaults(cls, kg: KnowledgeGraph | str, llm: LLM | None = None, **kwargs: Any) -> CypherQueryEngine:

@@ -190,10 +190,10 @@ class CypherRepair(BaseModel):
     Example:
 
     ```python
-    from llama_index_kgplus.kg import CypherQueryEngine, default_cypher_repairs
+    from llama_index_kgplus.kg import CypherQueryEngine
 
-    [repair.name for repair in default_cypher_repairs()]
-    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+    [repair.name for repair in CypherQueryEngine.default_repairs()]
+    engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=CypherQueryEngine.default_repairs({"arrow_reversal"}))
     ```
     """
 

@@ -8,7 +8,7 @@ finds something replaces the result; a query that ran but found nothing is what 
 Example:
 
 ```python
-engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=default_cypher_repairs(exclude={"arrow_reversal"}))
+engine = CypherQueryEngine.from_defaults(kg, llm=llm, repairs=CypherQueryEngine.default_repairs({"arrow_reversal"}))
 ```
 """
 
