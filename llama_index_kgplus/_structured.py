@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from functools import lru_cache
 from typing import Any, TypeVar
 
 from llama_index.core.llms import LLM
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 from llama_index_kgplus.errors import StructuredOutputError
 from llama_index_kgplus.llm import MeteredLLM
 from llama_index_kgplus.llm._complete import complete_response, local_llama
+from llama_index_kgplus.llm._grammar import json_grammar
 
 __all__ = [
     "agenerate_json",
@@ -72,13 +72,6 @@ def parse_json_object(text: str) -> Any:
     raise error
 
 
-@lru_cache(maxsize=64)
-def _grammar(schema_json: str) -> Any:
-    from llama_cpp import LlamaGrammar
-
-    return LlamaGrammar.from_json_schema(schema_json, verbose=False)
-
-
 def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_tokens: int) -> str:
     schema = output_cls.model_json_schema()
     if local_llama(llm) is None:
@@ -91,7 +84,7 @@ def _complete_once(llm: LLM, prompt: str, output_cls: type[BaseModel], max_token
             except Exception as exc:
                 if not options.refused(exc):
                     raise
-    grammar = _grammar(json.dumps(schema, sort_keys=True))
+    grammar = json_grammar(json.dumps(schema, sort_keys=True))
     return complete_response(llm, prompt, max_tokens=max_tokens, grammar=grammar).text
 
 

@@ -107,7 +107,7 @@ def test_the_routed_engine_in_a_few_lines(index_dir, embed_model, small_llm):
 
 
 async def test_the_routed_engine_answers_async(index_dir, embed_model, small_llm):
-    with KGPlusSources(index=index_dir, llm=small_llm, embed_model=embed_model, context_budget=None) as sources:
+    with KGPlusSources(index=index_dir, llm=small_llm, embed_model=embed_model, context_budget=256) as sources:
         response = await sources.routed_query_engine().aquery("How do I create a virtual environment?")
         assert response.metadata["route"] == "local" and str(response).strip()
         assert json.dumps(response.metadata["routing"]["scores"])  # the decision explains itself

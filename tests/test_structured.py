@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, Field
 
 from llama_index_kgplus._structured import agenerate_json, generate_json, parse_json_object
 from llama_index_kgplus._testing import ScriptedLLM
 from llama_index_kgplus.errors import StructuredOutputError
+from llama_index_kgplus.llm._grammar import grammar_options, json_grammar
+from llama_index_kgplus.llm._llama import llama_complete
 
 
 class Capital(BaseModel):
@@ -66,3 +70,31 @@ async def test_local_llm_async(small_llm):
         small_llm, "What is the capital city of Italy? Give the country and the city.", Capital
     )
     assert answer.city.lower() == "rome"
+
+
+class Report(BaseModel):
+    title: str = Field(max_length=50)
+    findings: list[str] = Field(min_length=2, max_length=2)
+    rating: float
+
+
+@pytest.mark.slow
+def test_the_greedy_grammar_gives_llama_cpps_constrained_reply_token_for_token(small_llm):
+    from llama_cpp import LlamaGrammar
+
+    grammar = json_grammar(json.dumps(Report.model_json_schema(), sort_keys=True))
+    prompt = "Describe the river Rhine in two sentences."  # prose asked for: the grammar must refuse tokens
+
+    def reply(**options):
+        # llama.cpp reuses the cached prefix of the previous prompt, and logits computed in batches of other sizes
+        # may differ in the last bits: both replies follow the same prompt
+        llama_complete(small_llm, "Hello", max_tokens=1)
+        return llama_complete(small_llm, prompt, max_tokens=80, **options)
+
+    reference = reply(grammar=LlamaGrammar.from_string(grammar))
+    options = grammar_options(small_llm, grammar)
+    greedy = reply(**options)
+    assert greedy.text == reference.text and greedy.text.startswith("{")
+    assert options["logits_processor"][0].refused > 0  # the whole vocabulary was masked where it had to be
+    # sampling at a temperature keeps llama.cpp's grammar sampler
+    assert set(grammar_options(small_llm.model_copy(update={"temperature": 0.7}), grammar)) == {"grammar"}

@@ -11,6 +11,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse
 
+from llama_index_kgplus.llm._grammar import grammar_options
 from llama_index_kgplus.llm._llama import SentenceStop, TextStop, is_llama_cpp, llama_complete, llama_vocabulary
 from llama_index_kgplus.llm._llama import temperature as _temperature
 from llama_index_kgplus.llm._usage import MeteredLLM
@@ -34,11 +35,11 @@ def complete_response(
     *,
     max_tokens: int = 512,
     sentence_stop: int | None = None,
-    grammar: Any = None,
+    grammar: str | None = None,
     stop_when: Callable[[str], bool] | None = None,
 ) -> CompletionResponse:
     """Completion of ``prompt`` by any LlamaIndex LLM. With a llama.cpp model ``max_tokens`` bounds it, ``grammar``
-    (a ``LlamaGrammar``) constrains it, ``stop_when(text)`` ends it once true, and ``raw`` is llama.cpp's reply
+    (GBNF, e.g. :func:`json_grammar`) constrains it, ``stop_when(text)`` ends it once true, and ``raw`` is llama.cpp's reply
     (``usage``, ``choices[0]["finish_reason"]``). With ``sentence_stop`` the reply stops at the first sentence
     end after that many tokens, or at the bound at its last sentence end; one that is still in its first
     sentence at the bound may finish that sentence (at most half the bound more)."""
@@ -47,7 +48,7 @@ def complete_response(
         return llm.complete(prompt)
     options: dict[str, Any] = {"max_tokens": max_tokens}
     if grammar is not None:
-        options["grammar"] = grammar
+        options.update(grammar_options(local, grammar))
     stops: list[Any] = []
     sentence = None
     if sentence_stop is not None:
@@ -74,7 +75,7 @@ async def acomplete_response(
     *,
     max_tokens: int = 512,
     sentence_stop: int | None = None,
-    grammar: Any = None,
+    grammar: str | None = None,
     stop_when: Callable[[str], bool] | None = None,
 ) -> CompletionResponse:
     """Async twin of :func:`complete_response` (a local model runs in a worker thread)."""
