@@ -206,8 +206,9 @@ def test_the_glossary_rewrite_is_one_bounded_call_with_its_verdict(
 ):
     spans, events = traced
     engine = GlossaryQueryEngine.from_defaults(
-        sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=small_llm, embed_model=embed_model
-    )
+        sample_glossary_path(), index=venv_index, similarity_top_k=2, llm=small_llm, embed_model=embed_model,
+        context_budget=256,
+    )  # fmt: skip
     response = engine.query("How do I make an isolated environment for a project?")
     [rewrite] = events.of(GlossaryRewriteEvent)
     assert rewrite.original_query == response.metadata["original_query"]

@@ -65,7 +65,7 @@ class GreedyGrammar:
             self._llama_cpp.llama_sampler_accept(self._sampler, int(token))
             self._accepted += 1
         best = int(np.argmax(scores))
-        self._one[0].id, self._one[0].logit, self._one[0].p = best, float(scores[best]), 0.0
+        self._one[0] = self._llama_cpp.llama_token_data(best, float(scores[best]), 0.0)
         self._apply(self._one, 1)
         if self._one[0].logit != -np.inf:
             return scores
