@@ -49,58 +49,61 @@ MODEL_FIXTURES = frozenset({"embed_model", "small_llm"})
 
 
 #: seconds of the heavy units (a notebook, an example, or a whole module, which keeps its module-scoped models and
-#: servers on one worker) and whether the local LLM spends most of them, from a profiled `make test` on 2 cores
-#: (2026-12-05); stale figures only cost balance
-UNITS = {
-    "tests/test_model_specs.py": (142, True), "notebooks/global_search.ipynb": (140, True),
-    "tests/test_demo_offline.py": (126, True), "notebooks/hierarchical_summaries.ipynb": (117, True),
-    "tests/test_examples.py::test_example_runs[global_search.py]": (95, True), "tests/test_tracing.py": (90, True),
-    "notebooks/routing_and_tables.ipynb": (86, True), "notebooks/evaluation.ipynb": (85, True),
-    "notebooks/glossary_query_engine.ipynb": (71, True), "tests/test_hierarchy_retriever.py": (63, True),
-    "notebooks/kg_path_rag.ipynb": (55, True), "tests/test_glossary_cli.py": (45, True),
-    "tests/test_workers.py": (40, True), "tests/test_glossary_engine.py": (38, True),
-    "tests/test_text_to_cypher_model.py": (33, True), "tests/test_examples.py::test_example_runs[glossary.py]": (33, True),
-    "notebooks/context_compression.ipynb": (31, True), "tests/test_sources.py": (31, True),
-    "tests/test_examples.py::test_example_runs[raptor.py]": (29, True), "tests/test_summarizers.py": (28, True),
-    "tests/test_examples.py::test_example_runs[routing.py]": (25, True), "tests/test_structured.py": (22, True),
-    "tests/test_examples.py::test_example_runs[compression.py]": (18, True), "tests/test_ask_cli.py": (17, True),
-    "tests/test_answer_usage.py": (16, True), "tests/test_evaluation.py": (15, True),
-    "tests/test_reliability.py": (103, False), "tests/test_ray_ingest.py": (72, False),
-    "tests/test_graphrag_index.py": (71, False), "tests/test_kg_engines.py": (33, False), "tests/test_ui.py": (32, False),
-    "tests/test_hierarchy_builders.py": (27, False), "tests/test_cli.py": (25, False),
-    "notebooks/multihop_retrieval.ipynb": (21, False), "tests/test_fuzz.py": (16, False),
-    "tests/test_streaming_ingest.py": (13, False), "tests/test_examples.py::test_example_runs[hierarchy.py]": (8, False),
-    "tests/test_server_store.py": (2, False),
+#: servers on one worker), from a profiled `make test` on 2 cores (2026-12-05); stale figures only cost balance
+UNIT_SECONDS = {
+    "tests/test_model_specs.py": 142, "notebooks/global_search.ipynb": 140,
+    "tests/test_demo_offline.py": 126, "notebooks/hierarchical_summaries.ipynb": 117,
+    "tests/test_examples.py::test_example_runs[global_search.py]": 95, "tests/test_tracing.py": 90,
+    "notebooks/routing_and_tables.ipynb": 86, "notebooks/evaluation.ipynb": 85,
+    "notebooks/glossary_query_engine.ipynb": 71, "tests/test_hierarchy_retriever.py": 63,
+    "notebooks/kg_path_rag.ipynb": 55, "tests/test_glossary_cli.py": 45,
+    "tests/test_workers.py": 40, "tests/test_glossary_engine.py": 38,
+    "tests/test_text_to_cypher_model.py": 33, "tests/test_examples.py::test_example_runs[glossary.py]": 33,
+    "notebooks/context_compression.ipynb": 31, "tests/test_sources.py": 31,
+    "tests/test_examples.py::test_example_runs[raptor.py]": 29, "tests/test_summarizers.py": 28,
+    "tests/test_examples.py::test_example_runs[routing.py]": 25, "tests/test_structured.py": 22,
+    "tests/test_examples.py::test_example_runs[compression.py]": 18, "tests/test_ask_cli.py": 17,
+    "tests/test_answer_usage.py": 16, "tests/test_evaluation.py": 15,
+    "tests/test_reliability.py": 103, "tests/test_ray_ingest.py": 72,
+    "tests/test_graphrag_index.py": 71, "tests/test_kg_engines.py": 33, "tests/test_ui.py": 32,
+    "tests/test_hierarchy_builders.py": 27, "tests/test_cli.py": 25,
+    "notebooks/multihop_retrieval.ipynb": 21, "tests/test_fuzz.py": 16,
+    "tests/test_streaming_ingest.py": 13, "tests/test_examples.py::test_example_runs[hierarchy.py]": 8,
+    "tests/test_server_store.py": 2,
 }  # fmt: skip
 
 
-def _ordered_for_two_workers(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The items reordered for `-n 2 --dist worksteal`, which gives each worker one half of the list and lets an
-    idle worker steal from the end of the other's: the units that run the local LLM open the first half, the other
-    heavy units the second (longest first), and light tests fill both. The two vCPUs share one core's vector units:
-    llama.cpp beside another llama.cpp reads a prompt at about half the speed it has beside plain Python, so the
-    second worker runs everything else while the first runs the LLM, then steals the light tests it has left."""
+def _balanced_for_two_workers(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items reordered so that `-n 2 --dist worksteal`, which gives each worker one half of the list and lets an
+    idle worker steal from the end of the other's, ends both workers together: the heavy units are split into two
+    bins of equal seconds (longest first), each bin opens one half, and the light tests close both halves, so
+    that what is stolen at the end is short. (Putting every unit that runs the local LLM on one worker, so that
+    llama.cpp mostly ran beside plain Python, was measured slower: 18:24 against 17:29.)"""
     units: dict[str, list[pytest.Item]] = {}
     light: list[pytest.Item] = []
     for item in items:
         module = item.nodeid.split("::")[0]
-        key = item.nodeid if item.nodeid in UNITS else module if module in UNITS else None
+        key = item.nodeid if item.nodeid in UNIT_SECONDS else module if module in UNIT_SECONDS else None
         if key is None:
             light.append(item)
         else:
             units.setdefault(key, []).append(item)
-    longest_first = sorted(units, key=lambda k: -UNITS[k][0])
-    llm = [item for key in longest_first if UNITS[key][1] for item in units[key]]
-    other = [item for key in longest_first if not UNITS[key][1] for item in units[key]]
-    first_light = max(0, len(items) // 2 - len(llm))
-    return llm + light[:first_light] + other + light[first_light:]
+    bins: tuple[list[pytest.Item], list[pytest.Item]] = ([], [])
+    seconds = [0.0, 0.0]
+    for key in sorted(units, key=lambda k: -UNIT_SECONDS[k]):
+        lighter = 0 if seconds[0] <= seconds[1] else 1
+        bins[lighter].extend(units[key])
+        seconds[lighter] += UNIT_SECONDS[key]
+    half = len(items) // 2
+    first_light = max(0, half - len(bins[0]))
+    return bins[0] + light[:first_light] + bins[1] + light[first_light:]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `fast` every test that needs no model and no server: `pytest -m fast` is the fast tier. Under two xdist
-    workers, order the items (see :func:`_ordered_for_two_workers`)."""
+    workers, order the items so that both finish together."""
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) == 2:
-        items[:] = _ordered_for_two_workers(items)
+        items[:] = _balanced_for_two_workers(items)
     for item in items:
         fixtures = getattr(item, "fixturenames", None)  # None: a notebook (nbmake), which runs models
         if fixtures is None or MODEL_FIXTURES & set(fixtures):
