@@ -7,7 +7,8 @@ one query or on an in-process snapshot of the graph (:class:`KGPathFinder`, :cla
 
 Questions the path templates do not cover go to read-only text-to-Cypher (:class:`CypherQueryEngine`), whose
 deterministic steps around the LLM's query are named repair policies (:class:`CypherRepair`; the defaults are
-:meth:`CypherQueryEngine.default_repairs`, switch one off with ``repairs=CypherQueryEngine.default_repairs({"arrow_reversal"})``).
+:meth:`CypherQueryEngine.default_repairs`, switch one off with
+``repairs=CypherQueryEngine.default_repairs({"arrow_reversal"})``).
 """
 
 from llama_index_kgplus._deprecation import deprecated_names

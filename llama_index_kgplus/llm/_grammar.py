@@ -36,7 +36,7 @@ class GreedyGrammar:
     """A llama.cpp logits processor that constrains a greedy reply to a GBNF grammar (see the module docstring).
 
     One object per reply: it follows the reply token by token. ``vocabulary``: a ``llama_cpp.Llama`` of the same
-    GGUF file (:func:`llama_vocabulary`); :meth:`close` frees llama.cpp's grammar (done when the object goes).
+    GGUF file (:func:`llama_vocabulary`); llama.cpp's grammar is freed when the object goes.
     """
 
     def __init__(self, vocabulary: Any, grammar: str) -> None:
@@ -47,7 +47,7 @@ class GreedyGrammar:
         self._sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode("utf-8"), b"root")
         if not self._sampler:
             raise ValueError("llama.cpp could not parse the grammar")
-        self._free = weakref.finalize(self, llama_cpp.llama_sampler_free, self._sampler)
+        weakref.finalize(self, llama_cpp.llama_sampler_free, self._sampler)
         self._one = (llama_cpp.llama_token_data * 1)()
         self._start: int | None = None
         self._accepted = 0
@@ -76,10 +76,6 @@ class GreedyGrammar:
         self._all["logit"] = scores
         self._apply(self._all.ctypes.data_as(ctypes.POINTER(self._llama_cpp.llama_token_data)), len(scores))
         return np.asarray(self._all["logit"], dtype=scores.dtype)
-
-    def close(self) -> None:
-        """Free llama.cpp's grammar now."""
-        self._free()
 
 
 def grammar_options(local: Any, grammar: str) -> dict[str, Any]:
