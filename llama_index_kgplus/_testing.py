@@ -438,7 +438,13 @@ def llama_cpp_server(
     import httpx
 
     port, workdir = free_port(), Path(workdir)
-    model = {"model": str(model_path), "model_alias": alias, "n_ctx": n_ctx, "n_threads": n_threads}
+    model = {
+        "model": str(model_path),
+        "model_alias": alias,
+        "n_ctx": n_ctx,
+        "n_threads": n_threads,
+        "n_threads_batch": n_threads,
+    }
     if embedding:
         model["embedding"] = True
     else:

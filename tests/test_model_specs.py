@@ -104,12 +104,15 @@ def test_the_request_timeout_comes_from_the_call_else_the_environment_else_120_s
             llm_from_spec(url)
 
 
-@pytest.mark.model  # loads no model (refused before), but goes through _local.local_llm, which the fast tier guards
-def test_llama_cpp_threads_come_from_the_environment_as_a_whole_number(monkeypatch):
-    from llama_index_kgplus._defaults import positive_env_number
-
+@pytest.mark.model
+def test_llama_cpp_threads_come_from_the_environment_as_a_whole_number_and_bound_prompt_reading_too(monkeypatch):
     monkeypatch.setenv("KGPLUS_LLM_THREADS", "1")
-    assert positive_env_number("KGPLUS_LLM_THREADS", 8, integer=True) == 1
+    # llama-cpp-python reads prompts with every core unless told: two models side by side then spin 2x the cores
+    for threads, llm in (
+        (1, llm_from_spec("qwen2.5-coder-0.5b")),
+        (2, llm_from_spec("qwen2.5-coder-0.5b", n_threads=2)),
+    ):
+        assert llm.model_kwargs["n_threads"] == llm.model_kwargs["n_threads_batch"] == threads
     monkeypatch.setenv("KGPLUS_LLM_THREADS", "1.5")
     with pytest.raises(KGPlusSetupError, match="must be a positive whole number, not '1.5'"):
         llm_from_spec("qwen2.5-coder-0.5b")  # refused before the model loads

@@ -94,7 +94,9 @@ def local_llm(
     path = local_model_path(model)
     window = context_window or (spec.context_window if spec else 4096)
     threads = n_threads or int(positive_env_number(LLM_THREADS_ENV, os.cpu_count() or 1, integer=True))
-    model_kwargs = {"n_threads": threads, "seed": seed, "verbose": False}
+    # llama-cpp-python reads prompts with every core whatever n_threads says: bound both, or two models (or a model
+    # beside other work) each spin more threads than there are cores while reading prompts, several-fold slower
+    model_kwargs = {"n_threads": threads, "n_threads_batch": threads, "seed": seed, "verbose": False}
     model_kwargs.update(kwargs.pop("model_kwargs", {}))
     try:
         with LOADING:
