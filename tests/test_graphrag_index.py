@@ -565,6 +565,17 @@ def test_ray_executor_gives_the_same_index(tmp_path):
     assert response.source_nodes and response.metadata["llm_calls"] == response.metadata["reports_read"] + 1
 
 
+def test_the_cli_gives_each_ray_worker_one_llama_cpp_thread_unless_told():
+    """A Ray task holds one CPU; a local model with a thread per core in every worker would oversubscribe them."""
+    from llama_index_kgplus.cli._graphrag import _executor
+    from llama_index_kgplus.cli._parser import build_parser
+
+    for extra, threads in (([], 1), (["--threads", "3"], 3)):
+        args = build_parser().parse_args(["graphrag", "index", "d.jsonl", "--store", "s", "--executor", "ray", *extra])
+        executor = _executor(args)  # nothing starts until a task runs
+        assert executor._llm_factory.keywords["n_threads"] == threads
+
+
 # --------------------------------------------------------------------------- CLI
 
 

@@ -45,7 +45,8 @@ def _executor(args: argparse.Namespace) -> Any:
     from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
 
     if args.executor == "ray":
-        factory = partial(llm_from_spec, args.llm, context_window=args.context_window, n_threads=args.threads)
+        # a Ray task holds one CPU: one llama.cpp thread per worker, not one per core in every worker
+        factory = partial(llm_from_spec, args.llm, context_window=args.context_window, n_threads=args.threads or 1)
         return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
     return AsyncioExecutor(num_workers=args.workers)
 
@@ -233,7 +234,7 @@ def _common(cmd: argparse.ArgumentParser) -> None:
         "--threads",
         type=_args.positive_int,
         default=None,
-        help="llama.cpp threads (default: all cores; 1 is much faster when other jobs share the cores)",
+        help="llama.cpp threads (default: all cores, 1 per Ray worker; 1 is much faster when other jobs share the cores)",
     )
     cmd.add_argument("--workers", type=_args.positive_int, default=4, help="LLM tasks in flight at once (default 4)")
     cmd.add_argument(

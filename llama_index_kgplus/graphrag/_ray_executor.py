@@ -1,15 +1,17 @@
 """Run GraphRAG's LLM tasks on Ray, the option for many machines (``pip install 'llama-index-kgplus[graphrag]'``).
 
 Each task runs as a Ray task in a worker process. The worker needs its own LLM: give ``llm_factory`` (a
-picklable function that builds one, e.g. ``functools.partial(defaults.default_llm, "qwen2.5-coder-0.5b")``;
-each worker calls it once and keeps the model), or pass a picklable LLM (API clients usually are; a llama.cpp
-model is not). Workers count their LLM calls and tokens and send them back with each outcome, so the usage
-figures of a Ray run are complete.
+picklable function that builds one, e.g. ``functools.partial(llm_from_spec, "qwen2.5-coder-0.5b", n_threads=1)``:
+a Ray task holds one CPU, and a llama.cpp model otherwise spins one thread per core in every worker; each worker
+calls it once and keeps the model), or pass a picklable LLM (API clients usually are; a llama.cpp model is not).
+Workers count their LLM calls and tokens and send them back with each outcome, so the usage figures of a Ray run
+are complete.
 
 Example:
 
 ```python
-executor = RayExecutor.from_defaults(llm_factory=partial(llm_from_spec, "qwen2.5-coder-0.5b"), num_cpus=2)
+make_llm = partial(llm_from_spec, "qwen2.5-coder-0.5b", n_threads=1)
+executor = RayExecutor.from_defaults(llm_factory=make_llm, num_cpus=2)
 index = GraphRAGIndex.from_defaults("./store", executor=executor)
 ```
 """
