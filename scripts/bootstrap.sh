@@ -16,7 +16,9 @@ fi
 
 # uv installs the ~280 packages from its cache in seconds (pip takes over two minutes). It never builds
 # llama-cpp-python (source-only on PyPI): that wheel is built once by pip into $wheels. Without uv on the registry the same install runs through pip. Files are copied, not hard-linked from
-# uv's cache: NLTK refuses to read a data file with more than one link.
+# uv's cache: NLTK refuses to read a data file with more than one link. Unlike pip, uv leaves the packages
+# uncompiled, and where PYTHONDONTWRITEBYTECODE is set (as on these machines) every process the suite starts
+# (kernels, examples, CLI runs, workers) would compile its imports again: about 3 s of CPU per process.
 llama_cpp=$(grep -o -m1 'llama-cpp-python==[0-9.]*' pyproject.toml)
 # llama.cpp builds for the machine's CPU (-march=native), which on a CPU with AMX (Intel Sapphire Rapids and later)
 # compiles its AMX kernels, and those crash the first generation with a segmentation fault
@@ -46,7 +48,7 @@ install_with_uv() {
     build_llama_cpp_wheel || return 1
     mapfile -t pip_options < <("$VENV/bin/python" scripts/uv_args_from_pip.py)
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${pip_options[@]}" --find-links "$wheels" \
-        --index-strategy unsafe-best-match --link-mode copy --only-binary llama-cpp-python \
+        --index-strategy unsafe-best-match --link-mode copy --compile-bytecode --only-binary llama-cpp-python \
         --reinstall-package llama-cpp-python -c constraints.txt "$@"
 }
 install_with_pip() {
