@@ -40,9 +40,9 @@ def complete_response(
 ) -> CompletionResponse:
     """Completion of ``prompt`` by any LlamaIndex LLM. With a llama.cpp model ``max_tokens`` bounds it, ``grammar``
     (GBNF, e.g. :func:`json_grammar`) constrains it, ``stop_when(text)`` ends it once true, and ``raw`` is
-    llama.cpp's reply (``usage``, ``choices[0]["finish_reason"]``). With ``sentence_stop`` the reply stops at the first sentence
-    end after that many tokens, or at the bound at its last sentence end; one that is still in its first
-    sentence at the bound may finish that sentence (at most half the bound more)."""
+    llama.cpp's reply (``usage``, ``choices[0]["finish_reason"]``). With ``sentence_stop`` the reply stops at the
+    first sentence end after that many tokens, or at the bound at its last sentence end; one that is still in its
+    first sentence at the bound may finish that sentence (at most half the bound more)."""
     local = local_llama(llm)
     if local is None:
         return llm.complete(prompt)
