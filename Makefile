@@ -4,6 +4,10 @@ VENV ?= .venv
 # mypy's cache lives with the machine's other caches (like pip's wheels), so a fresh clone's check takes seconds, not
 # a minute; mypy re-checks any file whose content changed
 MYPY_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/llama-index-kgplus/mypy
+# uv installs no bytecode (pip compiles every package at install): Python writes each module's bytecode the first
+# time a process imports it, also where the machine sets PYTHONDONTWRITEBYTECODE, so that the many processes the
+# suite starts (kernels, examples, CLI runs, workers) do not each compile their imports again
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: setup demo test
 

@@ -15,10 +15,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 # uv installs the ~280 packages from its cache in seconds (pip takes over two minutes). It never builds
-# llama-cpp-python (source-only on PyPI): that wheel is built once by pip into $wheels. Without uv on the registry the same install runs through pip. Files are copied, not hard-linked from
-# uv's cache: NLTK refuses to read a data file with more than one link. Unlike pip, uv leaves the packages
-# uncompiled, and where PYTHONDONTWRITEBYTECODE is set (as on these machines) every process the suite starts
-# (kernels, examples, CLI runs, workers) would compile its imports again: about 3 s of CPU per process.
+# llama-cpp-python (source-only on PyPI): that wheel is built once by pip into $wheels. Without uv on the registry
+# the same install runs through pip. Files are hard-linked from uv's cache (uv's default; copying them takes 15 s
+# more), except llama-index-core's: it ships NLTK's data, and NLTK refuses to read a file with more than one link.
 llama_cpp=$(grep -o -m1 'llama-cpp-python==[0-9.]*' pyproject.toml)
 # llama.cpp builds for the machine's CPU (-march=native), which on a CPU with AMX (Intel Sapphire Rapids and later)
 # compiles its AMX kernels, and those crash the first generation with a segmentation fault
@@ -48,8 +47,12 @@ install_with_uv() {
     build_llama_cpp_wheel || return 1
     mapfile -t pip_options < <("$VENV/bin/python" scripts/uv_args_from_pip.py)
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${pip_options[@]}" --find-links "$wheels" \
-        --index-strategy unsafe-best-match --link-mode copy --compile-bytecode --only-binary llama-cpp-python \
-        --reinstall-package llama-cpp-python -c constraints.txt "$@"
+        --index-strategy unsafe-best-match --link-mode hardlink --only-binary llama-cpp-python \
+        --reinstall-package llama-cpp-python -c constraints.txt "$@" || return 1
+    local core
+    core=$("$VENV/bin/uv" pip show --python "$VENV/bin/python" llama-index-core | sed -n 's/^Version: //p')
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "${pip_options[@]}" --link-mode copy --no-deps \
+        --reinstall-package llama-index-core "llama-index-core==$core"
 }
 install_with_pip() {
     "$VENV/bin/python" -m pip install -q --upgrade pip wheel
