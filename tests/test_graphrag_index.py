@@ -539,11 +539,18 @@ class Unpicklable(RuleBasedGraphRAGLLM):
 
 
 @pytest.mark.slow
-def test_ray_executor_gives_the_same_index(tmp_path):
+def test_ray_executor_gives_the_same_index(tmp_path, monkeypatch):
     """Ray in a local instance (2 CPUs) on this machine (Ray 2.60 has no local_mode any more); the rule-based
-    LLM is pickled to its workers, or built there by a factory."""
+    LLM is pickled to its workers, or built there by a factory, where a local model would take the task's CPUs as
+    its thread count."""
     from llama_index_kgplus import KGPlusError
     from llama_index_kgplus.graphrag import RayExecutor
+    from llama_index_kgplus.graphrag._executor import LLMTask
+
+    monkeypatch.delenv("KGPLUS_LLM_THREADS", raising=False)  # Ray's workers inherit the driver's environment
+
+    async def threads_in_the_worker(llm):
+        return os.environ.get("KGPLUS_LLM_THREADS")
 
     with _index(tmp_path / "asyncio") as index:
         expected_stats = index.build(_docs(*ALL))
@@ -555,6 +562,7 @@ def test_ray_executor_gives_the_same_index(tmp_path):
             assert _snapshot(index) == expected
             factory = RayExecutor.from_defaults(llm_factory=RuleBasedGraphRAGLLM, num_workers=2)
             response = index.as_query_engine(level=0, executor=factory).query("Where did Marie Curie study physics?")
+            [threads] = factory.run([LLMTask("threads", threads_in_the_worker)], RuleBasedGraphRAGLLM())
         with _index(tmp_path / "bad", llm=Unpicklable(), executor=executor) as index:
             with pytest.raises(KGPlusError, match="llm_factory"):
                 index.build(_docs("curie"))
@@ -563,14 +571,14 @@ def test_ray_executor_gives_the_same_index(tmp_path):
     assert stats.llm_calls == expected_stats.llm_calls  # counted in the workers, summed here
     assert stats.completion_tokens == expected_stats.completion_tokens
     assert response.source_nodes and response.metadata["llm_calls"] == response.metadata["reports_read"] + 1
+    assert threads.result == "1"  # a Ray task holds one CPU
 
 
-def test_the_cli_gives_each_ray_worker_one_llama_cpp_thread_unless_told():
-    """A Ray task holds one CPU; a local model with a thread per core in every worker would oversubscribe them."""
+def test_the_cli_leaves_the_ray_workers_threads_to_the_task_unless_told():
     from llama_index_kgplus.cli._graphrag import _executor
     from llama_index_kgplus.cli._parser import build_parser
 
-    for extra, threads in (([], 1), (["--threads", "3"], 3)):
+    for extra, threads in (([], None), (["--threads", "3"], 3)):
         args = build_parser().parse_args(["graphrag", "index", "d.jsonl", "--store", "s", "--executor", "ray", *extra])
         executor = _executor(args)  # nothing starts until a task runs
         assert executor._llm_factory.keywords["n_threads"] == threads

@@ -45,8 +45,7 @@ def _executor(args: argparse.Namespace) -> Any:
     from llama_index_kgplus.graphrag import AsyncioExecutor, RayExecutor
 
     if args.executor == "ray":
-        # a Ray task holds one CPU: one llama.cpp thread per worker, not one per core in every worker
-        factory = partial(llm_from_spec, args.llm, context_window=args.context_window, n_threads=args.threads or 1)
+        factory = partial(llm_from_spec, args.llm, context_window=args.context_window, n_threads=args.threads)
         return RayExecutor.from_defaults(llm_factory=factory, num_workers=args.workers, address=args.ray_address)
     return AsyncioExecutor(num_workers=args.workers)
 

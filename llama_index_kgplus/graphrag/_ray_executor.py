@@ -1,16 +1,17 @@
 """Run GraphRAG's LLM tasks on Ray, the option for many machines (``pip install 'llama-index-kgplus[graphrag]'``).
 
 Each task runs as a Ray task in a worker process. The worker needs its own LLM: give ``llm_factory`` (a
-picklable function that builds one, e.g. ``functools.partial(llm_from_spec, "qwen2.5-coder-0.5b", n_threads=1)``:
-a Ray task holds one CPU, and a llama.cpp model otherwise spins one thread per core in every worker; each worker
+picklable function that builds one, e.g. ``functools.partial(llm_from_spec, "qwen2.5-coder-0.5b")``; each worker
 calls it once and keeps the model), or pass a picklable LLM (API clients usually are; a llama.cpp model is not).
+A local model that the factory builds without ``n_threads`` runs as many threads as the CPUs Ray gave the task
+(one by default) unless ``KGPLUS_LLM_THREADS`` says otherwise, not one per core in every worker.
 Workers count their LLM calls and tokens and send them back with each outcome, so the usage figures of a Ray run
 are complete.
 
 Example:
 
 ```python
-make_llm = partial(llm_from_spec, "qwen2.5-coder-0.5b", n_threads=1)
+make_llm = partial(llm_from_spec, "qwen2.5-coder-0.5b")
 executor = RayExecutor.from_defaults(llm_factory=make_llm, num_cpus=2)
 index = GraphRAGIndex.from_defaults("./store", executor=executor)
 ```
@@ -19,6 +20,7 @@ index = GraphRAGIndex.from_defaults("./store", executor=executor)
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 from llama_index.core.llms import LLM
 from pydantic import Field, PrivateAttr
 
+from llama_index_kgplus._defaults import LLM_THREADS_ENV
 from llama_index_kgplus.errors import KGPlusError, KGPlusSetupError
 from llama_index_kgplus.graphrag._executor import BaseExecutor, LLMTask, TaskOutcome, describe_error
 from llama_index_kgplus.llm._complete import local_llama
@@ -34,12 +37,25 @@ from llama_index_kgplus.llm._usage import metered, usage_meter
 _WORKER_LLMS: dict[str, LLM] = {}
 
 
+def _worker_llm(source: tuple[str, Any]) -> LLM:
+    """The worker's LLM: built by the factory with the task's CPUs as the local model's default thread count (a
+    llama.cpp model otherwise takes one thread per core in every worker), or the LLM that was sent."""
+    kind, value = source
+    if kind != "factory":
+        return value
+    import ray
+
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    if cpus and LLM_THREADS_ENV not in os.environ:
+        os.environ[LLM_THREADS_ENV] = str(max(1, int(cpus)))
+    return value()
+
+
 def _run_task(task: LLMTask, source: tuple[str, Any], token: str) -> TaskOutcome:
     """The body of one Ray task (runs in a worker process)."""
     llm = _WORKER_LLMS.get(token)
     if llm is None:
-        kind, value = source
-        llm = metered(value() if kind == "factory" else value)
+        llm = metered(_worker_llm(source))
         _WORKER_LLMS[token] = llm
     meter = usage_meter(llm)
     before = meter.snapshot()
