@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,8 +27,9 @@ from llama_index.core import Document  # noqa: E402
 from llama_index.vector_stores.postgres import PGVectorStore  # noqa: E402
 
 from llama_index_kgplus import InputDataError, build_index, load_corpus, load_index, sample  # noqa: E402
-from llama_index_kgplus._indexing import PackVectorStoreIndex, persist_index  # noqa: E402
+from llama_index_kgplus._indexing import PackVectorStoreIndex, index_size, persist_index  # noqa: E402
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore  # noqa: E402
+from llama_index_kgplus._streaming import RESUME_FILE  # noqa: E402
 from llama_index_kgplus._testing import postgres_server  # noqa: E402
 
 #: the test server's password (not a secret): it must appear in no file of the index folder
@@ -60,6 +65,14 @@ def rows(store: PGVectorStore, doc_id: str | None = None) -> int:
     where = " WHERE metadata_->>'doc_id' = :doc" if doc_id else ""
     with store.client.connect() as connection:
         return connection.execute(sqlalchemy.text(f"SELECT count(*) FROM {table}{where}"), {"doc": doc_id}).scalar()
+
+
+def table_contents(store: PGVectorStore) -> list[tuple[str, str]]:
+    """Every row's document and text, sorted (a duplicate row shows twice)."""
+    table = f"{store.schema_name}.data_{store.table_name}"
+    with store.client.connect() as connection:
+        found = connection.execute(sqlalchemy.text(f"SELECT metadata_->>'doc_id', text FROM {table}"))
+        return sorted((doc, text) for doc, text in found)
 
 
 def stamp(folder: Path) -> dict:
@@ -170,3 +183,53 @@ def test_delete_ref_doc_removes_the_rows_and_the_folder_reopens_without_them(
     reopened = load_index(folder, embed_model=embed_model, vector_store=pg_store(postgres, "kgplus_delete"))
     assert DELETED not in reopened.ref_doc_info and set(reopened.ref_doc_info) == {d.doc_id for d in subset} - {DELETED}
     assert all(doc != DELETED for doc, *_ in hits(reopened, question, 10))
+
+
+# A process that streams the five pages into INDEX and a pgvector table, one page per batch, and kills itself
+# (kill -9) when the third page's rows are in the table but not yet in the folder's docstore.
+_KILL_MID_INGEST = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from llama_index.vector_stores.postgres import PGVectorStore
+    from llama_index_kgplus import build_index, load_corpus, sample
+    from llama_index_kgplus.llm import embed_model_from_spec
+
+    index, pages, params = sys.argv[1], sys.argv[2].split(","), json.loads(os.environ["KGPLUS_TEST_PG"])
+    real_add, adds = PGVectorStore.add, [0]
+
+    def add_then_die(self, nodes, **kwargs):
+        ids = real_add(self, nodes, **kwargs)
+        adds[0] += 1
+        if adds[0] == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ids
+
+    PGVectorStore.add = add_then_die
+    docs = [doc for doc in load_corpus(sample.SAMPLE_DOCS) if doc.doc_id in pages]
+    build_index(docs, index, embed_model=embed_model_from_spec(), vector_store=PGVectorStore.from_params(**params),
+                batch_size=1, show_progress=False)
+    """
+)
+
+
+def test_kill_9_mid_ingest_into_the_server_table_resumes_without_duplicates(
+    pg_index, postgres, docs, embed_model, tmp_path, caplog
+):
+    folder, table = tmp_path / "index", "kgplus_resume"
+    params = {"host": postgres.host, "port": postgres.port, "database": postgres.database, "user": postgres.user,
+              "password": postgres.password, "table_name": table, "embed_dim": DIM}  # fmt: skip
+    script = tmp_path / "kill.py"
+    script.write_text(_KILL_MID_INGEST, encoding="utf-8")
+    run = subprocess.run([sys.executable, str(script), str(folder), ",".join(d.doc_id for d in docs)],
+                         env={**os.environ, "KGPLUS_TEST_PG": json.dumps(params)}, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert run.returncode == -9, run.stderr[-2000:]
+    record = json.loads((folder / RESUME_FILE).read_text(encoding="utf-8"))
+    assert len(record["batches"]) == 2 and record["pending"]  # the third page's rows are in the table, pending
+
+    store = pg_store(postgres, table)
+    index = build_index(docs, folder, embed_model=embed_model, vector_store=store, batch_size=1, show_progress=False)
+    assert "resuming the interrupted ingest after its first 2 documents" in caplog.text
+    assert index_size(index) == (len(docs), rows(store))
+    assert table_contents(store) == table_contents(pg_index[2])  # the one-shot ingest's rows: none twice, none missing
+    assert not (folder / RESUME_FILE).exists()
