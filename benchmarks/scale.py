@@ -12,14 +12,24 @@ Usage::
 
     PYTHONPATH=. nice -n 19 python benchmarks/scale.py run --n 10000 --store simple lancedb
     python benchmarks/scale.py table          # the rows recorded so far, as markdown
+    PYTHONPATH=. nice -n 19 python benchmarks/scale.py structure --n 100000   # entity graph + hierarchy at N chunks
 
 Rows go to `--work`/scale-results.jsonl; indexes to `--work`/index-STORE-N (removed with `--clean`).
+
+`structure` measures the multi-hop and hierarchy goal: `kgplus ingest --vector-store lancedb --entities titles
+--hierarchy semantic --summarizer extractive` (no LLM call) of documents made of four consecutive passages of the
+shared 2Wiki and MuSiQue corpora (2,670 passages with their titles, repeated until the chunks reach N; a document is
+titled by its first passage, so the title dictionary holds the 2,670 real names and the links are the corpora's own
+mentions), then, in one fresh process, the entity-graph walk (`EntityGraphRetriever.from_persist_dir`) and the
+hierarchy's evidence retrieval (`HierarchicalRetriever`, mode evidence), top-8, over 100 questions (the first
+sentence of random passages), after one warm-up question each. Rows go to `--work`/structure-results.jsonl.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -121,12 +131,14 @@ def embedding_alone_s(corpus: Path) -> float:
     from llama_index_kgplus._indexing import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
     from llama_index_kgplus._text import sentence_splitter
 
-    nodes = sentence_splitter(DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)(load_corpus(corpus))
-    texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
-    model = stand_in_embedding()
-    start = time.perf_counter()
-    model.get_text_embedding_batch(texts)
-    return time.perf_counter() - start
+    splitter, model, seconds = sentence_splitter(DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP), stand_in_embedding(), 0.0
+    docs = iter(load_corpus(corpus, stream=True))
+    while batch := list(itertools.islice(docs, 10_000)):  # in slices: 10^6 chunks' vectors as lists fill ~15 GB
+        texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in splitter(batch)]
+        start = time.perf_counter()
+        model.get_text_embedding_batch(texts)
+        seconds += time.perf_counter() - start
+    return seconds
 
 
 def run(a: argparse.Namespace) -> None:
@@ -160,6 +172,77 @@ def run(a: argparse.Namespace) -> None:
                 shutil.rmtree(index, ignore_errors=True)
 
 
+def write_structured_corpus(path: Path, n_chunks: int) -> Path:
+    """Documents of four consecutive real passages (2Wiki, then MuSiQue), titled by the first, until about
+    ``n_chunks`` chunks."""
+    if path.is_file():
+        return path
+    from scale_stores import BENCH_DATA
+
+    passages = [json.loads(line) for name in ("multihop-2wiki/corpus.jsonl", "multihop-musique/corpus.jsonl")
+                for line in (BENCH_DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]  # fmt: skip
+    with path.open("w", encoding="utf-8") as out:
+        for j in range(round(n_chunks / 1.55)):  # 1.55 chunks per document at the default chunk size
+            group = [passages[(4 * j + k) % len(passages)] for k in range(4)]
+            text = "\n\n".join(p["text"] for p in group)
+            out.write(json.dumps({"id": f"d{j}", "title": group[0]["title"], "text": text}) + "\n")
+    return path
+
+
+_QUERY_TIMES = """
+import json, random, statistics, sys, time
+from llama_index_kgplus import EntityGraphRetriever, HierarchicalRetriever, load_index
+from scale import stand_in_embedding
+
+folder, corpus = sys.argv[1], sys.argv[2]
+texts = [json.loads(line)["text"] for line in open(corpus, encoding="utf-8")]
+questions = [t.split(". ")[0] for t in random.Random(0).sample(texts, 101)]
+embed_model = stand_in_embedding()
+start = time.perf_counter()
+graph = EntityGraphRetriever.from_persist_dir(folder, embed_model=embed_model, similarity_top_k=8)
+hierarchy = HierarchicalRetriever.from_index(load_index(folder, embed_model=embed_model), mode="evidence", similarity_top_k=8)
+row = {"open_s": round(time.perf_counter() - start, 2)}
+for name, retriever in (("graph", graph), ("evidence", hierarchy)):
+    retriever.retrieve(questions[0])
+    times = []
+    for q in questions[1:]:
+        t = time.perf_counter()
+        assert retriever.retrieve(q)
+        times.append(1000 * (time.perf_counter() - t))
+    times.sort()
+    row[name] = {"p50_ms": round(statistics.median(times), 1), "p95_ms": round(times[94], 1)}
+print(json.dumps(row))
+"""
+
+
+def structure(a: argparse.Namespace) -> None:
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    for n in a.n:
+        corpus = write_structured_corpus(work / f"corpus-structured-{n}.jsonl", n)
+        index = work / f"index-structured-{n}"
+        shutil.rmtree(index, ignore_errors=True)
+        ingest_s, ingest_rss, out = kgplus(
+            "ingest", str(corpus), "--index", str(index), "--vector-store", "lancedb", "--entities", "titles",
+            "--hierarchy", "semantic", "--summarizer", "extractive",
+        )  # fmt: skip
+        script = work / "query_times.py"
+        script.write_text(_QUERY_TIMES, encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}"}
+        done = subprocess.run([sys.executable, str(script), str(index), str(corpus)], capture_output=True, text=True,
+                              env=env)  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"query timing failed: {done.stderr[-2000:]}")
+        row = {
+            "n": n, "ingest_s": round(ingest_s, 1), "ingest_rss_mb": round(ingest_rss), "disk_mb": round(du_mb(index), 1),
+            "ingest_out": out.strip().splitlines()[-3:], **json.loads(done.stdout.strip().splitlines()[-1]),
+            "date": time.strftime("%Y-%m-%d"),
+        }  # fmt: skip
+        print(json.dumps(row), flush=True)
+        with (work / "structure-results.jsonl").open("a", encoding="utf-8") as results:
+            results.write(json.dumps(row) + "\n")
+
+
 def table(a: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in (Path(a.work) / "scale-results.jsonl").read_text().splitlines()]
     print("| N | store | ingest s (embedding alone s, ratio) | ingest peak RSS MB | disk MB (docstore) | `kgplus retrieve` s, median (each run) | retrieve peak RSS MB |")  # fmt: skip
@@ -178,10 +261,12 @@ def main() -> None:
     r.add_argument("--store", nargs="+", default=["simple", "lancedb"], choices=["simple", "lancedb"])
     r.add_argument("--clean", action="store_true")
     r.add_argument("--repeats", type=int, default=3, choices=[1, 2, 3], help="questions asked, one process each")
-    for p in (r, sub.add_parser("table")):
+    st = sub.add_parser("structure")
+    st.add_argument("--n", type=int, nargs="+", default=[100_000], help="chunks")
+    for p in (r, st, sub.add_parser("table")):
         p.add_argument("--work", default=os.environ.get("KGPLUS_SCALE_WORK", "/work/wt40-cache/pack"))
     a = ap.parse_args()
-    run(a) if a.cmd == "run" else table(a)
+    {"run": run, "structure": structure, "table": table}[a.cmd](a)
 
 
 if __name__ == "__main__":
