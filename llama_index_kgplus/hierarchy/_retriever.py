@@ -308,11 +308,14 @@ class HierarchicalRetriever(BaseRetriever):
         ``coverage`` > 0; see the class doc)."""
         leaves: dict[str, NodeWithScore] = {}
         summaries = []
-        for hit in self._score([h.node for h in candidates], query):  # one scale for chunks and summaries
+        scored = self._score([h.node for h in candidates], query)  # one scale for chunks and summaries
+        below = {h.node.node_id: self._leaves_under(h.node, query) for h in scored if node_level(h.node) > 0}
+        self._vectors([leaf for nodes in below.values() for leaf in nodes])  # one store read, not one per summary
+        for hit in scored:
             if node_level(hit.node) == 0:
                 leaves.setdefault(hit.node.node_id, hit)
                 continue
-            under = self._score(self._leaves_under(hit.node, query), query)
+            under = self._score(below[hit.node.node_id], query)
             leaves.update((h.node.node_id, h) for h in under)
             if not under or (hit.score or 0.0) - (under[0].score or 0.0) >= self.summary_margin:
                 summaries.append(hit)
