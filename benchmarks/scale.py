@@ -94,9 +94,9 @@ def write_corpus(path: Path, n: int) -> Path:
     return path
 
 
-def kgplus(*args: str) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS MB of the child and stdout of one `kgplus` command in a fresh process."""
-    env = {
+def child_env() -> dict[str, str]:
+    """The environment of the benchmark's child processes: the stand-in embedding and this folder importable."""
+    return {
         **os.environ,
         "KGPLUS_EMBED_MODEL": "scale:stand_in_embedding",
         "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}",
@@ -104,6 +104,11 @@ def kgplus(*args: str) -> tuple[float, float, str]:
         # and the venv holds no bytecode (uv's install), every start-up compiled its imports (+3 s per command)
         "PYTHONDONTWRITEBYTECODE": "",
     }
+
+
+def kgplus(*args: str) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS MB of the child and stdout of one `kgplus` command in a fresh process."""
+    env = child_env()
     cmd = ["/usr/bin/time", "-f", "%M", sys.executable, "-m", "llama_index_kgplus.cli", *args]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -221,6 +226,8 @@ print(json.dumps(row))
 def structure(a: argparse.Namespace) -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
+    script = work / "query_times.py"
+    script.write_text(_QUERY_TIMES, encoding="utf-8")
     for n in a.n:
         corpus = write_structured_corpus(work / f"corpus-structured-{n}.jsonl", n)
         index = work / f"index-structured-{n}"
@@ -229,11 +236,8 @@ def structure(a: argparse.Namespace) -> None:
             "ingest", str(corpus), "--index", str(index), "--vector-store", "lancedb", "--entities", "titles",
             "--hierarchy", "semantic", "--summarizer", "extractive",
         )  # fmt: skip
-        script = work / "query_times.py"
-        script.write_text(_QUERY_TIMES, encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": f"{HERE}:{os.environ.get('PYTHONPATH', '')}", "PYTHONDONTWRITEBYTECODE": ""}
         done = subprocess.run([sys.executable, str(script), str(index), str(corpus)], capture_output=True, text=True,
-                              env=env)  # fmt: skip
+                              env=child_env())  # fmt: skip
         if done.returncode != 0:
             raise SystemExit(f"query timing failed: {done.stderr[-2000:]}")
         row = {

@@ -59,9 +59,14 @@ def pg_store(server, table: str = "kgplus") -> PGVectorStore:
     )  # fmt: skip
 
 
+def table_name(store: PGVectorStore) -> str:
+    """The server table behind ``store`` (PGVectorStore prefixes its table name with ``data_``)."""
+    return f"{store.schema_name}.data_{store.table_name}"
+
+
 def rows(store: PGVectorStore, doc_id: str | None = None) -> int:
     """The rows of the store's table (of one document), counted by SQL on the server."""
-    table = f"{store.schema_name}.data_{store.table_name}"
+    table = table_name(store)
     where = " WHERE metadata_->>'doc_id' = :doc" if doc_id else ""
     with store.client.connect() as connection:
         return connection.execute(sqlalchemy.text(f"SELECT count(*) FROM {table}{where}"), {"doc": doc_id}).scalar()
@@ -69,9 +74,8 @@ def rows(store: PGVectorStore, doc_id: str | None = None) -> int:
 
 def table_contents(store: PGVectorStore) -> list[tuple[str, str]]:
     """Every row's document and text, sorted (a duplicate row shows twice)."""
-    table = f"{store.schema_name}.data_{store.table_name}"
     with store.client.connect() as connection:
-        found = connection.execute(sqlalchemy.text(f"SELECT metadata_->>'doc_id', text FROM {table}"))
+        found = connection.execute(sqlalchemy.text(f"SELECT metadata_->>'doc_id', text FROM {table_name(store)}"))
         return sorted((doc, text) for doc, text in found)
 
 
