@@ -74,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CHUNK_OVERLAP",
     "DEFAULT_CHUNK_SIZE",
+    "FileWriter",
     "INGEST_FILE",
     "VECTOR_STORES",
     "PackVectorStoreIndex",
@@ -90,6 +91,7 @@ __all__ = [
     "require_index",
     "open_storage",
     "set_folder_delete",
+    "stream_index",
     "vector_store_for",
     "write_index_file",
 ]
@@ -347,7 +349,7 @@ def build_index(
     with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
         embed_model = embed_model or Settings.embed_model  # resolved once the folder is ours
         if persist_dir is not None and nodes is None and not extra_transformations and _streams(vector_store):
-            return _stream_index(
+            return stream_index(
                 documents, user_path(persist_dir), embed_model, chunk_size, chunk_overlap, vector_store,
                 show_progress, batch_size,
             )  # fmt: skip
@@ -368,7 +370,7 @@ def _streams(vector_store: Any) -> bool:
     return vector_store == "lancedb" or (not isinstance(vector_store, str) and holds_nodes(vector_store))
 
 
-def _stream_index(
+def stream_index(
     documents: Iterable[Document],
     persist_dir: Path,
     embed_model: BaseEmbedding,
@@ -377,8 +379,16 @@ def _stream_index(
     vector_store: Any,
     show_progress: bool,
     batch_size: int,
+    *,
+    per_batch: Sequence[TransformComponent] = (),
+    derived_files: Callable[[PackVectorStoreIndex], Mapping[str, FileWriter]] | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> PackVectorStoreIndex:
-    """:func:`build_index` in batches (see :mod:`llama_index_kgplus._streaming`), then sealed and switched in."""
+    """:func:`build_index` in batches (see :mod:`llama_index_kgplus._streaming`), then sealed and switched in.
+    ``per_batch``: transformations run on each batch after the embedding (the entity linking and summaries of a
+    structured ingest, ``llama_index_kgplus._ingesting``), ``derived_files``: the files made from the whole index
+    before it is sealed (its entity graph, its hierarchy), ``settings``: more of how it was built, for
+    ``ingest.json`` (and the resume record: a run with other settings starts over)."""
     from llama_index_kgplus._streaming import drop_resume_record, write_batches
 
     _finish_interrupted_persist(persist_dir)
@@ -386,9 +396,9 @@ def _stream_index(
         live = _read_stamp(persist_dir)
     except InputDataError:
         live = None  # an unreadable stamp names nothing to keep
-    settings = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap}
+    settings = {"chunk_size": chunk_size, "chunk_overlap": chunk_overlap, **(settings or {})}
     storage, index_id = write_batches(
-        documents, persist_dir, vector_store, [sentence_splitter(chunk_size, chunk_overlap), embed_model],
+        documents, persist_dir, vector_store, [sentence_splitter(chunk_size, chunk_overlap), embed_model, *per_batch],
         key={**settings, "embed_model": embed_model_record(embed_model)}, live=live, batch_size=batch_size,
         show_progress=show_progress,
     )  # fmt: skip
@@ -396,7 +406,8 @@ def _stream_index(
         index_struct=_NodesInStoreIndexDict(index_id=index_id), storage_context=storage, embed_model=embed_model,
         store_nodes_override=True,
     )  # fmt: skip
-    persist_index(index, persist_dir, embed_model=embed_model, settings=settings)
+    files = derived_files(index) if derived_files is not None else None
+    persist_index(index, persist_dir, embed_model=embed_model, settings=settings, files=files)
     # after the switch: a crash between the two leaves a record of the index in place, which the next run drops
     drop_resume_record(persist_dir)
     return index

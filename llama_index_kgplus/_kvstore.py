@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, BaseKVStore
 from pydantic import BaseModel, Field
@@ -117,6 +118,12 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
             "SELECT key, value FROM kv WHERE collection = ?", (self._collection(collection),)
         )
         return {key: json.loads(value) for key, value in rows}
+
+    def iter_values(self, collection: str = DEFAULT_COLLECTION) -> Iterator[dict]:
+        """Every value of ``collection``, read as it is used (memory flat in the collection's size)."""
+        rows = self._connection().execute("SELECT value FROM kv WHERE collection = ?", (self._collection(collection),))
+        for (value,) in rows:
+            yield json.loads(value)
 
     def count(self, collection: str = DEFAULT_COLLECTION) -> int:
         """How many keys ``collection`` holds."""

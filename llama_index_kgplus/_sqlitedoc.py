@@ -28,15 +28,18 @@ import shutil
 import sqlite3
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from llama_index.core.schema import BaseNode
 from llama_index.core.storage.docstore.keyval_docstore import (
     DEFAULT_COLLECTION_DATA_SUFFIX,
     DEFAULT_NAMESPACE,
     DEFAULT_REF_DOC_COLLECTION_SUFFIX,
     KVDocumentStore,
 )
+from llama_index.core.storage.docstore.utils import json_to_doc
 from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION
 from pydantic import Field, PrivateAttr
@@ -129,6 +132,11 @@ class SQLiteDocumentStore(KVDocumentStore):
             self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_REF_DOC_COLLECTION_SUFFIX),
             self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX),
         )
+
+    def iter_nodes(self) -> Iterator[BaseNode]:
+        """Every node it holds, read one at a time (``docs`` reads them all at once)."""
+        for value in self.kvstore.iter_values(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX):
+            yield json_to_doc(value)
 
 
 class SQLiteIndexStore(KVIndexStore):

@@ -21,7 +21,7 @@ LAYERS = (
      "compression", "summarizers"},
     {"hierarchy", "glossary", "kg", "entity_graph", "graphrag", "tables", "router"},
     # the top level re-exports EvalRunner; the sync (and ``indexing``, its public home) updates every capability's index
-    {"_assembly", "_syncing", "indexing", "evaluation", "__init__"},
+    {"_assembly", "_syncing", "_ingesting", "indexing", "evaluation", "__init__"},
     {"cli", "ui", "_demo", "demo", "_doctor", "doctor", "_testing", "testing"},
 )  # fmt: skip
 CAPABILITIES = LAYERS[2]

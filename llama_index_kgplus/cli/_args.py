@@ -84,18 +84,21 @@ def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
 
 def check_output_dir(path: Path, option: str, marker: str, *markers: str) -> None:
     """``path`` can hold this command's output: a folder (or a path that can become one) that is writable and
-    either empty (but for what a first run killed early leaves: its writer lock, staging and LanceDB folders) or already
+    either empty (but for what a first run killed early leaves: its writer lock, staging, LanceDB and docstore folders
+    and the record an ingest resumes from) or already
     holds ``marker`` or one of ``markers`` (output of an earlier run): never ``/`` or a folder of other files."""
     from llama_index_kgplus._indexing import STAGING_DIR
     from llama_index_kgplus._lancedb import TABLE_DIR
     from llama_index_kgplus._lock import LOCK_FILE
+    from llama_index_kgplus._sqlitedoc import KV_DIR
+    from llama_index_kgplus._streaming import RESUME_FILE
 
     if path.exists() and not path.is_dir():
         raise InputDataError(f"{option} {path} is a file; give a folder.")
     if (
         path.is_dir()
         and not any((path / name).exists() for name in (marker, *markers))
-        and any(p.name not in {LOCK_FILE, STAGING_DIR, TABLE_DIR} for p in path.iterdir())
+        and any(p.name not in {LOCK_FILE, STAGING_DIR, TABLE_DIR, KV_DIR, RESUME_FILE} for p in path.iterdir())
     ):
         raise InputDataError(
             f"{option} {path} is a folder of other files (it has no {marker}); give a new or empty folder."

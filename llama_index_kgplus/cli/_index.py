@@ -162,6 +162,7 @@ def _ingest(args: argparse.Namespace) -> int:
         persist_index,
         vector_store_for,
     )
+    from llama_index_kgplus._ingesting import stream_structured_index, streams_structure
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
@@ -172,26 +173,33 @@ def _ingest(args: argparse.Namespace) -> int:
     _args.check_chunking(args.chunk_size, args.chunk_overlap)
     # an index of an earlier run: LlamaIndex's docstore.json, or the stamp of one that keeps it in SQLite
     _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
-    # into LanceDB, without entities or summaries (which need every chunk at once), the corpus streams: read,
-    # embedded and written in batches, resumed after a crash
     docs = load_corpus(args.docs_path, stream=True)  # read as it is used; it knows how many documents it holds
     store = default_vector_store(docs) if args.vector_store == "auto" else args.vector_store
-    stream = store == "lancedb" and not args.entities and args.hierarchy == "none"
-    if not stream:
-        docs = list(docs)
     with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
         linker = _entities.make_linker(args)
         embed_model = embed_model_from_spec()
         builders = _hierarchy.make_builders(args, embed_model)
         graph = manifest = None
-        if stream:  # nothing to link or summarise: build_index writes and persists batch by batch
+        settings = {
+            "entities": _entities.ingest_settings(args),
+            "hierarchy": _hierarchy.settings(args),
+        }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
+        # into LanceDB the corpus streams: read, embedded (linked, summarised) and written in batches, resumed after
+        # a crash; entities read from every chunk (ner, llm) and RAPTOR's clusters need every chunk at once
+        if store == "lancedb" and linker is None and not builders:
             index = build_index(
                 docs, args.index, vector_store="lancedb", embed_model=embed_model, chunk_size=args.chunk_size,
                 chunk_overlap=args.chunk_overlap, batch_size=args.batch_size,
             )  # fmt: skip
+        elif store == "lancedb" and streams_structure(linker, builders):
+            index, graph, manifest = stream_structured_index(
+                docs, args.index, embed_model=embed_model, linker=linker, builders=builders,
+                chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, similar_entities=args.similar_entities,
+                settings=settings, batch_size=args.batch_size,
+            )  # fmt: skip
         else:
             index = build_index(
-                docs,
+                list(docs),
                 None,
                 vector_store=vector_store_for(store, args.index),  # lancedb: a new table in the folder
                 embed_model=embed_model,
@@ -202,18 +210,12 @@ def _ingest(args: argparse.Namespace) -> int:
             graph = _entities.entity_graph(index, linker, embed_model, args.similar_entities)
             manifest = _hierarchy.manifest(index, builders)
             # the index, its entity graph and its hierarchy are switched in together: old all three, or new
-            settings = {
-                "chunk_size": args.chunk_size,
-                "chunk_overlap": args.chunk_overlap,
-                "entities": _entities.ingest_settings(args),
-                "hierarchy": _hierarchy.settings(args),
-            }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
             persist_index(
                 index,
                 args.index,
                 embed_model=embed_model,
                 files={**_entities.files(graph), **_hierarchy.files(manifest)},
-                settings=settings,
+                settings={"chunk_size": args.chunk_size, "chunk_overlap": args.chunk_overlap, **settings},
             )
         documents, nodes = index_size(index)
         print(f"indexed {documents} documents as {nodes} nodes -> {args.index}")
@@ -355,8 +357,9 @@ def register(commands: _args.Commands) -> None:
         "--batch-size",
         type=_args.positive_int,
         default=1000,
-        help="lancedb without --entities or --hierarchy: documents read, embedded and written at a time (memory "
-        "flat in the corpus size; a re-run after a crash resumes after the last batch written; default 1000)",
+        help="lancedb: documents read, embedded (linked to the titles, kg and glossary entity sources, summarised by "
+        "--hierarchy semantic) and written at a time (memory flat in the corpus size; a re-run after a crash resumes "
+        "after the last batch written; default 1000)",
     )
     ingest.add_argument(
         "--upgrade",

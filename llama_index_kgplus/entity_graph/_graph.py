@@ -142,10 +142,15 @@ class EntityGraph:
         graph.index_id = index_id
         graph.entities.merge(entities)
         graph._entity_keys = list(graph.entities.entities)
-        graph._append_passages(list(nodes))
+        graph.append_passages(list(nodes))
+        graph.revision = 0
         return graph
 
-    def _append_passages(self, nodes: Sequence[BaseNode]) -> int:
+    def append_passages(self, nodes: Sequence[BaseNode]) -> int:
+        """Append the linked ``nodes`` of documents new to the graph as passages, with no other change (a
+        streaming ingest appends each batch, linked with the dictionary the graph was made with:
+        ``from_nodes([], linker.dictionary_)``); returns how many passages were added. :meth:`upsert_nodes` also
+        replaces documents and adds entities."""
         column = {key: j for j, key in enumerate(self._entity_keys)}
         rows_p, rows_e, counts, about = [], [], [], []
         added = 0
@@ -167,6 +172,7 @@ class EntityGraph:
                 counts.append(max(int(record.get("count") or 0), 0))
                 about.append(bool(record.get("about")))
         self._extend_mentions(rows_p, rows_e, counts, about)
+        self.revision += 1
         return added
 
     def _extend_mentions(self, rows_p: list[int], rows_e: list[int], counts: list[int], about: list[bool]) -> None:
@@ -204,7 +210,7 @@ class EntityGraph:
         self.entities.merge(entities)
         self._sync_entity_keys()
         old_passages = self.n_passages
-        added = self._append_passages(nodes)
+        added = self.append_passages(nodes)
         new_keys = [k for k in self._entity_keys if k not in before]
         if new_keys and docstore is not None and old_passages:
             self._link_older_passages(new_keys, old_passages, docstore)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Collection, Sequence
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from llama_index_kgplus.entity_graph._dictionary import EntityDictionary, Entity
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
 from llama_index_kgplus.entity_graph._ner import DEFAULT_NER_LABELS, DEFAULT_NER_MODEL, SpacyEntityExtractor
 from llama_index_kgplus.entity_graph._sources import (
+    READING_SOURCES,
     add_glossary,
     add_kg,
     add_titles,
@@ -197,12 +199,36 @@ class EntityLinker(TransformComponent):
 
     # ------------------------------------------------------------------ the dictionary
 
-    def fit(self, nodes: Sequence[BaseNode]) -> EntityLinker:
-        """Build ``dictionary_`` from the sources over ``nodes`` without reading any text again: the reading
-        sources contribute what earlier calls recorded in the nodes' metadata."""
-        extracted = {n.node_id: _recorded(n) for n in nodes}
-        self._learned["dictionary"] = self._dictionary(nodes, extracted)
+    def fit(self, nodes: Iterable[BaseNode]) -> EntityLinker:
+        """Build ``dictionary_`` from the sources over ``nodes`` (any iterable, read once) without reading any text
+        again: the reading sources contribute what earlier calls recorded in the nodes' metadata. Fitted on the
+        documents of a corpus, it is the dictionary that :meth:`link` links each batch of their chunks with."""
+        self._learned["dictionary"] = self._dictionary(nodes, None)
         return self
+
+    def link(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Link ``nodes`` with ``dictionary_`` as :meth:`fit` left it, adding no entity: the batches of a streaming
+        ingest are linked so, with the dictionary fitted on every document first. Only for the dictionary sources
+        (``titles``, ``kg``, ``glossary``): the reading sources find their names in the nodes of a call.
+
+        Example:
+
+        ```python
+        linker = EntityLinker.from_defaults(sources=["titles"]).fit(documents)
+        linker.link(chunks)  # each chunk's metadata["entities"], as a call on every chunk at once would give
+        ```
+        """
+        reading = [s for s in self.sources if s in READING_SOURCES]
+        if reading:
+            raise InputDataError(
+                f"link() links with a fitted dictionary, which the {reading[0]!r} source cannot give: call the "
+                "linker on the nodes instead."
+            )
+        self._check()
+        linked = self._link(nodes, self.dictionary_, {}, kwargs.get("show_progress", self.show_progress))
+        self._learned["n_linked_nodes"] = linked
+        self._learned.setdefault("usage", llm_usage(None))
+        return nodes
 
     def _check(self) -> None:
         if "kg" in self.sources and not self.kg_store:
@@ -210,24 +236,34 @@ class EntityLinker(TransformComponent):
         if "glossary" in self.sources and self.glossary is None:
             raise InputDataError("The 'glossary' entity source needs a glossary: give glossary (--glossary FILE).")
 
-    def _dictionary(self, nodes: Sequence[BaseNode], extracted: dict[str, _Reading]) -> EntityDictionary:
+    def _dictionary(self, nodes: Iterable[BaseNode], extracted: dict[str, _Reading] | None) -> EntityDictionary:
+        """The dictionary of the sources over ``nodes`` (read once); ``extracted``: what the reading sources found
+        in each node (None: what earlier calls recorded in their metadata)."""
         self._check()
         entities = EntityDictionary()
+        readings: list[tuple[str, _Reading]] = []
+
+        def walk() -> Iterator[BaseNode]:
+            for node in nodes:
+                reading = _recorded(node) if extracted is None else extracted.get(node.node_id)
+                if reading is not None and (reading.names or reading.relationships):
+                    readings.append((node.ref_doc_id or node.node_id, reading))
+                yield node
+
         if "titles" in self.sources:
-            add_titles(entities, nodes)
+            add_titles(entities, walk())
+        else:
+            deque(walk(), maxlen=0)
         if "kg" in self.sources:
             if self._kg is None:
                 self._kg = read_kg(self.kg_store)  # type: ignore[arg-type]
             add_kg(entities, *self._kg)
         if "glossary" in self.sources:
             add_glossary(entities, self.glossary)
-        for node in nodes:
-            reading = extracted.get(node.node_id)
-            if reading is None:
-                continue
+        for doc_id, reading in readings:
             for source, names in reading.names.items():
                 for name, aliases in names:
-                    entities.add(name, source, aliases=aliases, doc_id=node.ref_doc_id or node.node_id)
+                    entities.add(name, source, aliases=aliases, doc_id=doc_id)
             for source_name, target_name, rel_type in reading.relationships:
                 entities.relate(source_name, target_name, rel_type)
         stop = frozenset(entity_key(s) for s in self.stop_names)

@@ -16,7 +16,7 @@ the entity graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index_kgplus.entity_graph._dictionary import EntityDictionary
@@ -48,7 +48,7 @@ def parse_sources(value: str | Sequence[str]) -> list[str]:
     return names
 
 
-def add_titles(entities: EntityDictionary, nodes: Sequence[BaseNode]) -> int:
+def add_titles(entities: EntityDictionary, nodes: Iterable[BaseNode]) -> int:
     """One entity per document title; returns how many titles were added."""
     seen: set[str] = set()
     for node in nodes:
