@@ -1,17 +1,19 @@
 """The structured ingest in batches: the entity graph and the hierarchy of ``kgplus ingest --entities ...
 --hierarchy semantic`` built as the vectors are, batch by batch, so memory stays flat in the corpus size.
 
-The dictionary sources (``titles``, ``kg``, ``glossary``) give the whole entity dictionary before any chunk is
-read: the linker is fitted on the documents in one pass over them (their titles), then each batch is split,
-embedded, linked with that dictionary (:meth:`EntityLinker.link`) and summarised (the semantic builder keeps the
-chunks of a document together, and a batch holds whole documents), and its passages are appended to the entity
-graph's arrays before it is written (:mod:`llama_index_kgplus._streaming`, which resumes after a crash). The
-graph and ``hierarchy.json`` are sealed and switched in with the index.
+The entity dictionary is known before any chunk is linked. The dictionary sources (``titles``, ``kg``,
+``glossary``) give it from the documents, in one pass over them (their titles). The reading sources (``ner``,
+``llm``) read every chunk first: a first pass splits each batch and records what they find in a SQLite file of
+the folder (``.ingest-readings.sqlite``, removed at the end), and the dictionary is fitted on those records. Then
+each batch is split, embedded, linked with that dictionary (:meth:`EntityLinker.link`, with the batch's recorded
+readings) and summarised (the semantic builder keeps the chunks of a document together, and a batch holds whole
+documents), and its passages are appended to the entity graph's arrays before it is written
+(:mod:`llama_index_kgplus._streaming`, which resumes after a crash; the reading pass then runs again). The graph
+and ``hierarchy.json`` are sealed and switched in with the index.
 
 What differs from the ingest of every chunk at once: the semantic builder learns its similarity threshold per
-batch (as a sync learns it over the documents it re-indexes) rather than over the whole corpus. The reading sources
-(``ner``, ``llm``) find names in every chunk before the dictionary is known, and RAPTOR clusters across
-documents: with either, the ingest holds every chunk at once (:func:`streams_structure` says which).
+batch (as a sync learns it over the documents it re-indexes) rather than over the whole corpus, and RAPTOR, which
+clusters across documents, is not streamed (:func:`streams_structure`).
 
 Example:
 
@@ -24,7 +26,11 @@ index, graph, manifest = stream_structured_index(load_corpus("big.jsonl", stream
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+import json
+import operator
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -32,7 +38,8 @@ from typing import Any
 from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.schema import BaseNode, TransformComponent
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode, TransformComponent
+from tqdm.auto import tqdm
 
 from llama_index_kgplus._files import json_writer
 from llama_index_kgplus._indexing import (
@@ -44,22 +51,25 @@ from llama_index_kgplus._indexing import (
 )
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
 from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE
+from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph
+from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
 from llama_index_kgplus.entity_graph._sources import READING_SOURCES
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE, hierarchy_manifest
 
-__all__ = ["stream_structured_index", "streams_structure"]
+__all__ = ["READINGS_FILE", "stream_structured_index", "streams_structure"]
 
+READINGS_FILE = ".ingest-readings.sqlite"
+"""Where a streaming ingest keeps what the reading sources found, until the chunks are linked."""
+_READ_KEYS = (ENTITIES_KEY, RELATIONSHIPS_KEY)
 _SCAN_BATCH = 10_000
 
 
-def streams_structure(linker: Any | None, builders: Sequence[Any]) -> bool:
-    """Whether an ingest with this entity linker and these summary builders can run in batches: dictionary
-    sources only, and at most one semantic builder (see the module notes)."""
-    reads = linker is not None and any(source in READING_SOURCES for source in linker.sources)
-    return not reads and len(builders) <= 1 and all(isinstance(b, SemanticChunkingSummaryNodeBuilder) for b in builders)
+def streams_structure(builders: Sequence[Any]) -> bool:
+    """Whether an ingest with these summary builders can run in batches: none, or one semantic builder."""
+    return len(builders) <= 1 and all(isinstance(b, SemanticChunkingSummaryNodeBuilder) for b in builders)
 
 
 def stream_structured_index(
@@ -81,16 +91,17 @@ def stream_structured_index(
     returns the index, its graph and its ``hierarchy.json``. ``similar_entities``: the cosine of ``SIMILAR_TO``
     edges; ``settings``: the entity and hierarchy settings ``ingest.json`` records for a sync. The caller holds
     the folder's writer lock."""
-    if not streams_structure(linker, builders):
-        raise InputDataError("This ingest reads every chunk at once (ner, llm or raptor): it cannot run in batches.")
-    if linker is not None:
-        if iter(documents) is documents:
-            raise InputDataError(
-                "The entity dictionary is read from the documents before they are indexed: give documents that can "
-                "be read twice (a list, or load_corpus(path, stream=True)), not a one-pass iterator."
-            )
-        linker.fit(documents)
-    structure = _BatchStructure(linker=linker, builder=builders[0] if builders else None)
+    if not streams_structure(builders):
+        raise InputDataError("RAPTOR clusters the chunks of every document at once: it cannot run in batches.")
+    if linker is not None and iter(documents) is documents:
+        raise InputDataError(
+            "The entity dictionary is read from the documents before they are indexed: give documents that can be "
+            "read twice (a list, or load_corpus(path, stream=True)), not a one-pass iterator."
+        )
+    reads = linker is not None and any(source in READING_SOURCES for source in linker.sources)
+    persist_dir.mkdir(parents=True, exist_ok=True)
+    readings = _Readings(persist_dir / READINGS_FILE) if reads else None
+    structure = _BatchStructure(linker=linker, builder=builders[0] if builders else None, readings=readings)
 
     def derived_files(index: PackVectorStoreIndex) -> dict[str, FileWriter]:
         structure.finish(index, embed_model, similar_entities)
@@ -101,11 +112,93 @@ def stream_structured_index(
             files[MANIFEST_FILE] = json_writer(structure.manifest_, indent=1, default=str)
         return files
 
-    index = stream_index(
-        documents, persist_dir, embed_model, chunk_size, chunk_overlap, "lancedb", show_progress, batch_size,
-        per_batch=[structure], derived_files=derived_files, settings=settings,
-    )  # fmt: skip
+    try:
+        if readings is not None:
+            splitter = sentence_splitter(chunk_size, chunk_overlap)
+            _read_corpus(documents, linker, splitter, readings, batch_size, show_progress)
+        if linker is not None:
+            linker.fit(readings if readings is not None else documents)
+        index = stream_index(
+            documents, persist_dir, embed_model, chunk_size, chunk_overlap, "lancedb", show_progress, batch_size,
+            per_batch=[structure], derived_files=derived_files, settings=settings,
+        )  # fmt: skip
+    finally:
+        if readings is not None:
+            readings.remove()
     return index, structure.graph_, structure.manifest_
+
+
+def _read_corpus(
+    documents: Iterable[Document],
+    linker: Any,
+    splitter: TransformComponent,
+    readings: _Readings,
+    batch_size: int,
+    show_progress: bool,
+) -> None:
+    """The reading pass: split each batch and record what the reading sources find in its chunks."""
+    iterator = iter(documents)
+    total = operator.length_hint(documents) or None
+    with tqdm(total=total, desc="Reading entities", unit="doc", disable=not show_progress) as bar:
+        while batch := list(islice(iterator, batch_size)):
+            readings.put(linker.read(splitter(batch), show_progress=False))
+            bar.update(len(batch))
+
+
+class _Readings:
+    """What the reading sources found in each chunk of the corpus, kept in a SQLite file between the reading pass
+    and the linking pass, in corpus order; a chunk is known by its document, its place in it and its text."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._unlink()  # an interrupted ingest's
+        self._db = sqlite3.connect(path)
+        self._db.execute("CREATE TABLE readings (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+    @staticmethod
+    def _keys(chunks: Sequence[BaseNode]) -> list[str]:
+        places: dict[str, int] = {}
+        keys = []
+        for chunk in chunks:
+            doc_id = chunk.ref_doc_id or chunk.node_id
+            places[doc_id] = places.get(doc_id, -1) + 1
+            digest = hashlib.sha256(chunk.get_content().encode("utf-8")).hexdigest()[:16]
+            keys.append(f"{doc_id}\x1f{places[doc_id]}\x1f{digest}")
+        return keys
+
+    def put(self, chunks: Sequence[BaseNode]) -> None:
+        rows = [
+            (key, json.dumps({"doc_id": c.ref_doc_id or c.node_id, "title": c.metadata.get("title"),
+                              **{k: c.metadata[k] for k in _READ_KEYS if k in c.metadata}}))
+            for key, c in zip(self._keys(chunks), chunks)
+        ]  # fmt: skip
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO readings VALUES (?, ?)", rows)
+
+    def restore(self, chunks: Sequence[BaseNode]) -> None:
+        """Put back in ``chunks``' metadata what was read in them (nothing for a chunk that was not read)."""
+        for key, chunk in zip(self._keys(chunks), chunks):
+            row = self._db.execute("SELECT value FROM readings WHERE key = ?", (key,)).fetchone()
+            record = json.loads(row[0]) if row else {}
+            for name in _READ_KEYS:
+                if name in record:
+                    chunk.metadata[name] = record[name]
+
+    def __iter__(self) -> Iterator[BaseNode]:
+        """One text-less node per chunk read, with its document, title and readings (what :meth:`fit` reads)."""
+        for (value,) in self._db.execute("SELECT value FROM readings ORDER BY rowid"):
+            record = json.loads(value)
+            metadata = {k: record[k] for k in ("title", *_READ_KEYS) if record.get(k) is not None}
+            source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=record["doc_id"])}
+            yield TextNode(text="", metadata=metadata, relationships=source)
+
+    def remove(self) -> None:
+        self._db.close()
+        self._unlink()
+
+    def _unlink(self) -> None:
+        for suffix in ("", "-journal", "-wal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
 
 class _BatchStructure(TransformComponent):
@@ -113,6 +206,7 @@ class _BatchStructure(TransformComponent):
 
     linker: Any = None
     builder: Any = None
+    readings: Any = None
     _graph: EntityGraph | None = PrivateAttr(default=None)
     _manifest: dict[str, Any] | None = PrivateAttr(default=None)
     _nodes_seen: int = PrivateAttr(default=0)
@@ -126,6 +220,8 @@ class _BatchStructure(TransformComponent):
         return self._manifest
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        if self.readings is not None:
+            self.readings.restore(nodes)
         if self.linker is not None:
             self.linker.link(nodes, show_progress=False)
         if self.builder is not None:

@@ -21,10 +21,11 @@ from llama_index_kgplus import (  # noqa: E402
     EntityGraphRetriever,
     EntityLinker,
     InputDataError,
+    RaptorSummaryNodeBuilder,
     load_corpus,
-    load_index,  # noqa: E402
+    load_index,
 )
-from llama_index_kgplus._ingesting import stream_structured_index  # noqa: E402
+from llama_index_kgplus._ingesting import READINGS_FILE, stream_structured_index  # noqa: E402
 from llama_index_kgplus._streaming import RESUME_FILE  # noqa: E402
 from llama_index_kgplus._text import sentence_splitter  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
@@ -117,6 +118,28 @@ def test_the_cli_links_and_summarises_each_batch_as_the_in_memory_ingest_does(
     assert settings["entities"]["sources"] == ["titles"] and settings["hierarchy"]["kind"] == "semantic"
 
 
+def test_named_entities_are_read_in_a_first_pass_and_each_batch_is_linked_with_all_of_them(
+    tmp_path, corpus, embed_model, monkeypatch
+):
+    entities = ["--chunk-size", "64", "--chunk-overlap", "0", "--entities", "titles,ner"]
+    in_memory = tmp_path / "in-memory"
+    assert main(["ingest", str(corpus), "--index", str(in_memory), "--vector-store", "simple", *entities]) == 0
+    calls = count_links(monkeypatch)
+    batched = tmp_path / "batched"
+    argv = ["ingest", str(corpus), "--index", str(batched), "--vector-store", "lancedb", "--batch-size", str(BATCH)]
+    assert main([*argv, *entities]) == 0
+    assert len(calls) == 5
+    rows = graph_rows(batched, embed_model)
+    assert rows == graph_rows(in_memory, embed_model)
+    assert any(
+        r.get("extracted") == "ner"
+        for n in load_index(batched, embed_model=embed_model).docstore.docs.values()
+        for r in n.metadata.get("entities", [])
+    )  # the first pass's readings reached the links
+    assert EntityGraph.load(batched).n_entities > N_DOCS  # names beyond the titles
+    assert not (batched / READINGS_FILE).exists()
+
+
 # A process that runs the structured CLI ingest of CORPUS into INDEX in batches of BATCH and kills itself (kill -9)
 # when the third batch's nodes are in the table but not yet in the docstore.
 _KILL_MID_INGEST = textwrap.dedent(
@@ -179,11 +202,9 @@ def test_the_linker_fits_on_documents_read_once_and_links_batches_with_that_dict
         fitted.link(batched[start : start + 5])
     assert [n.metadata["entities"] for n in batched] == [n.metadata["entities"] for n in one_call]
 
-    with pytest.raises(InputDataError, match="'ner' source cannot give"):
-        EntityLinker.from_defaults(["titles", "ner"]).fit(docs).link(chunks)
     with pytest.raises(InputDataError, match="not a one-pass iterator"):
         stream_structured_index(iter(docs), Path("unused"), embed_model=embed_model,
                                 linker=EntityLinker.from_defaults(["titles"]), builders=[])  # fmt: skip
     with pytest.raises(InputDataError, match="cannot run in batches"):
-        stream_structured_index(docs, Path("unused"), embed_model=embed_model,
-                                linker=EntityLinker.from_defaults(["ner"]), builders=[])  # fmt: skip
+        stream_structured_index(docs, Path("unused"), embed_model=embed_model, linker=None,
+                                builders=[RaptorSummaryNodeBuilder(embed_model=embed_model)])  # fmt: skip

@@ -88,6 +88,7 @@ def check_output_dir(path: Path, option: str, marker: str, *markers: str) -> Non
     and the record an ingest resumes from) or already
     holds ``marker`` or one of ``markers`` (output of an earlier run): never ``/`` or a folder of other files."""
     from llama_index_kgplus._indexing import STAGING_DIR
+    from llama_index_kgplus._ingesting import READINGS_FILE
     from llama_index_kgplus._lancedb import TABLE_DIR
     from llama_index_kgplus._lock import LOCK_FILE
     from llama_index_kgplus._sqlitedoc import KV_DIR
@@ -98,7 +99,10 @@ def check_output_dir(path: Path, option: str, marker: str, *markers: str) -> Non
     if (
         path.is_dir()
         and not any((path / name).exists() for name in (marker, *markers))
-        and any(p.name not in {LOCK_FILE, STAGING_DIR, TABLE_DIR, KV_DIR, RESUME_FILE} for p in path.iterdir())
+        and any(
+            p.name not in {LOCK_FILE, STAGING_DIR, TABLE_DIR, KV_DIR, RESUME_FILE, READINGS_FILE}
+            for p in path.iterdir()
+        )
     ):
         raise InputDataError(
             f"{option} {path} is a folder of other files (it has no {marker}); give a new or empty folder."

@@ -191,7 +191,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 docs, args.index, vector_store="lancedb", embed_model=embed_model, chunk_size=args.chunk_size,
                 chunk_overlap=args.chunk_overlap, batch_size=args.batch_size,
             )  # fmt: skip
-        elif store == "lancedb" and streams_structure(linker, builders):
+        elif store == "lancedb" and streams_structure(builders):
             index, graph, manifest = stream_structured_index(
                 docs, args.index, embed_model=embed_model, linker=linker, builders=builders,
                 chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, similar_entities=args.similar_entities,

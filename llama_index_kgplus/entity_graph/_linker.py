@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections import deque
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ from llama_index_kgplus.entity_graph._dictionary import EntityDictionary, Entity
 from llama_index_kgplus.entity_graph._names import entity_key, is_linkable_name
 from llama_index_kgplus.entity_graph._ner import DEFAULT_NER_LABELS, DEFAULT_NER_MODEL, SpacyEntityExtractor
 from llama_index_kgplus.entity_graph._sources import (
-    READING_SOURCES,
     add_glossary,
     add_kg,
     add_titles,
@@ -200,32 +198,56 @@ class EntityLinker(TransformComponent):
     # ------------------------------------------------------------------ the dictionary
 
     def fit(self, nodes: Iterable[BaseNode]) -> EntityLinker:
-        """Build ``dictionary_`` from the sources over ``nodes`` (any iterable, read once) without reading any text
-        again: the reading sources contribute what earlier calls recorded in the nodes' metadata. Fitted on the
-        documents of a corpus, it is the dictionary that :meth:`link` links each batch of their chunks with."""
+        """Build ``dictionary_`` from the sources over ``nodes`` without reading any text again: the reading
+        sources contribute what earlier calls (or :meth:`read`) recorded in the nodes' metadata. ``nodes`` is
+        iterated twice: a list, or an iterable that reads its items anew each time (``load_corpus(path,
+        stream=True)``) for memory flat in their number. Fitted on a corpus, it is the dictionary that :meth:`link`
+        links each batch of its chunks with."""
         self._learned["dictionary"] = self._dictionary(nodes, None)
         return self
 
+    def read(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Record in ``nodes``' metadata the names that the reading sources (``ner``, ``llm``) find in them, without
+        linking anything: the first pass of a streaming ingest, whose chunks :meth:`fit` then builds the
+        dictionary from. Nothing to read for the dictionary sources. ``usage_`` adds up the LLM calls of the
+        reads since the linker was last called."""
+        return run_sync(self.aread(nodes, **kwargs))
+
+    async def aread(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        """Async :meth:`read`."""
+        show_progress = kwargs.get("show_progress", self.show_progress)
+        earlier = self._learned.get("usage") or llm_usage(None)
+        readings = self._start(nodes)
+        if "ner" in self.sources:
+            await asyncio.to_thread(self._read_ner, nodes, readings, show_progress)
+        if "llm" in self.sources:
+            await self._aread_llm(nodes, readings, show_progress)
+        self._learned["usage"] = earlier + self._learned["usage"]  # the reads of one corpus, in batches
+        for node in nodes:
+            reading = readings[node.node_id]
+            node.metadata[ENTITIES_KEY] = [
+                {"id": entity_key(name), "name": name, "count": 0, "extracted": source, "aliases": list(aliases)}
+                for source, names in reading.names.items()
+                for name, aliases in names
+            ]
+            if reading.relationships:
+                node.metadata[RELATIONSHIPS_KEY] = reading.relationships
+        return nodes
+
     def link(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
-        """Link ``nodes`` with ``dictionary_`` as :meth:`fit` left it, adding no entity: the batches of a streaming
-        ingest are linked so, with the dictionary fitted on every document first. Only for the dictionary sources
-        (``titles``, ``kg``, ``glossary``): the reading sources find their names in the nodes of a call.
+        """Link ``nodes`` with ``dictionary_`` as :meth:`fit` left it, adding no entity; the reading sources bring
+        what :meth:`read` recorded in each node. The batches of a streaming ingest are linked so, with the
+        dictionary of every document, and get the links a call on every chunk at once would give.
 
         Example:
 
         ```python
         linker = EntityLinker.from_defaults(sources=["titles"]).fit(documents)
-        linker.link(chunks)  # each chunk's metadata["entities"], as a call on every chunk at once would give
+        linker.link(chunks)  # each chunk's metadata["entities"]
         ```
         """
-        reading = [s for s in self.sources if s in READING_SOURCES]
-        if reading:
-            raise InputDataError(
-                f"link() links with a fitted dictionary, which the {reading[0]!r} source cannot give: call the "
-                "linker on the nodes instead."
-            )
-        self._check()
-        linked = self._link(nodes, self.dictionary_, {}, kwargs.get("show_progress", self.show_progress))
+        readings = {n.node_id: _recorded(n) for n in nodes}
+        linked = self._link(nodes, self.dictionary_, readings, kwargs.get("show_progress", self.show_progress))
         self._learned["n_linked_nodes"] = linked
         self._learned.setdefault("usage", llm_usage(None))
         return nodes
@@ -237,33 +259,27 @@ class EntityLinker(TransformComponent):
             raise InputDataError("The 'glossary' entity source needs a glossary: give glossary (--glossary FILE).")
 
     def _dictionary(self, nodes: Iterable[BaseNode], extracted: dict[str, _Reading] | None) -> EntityDictionary:
-        """The dictionary of the sources over ``nodes`` (read once); ``extracted``: what the reading sources found
-        in each node (None: what earlier calls recorded in their metadata)."""
+        """The dictionary of the sources over ``nodes`` (iterated twice: titles first, as they name their entities);
+        ``extracted``: what the reading sources found in each node (None: what calls recorded in their metadata)."""
         self._check()
+        if iter(nodes) is nodes:
+            nodes = list(nodes)
         entities = EntityDictionary()
-        readings: list[tuple[str, _Reading]] = []
-
-        def walk() -> Iterator[BaseNode]:
-            for node in nodes:
-                reading = _recorded(node) if extracted is None else extracted.get(node.node_id)
-                if reading is not None and (reading.names or reading.relationships):
-                    readings.append((node.ref_doc_id or node.node_id, reading))
-                yield node
-
         if "titles" in self.sources:
-            add_titles(entities, walk())
-        else:
-            deque(walk(), maxlen=0)
+            add_titles(entities, nodes)
         if "kg" in self.sources:
             if self._kg is None:
                 self._kg = read_kg(self.kg_store)  # type: ignore[arg-type]
             add_kg(entities, *self._kg)
         if "glossary" in self.sources:
             add_glossary(entities, self.glossary)
-        for doc_id, reading in readings:
+        for node in nodes:
+            reading = _recorded(node) if extracted is None else extracted.get(node.node_id)
+            if reading is None:
+                continue
             for source, names in reading.names.items():
                 for name, aliases in names:
-                    entities.add(name, source, aliases=aliases, doc_id=doc_id)
+                    entities.add(name, source, aliases=aliases, doc_id=node.ref_doc_id or node.node_id)
             for source_name, target_name, rel_type in reading.relationships:
                 entities.relate(source_name, target_name, rel_type)
         stop = frozenset(entity_key(s) for s in self.stop_names)
