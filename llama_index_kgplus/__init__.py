@@ -9,7 +9,10 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_kgplus import _syncing  # noqa: F401 - installs the folder-wide delete_ref_doc of load_index's indexes
+from llama_index_kgplus import (
+    _ingesting,  # noqa: F401 - installs build_index's streaming of linkers and summaries
+    _syncing,  # noqa: F401 - installs the folder-wide delete_ref_doc of load_index's indexes
+)
 from llama_index_kgplus._assembly import KGPlusSources
 from llama_index_kgplus._corpus import load_corpus
 from llama_index_kgplus._deprecation import deprecated_names

@@ -50,20 +50,21 @@ def load_corpus(path: str | Path, *, stream: bool = False) -> list[Document] | I
     path = user_path(path)
     if not path.exists():
         raise InputDataError(f"Corpus {path} does not exist.")
-    corpus = _Corpus(path)
+    corpus = _Corpus(path, stream)
     return corpus if stream else list(corpus)
 
 
 class _Corpus:
     """The documents of a corpus file or folder, read anew on each iteration (see :func:`load_corpus`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stream: bool) -> None:
         self.path = path
+        self.stream = stream  # read as it is used: the file-size limit of what is read into memory is per record
         self._count: int | None = None
 
     def __iter__(self) -> Iterator[Document]:
         kept = 0
-        for doc in _read_folder(self.path) if self.path.is_dir() else _read_jsonl(self.path):
+        for doc in _read_folder(self.path) if self.path.is_dir() else _read_jsonl(self.path, self.stream):
             if doc.text.strip():
                 kept += 1
                 yield doc
@@ -78,13 +79,14 @@ class _Corpus:
             if self.path.is_dir():
                 self._count = sum(1 for _ in visible_files(self.path))
             else:
-                self._count = sum(1 for _, line in iter_utf8_lines(self.path, "Corpus") if line.strip())
+                lines = iter_utf8_lines(self.path, "Corpus", per_line=self.stream)
+                self._count = sum(1 for _, line in lines if line.strip())
         return self._count
 
 
-def _read_jsonl(path: Path) -> Iterator[Document]:
+def _read_jsonl(path: Path, per_line: bool) -> Iterator[Document]:
     seen = set()
-    for where, record in iter_jsonl(path, "Corpus"):
+    for where, record in iter_jsonl(path, "Corpus", per_line=per_line):
         if "id" not in record or "text" not in record:
             raise InputDataError(f'{where}: a record needs at least "id" and "text" fields.')
         doc_id = id_field(record, "id", where)

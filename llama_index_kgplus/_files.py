@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -213,13 +214,15 @@ def _open_input(path: Path, what: str, limit: int) -> Iterator[IO[bytes]]:
         yield handle
 
 
-def iter_utf8_lines(path: str | Path, what: str = "File") -> Iterator[tuple[int, str]]:
+def iter_utf8_lines(path: str | Path, what: str = "File", *, per_line: bool = False) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of each line of a UTF-8 file, read one line at a time, so memory stays flat however
-    long the file: lines end at ``\n`` only (a raw U+2028 is text); the checks and errors are :func:`read_utf8`'s."""
+    long the file: lines end at ``\n`` only (a raw U+2028 is text); the checks and errors are :func:`read_utf8`'s.
+    ``per_line``: :func:`max_file_bytes` bounds each line rather than the file, for a caller that keeps nothing of
+    the lines it has read (a streamed corpus)."""
     path = user_path(path)
     limit = max_file_bytes()
     offset = 0
-    with _open_input(path, what, limit) as handle:
+    with _open_input(path, what, sys.maxsize if per_line else limit) as handle:
         for lineno, raw in enumerate(handle, 1):
             if lineno == 1 and raw.startswith(_UTF16_BOMS):
                 raise _utf16(path)
@@ -230,7 +233,7 @@ def iter_utf8_lines(path: str | Path, what: str = "File") -> Iterator[tuple[int,
             except UnicodeDecodeError as exc:
                 raise _not_utf8(path, raw[exc.start], lineno, exc.start + 1, offset + exc.start) from exc
             offset += len(raw)
-            if offset > limit:
+            if (len(raw) if per_line else offset) > limit:
                 raise _too_large(path, what, None, limit)
             yield lineno, text.removesuffix("\n")
 

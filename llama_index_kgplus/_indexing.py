@@ -91,6 +91,7 @@ __all__ = [
     "require_index",
     "open_storage",
     "set_folder_delete",
+    "set_structured_stream",
     "stream_index",
     "vector_store_for",
     "write_index_file",
@@ -142,6 +143,18 @@ def set_folder_delete(delete: Callable[..., Awaitable[Any]]) -> None:
     """Install how an index bound to its folder deletes a document (:meth:`PackVectorStoreIndex.adelete_ref_doc`):
     ``delete(index, persist_dir, ingest_id, doc_id, llm, show_progress)``, returning its ``SyncReport``."""
     _FOLDER_DELETE[:] = [delete]
+
+
+# how build_index streams an entity linker and a summary builder (llama_index_kgplus._ingesting, a layer above,
+# installs it when imported, as the package's __init__ does)
+_STRUCTURED_STREAM: list[Callable[..., Any]] = []
+
+
+def set_structured_stream(stream: Callable[..., Any]) -> None:
+    """Install how :func:`build_index` streams ``extra_transformations`` into a folder: ``stream(documents,
+    persist_dir, embed_model, chunk_size, chunk_overlap, extra_transformations, vector_store, show_progress,
+    batch_size)`` returns the index, or None when they need every chunk at once."""
+    _STRUCTURED_STREAM[:] = [stream]
 
 
 class PackVectorStoreIndex(VectorStoreIndex):
@@ -324,10 +337,14 @@ def build_index(
     ``load_index(persist_dir, vector_store=store)`` reopens it).
 
     Into a folder whose stores keep the nodes on disk (``"lancedb"``, or a server store that returns its nodes),
-    without ``nodes`` and ``extra_transformations`` (summary builders and the entity linker need every node at
-    once), the ingest streams: ``documents`` (any iterable, e.g. ``load_corpus(path, stream=True)``) are read, split,
-    embedded and written ``batch_size`` at a time, memory stays flat in their number, and a run of the same ingest
-    after a crash or ``kill -9`` resumes after the last written batch (:mod:`llama_index_kgplus._streaming`).
+    without ``nodes``, the ingest streams: ``documents`` (any iterable, e.g. ``load_corpus(path, stream=True)``) are
+    read, split, embedded and written ``batch_size`` at a time, memory stays flat in their number, and a run of the
+    same ingest after a crash or ``kill -9`` resumes after the last written batch
+    (:mod:`llama_index_kgplus._streaming`). ``extra_transformations`` stream too when they are an ``EntityLinker``
+    and a ``SemanticChunkingSummaryNodeBuilder`` (either or both; the linker needs ``documents`` it can read twice):
+    each batch is linked and summarised as it is written, and the entity graph (``entity_graph.npz``) and
+    ``hierarchy.json`` are written with the index (``llama_index_kgplus._ingesting``); other transformations
+    (RAPTOR, your own) run over every node at once.
 
     Example:
 
@@ -348,11 +365,19 @@ def build_index(
         vector_store = default_vector_store(documents)
     with writer_lock(persist_dir, "build_index") if persist_dir is not None else contextlib.nullcontext():
         embed_model = embed_model or Settings.embed_model  # resolved once the folder is ours
-        if persist_dir is not None and nodes is None and not extra_transformations and _streams(vector_store):
-            return stream_index(
-                documents, user_path(persist_dir), embed_model, chunk_size, chunk_overlap, vector_store,
-                show_progress, batch_size,
-            )  # fmt: skip
+        if persist_dir is not None and nodes is None and _streams(vector_store):
+            if not extra_transformations:
+                return stream_index(
+                    documents, user_path(persist_dir), embed_model, chunk_size, chunk_overlap, vector_store,
+                    show_progress, batch_size,
+                )  # fmt: skip
+            if _STRUCTURED_STREAM:
+                streamed = _STRUCTURED_STREAM[0](
+                    documents, user_path(persist_dir), embed_model, chunk_size, chunk_overlap, extra_transformations,
+                    vector_store, show_progress, batch_size,
+                )  # fmt: skip
+                if streamed is not None:
+                    return streamed  # type: ignore[no-any-return]
         if isinstance(vector_store, str):
             vector_store = vector_store_for(vector_store, persist_dir) if persist_dir is not None else None
         documents = list(documents)

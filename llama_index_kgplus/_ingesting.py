@@ -47,16 +47,18 @@ from llama_index_kgplus._indexing import (
     DEFAULT_CHUNK_SIZE,
     FileWriter,
     PackVectorStoreIndex,
+    set_structured_stream,
     stream_index,
 )
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
 from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE
 from llama_index_kgplus._text import sentence_splitter
-from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph
+from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph, EntityLinker
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
 from llama_index_kgplus.entity_graph._sources import READING_SOURCES
 from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
+from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE, hierarchy_manifest
 
 __all__ = ["READINGS_FILE", "stream_structured_index", "streams_structure"]
@@ -79,6 +81,7 @@ def stream_structured_index(
     embed_model: BaseEmbedding,
     linker: Any | None,
     builders: Sequence[Any],
+    vector_store: Any = "lancedb",
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     similar_entities: float | None = None,
@@ -86,8 +89,9 @@ def stream_structured_index(
     batch_size: int = DEFAULT_BATCH_SIZE,
     show_progress: bool = True,
 ) -> tuple[PackVectorStoreIndex, EntityGraph | None, dict[str, Any] | None]:
-    """Ingest ``documents`` into a LanceDB table of ``persist_dir`` in batches with their entity graph (``linker``,
-    dictionary sources) and hierarchy (``builders``: none or one semantic builder), and switch in all three;
+    """Ingest ``documents`` into ``vector_store`` (a LanceDB table of ``persist_dir``, or a server store that returns
+    its nodes) in batches with their entity graph (``linker``) and hierarchy (``builders``: none or one semantic
+    builder), and switch in all three;
     returns the index, its graph and its ``hierarchy.json``. ``similar_entities``: the cosine of ``SIMILAR_TO``
     edges; ``settings``: the entity and hierarchy settings ``ingest.json`` records for a sync. The caller holds
     the folder's writer lock."""
@@ -119,7 +123,7 @@ def stream_structured_index(
         if linker is not None:
             linker.fit(readings if readings is not None else documents)
         index = stream_index(
-            documents, persist_dir, embed_model, chunk_size, chunk_overlap, "lancedb", show_progress, batch_size,
+            documents, persist_dir, embed_model, chunk_size, chunk_overlap, vector_store, show_progress, batch_size,
             per_batch=[structure], derived_files=derived_files, settings=settings,
         )  # fmt: skip
     finally:
@@ -268,3 +272,33 @@ class _BatchStructure(TransformComponent):
             self._graph.index_id = index.index_id
             if similar_entities is not None:
                 self._graph.link_similar_entities(embed_model, threshold=similar_entities)
+
+
+def _stream_extras(
+    documents: Iterable[Document],
+    persist_dir: Path,
+    embed_model: BaseEmbedding,
+    chunk_size: int,
+    chunk_overlap: int,
+    extras: Sequence[TransformComponent],
+    vector_store: Any,
+    show_progress: bool,
+    batch_size: int,
+) -> PackVectorStoreIndex | None:
+    """``build_index``'s streaming of ``extra_transformations``: an ``EntityLinker`` and a semantic summary
+    builder (either or both) stream; None for any other (they run over every node at once)."""
+    linkers = [t for t in extras if isinstance(t, EntityLinker)]
+    builders = [t for t in extras if isinstance(t, BaseSummaryNodeBuilder)]
+    if len(linkers) > 1 or len(linkers) + len(builders) < len(extras) or not streams_structure(builders):
+        return None
+    if linkers and iter(documents) is documents:
+        return None  # the dictionary is fitted on the documents first: they cannot be read twice
+    index, _, _ = stream_structured_index(
+        documents, persist_dir, embed_model=embed_model, linker=linkers[0] if linkers else None, builders=builders,
+        vector_store=vector_store, chunk_size=chunk_size, chunk_overlap=chunk_overlap, batch_size=batch_size,
+        show_progress=show_progress,
+    )  # fmt: skip
+    return index
+
+
+set_structured_stream(_stream_extras)

@@ -19,13 +19,13 @@ __all__ = [
 ]
 
 
-def iter_jsonl(path: str | Path, what: str = "File") -> Iterator[tuple[str, dict[str, Any]]]:
+def iter_jsonl(path: str | Path, what: str = "File", *, per_line: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``("<path>:<line>", record)`` for each non-blank line; every record must be a JSON object.
 
     Lines end at ``\n`` only (``\r\n`` too): a raw U+2028 or form feed inside a JSON string is text, not a
-    line break. The file is read one line at a time."""
+    line break. The file is read one line at a time (``per_line``: see :func:`iter_utf8_lines`)."""
     path = user_path(path)
-    for lineno, line in iter_utf8_lines(path, what):
+    for lineno, line in iter_utf8_lines(path, what, per_line=per_line):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"

@@ -103,7 +103,9 @@ def test_batched_ingest_is_the_one_shot_index_and_readers_keep_the_old_one(tmp_p
     assert not (folder / RESUME_FILE).exists() and [len(names) for names in folder_files(folder)] == [1, 1]
 
 
-def test_load_corpus_streams_and_the_cli_ingests_in_batches(tmp_path, corpus, one_shot, embed_model, capsys):
+def test_load_corpus_streams_and_the_cli_ingests_in_batches(
+    tmp_path, corpus, one_shot, embed_model, capsys, monkeypatch
+):
     stream = load_corpus(corpus, stream=True)
     assert not isinstance(stream, list) and iter(stream) is not stream  # read anew on each iteration
     assert [d.doc_id for d in stream] == [d.doc_id for d in load_corpus(corpus)] == [d.doc_id for d in stream]
@@ -114,6 +116,18 @@ def test_load_corpus_streams_and_the_cli_ingests_in_batches(tmp_path, corpus, on
     assert len([next(records) for _ in range(N_DOCS)]) == N_DOCS  # the good records come before the error
     with pytest.raises(InputDataError, match=rf":{N_DOCS + 1}: invalid JSON"):
         next(records)
+
+    # the limit on files read into memory bounds each record of a streamed corpus, not the file
+    size = corpus.stat().st_size
+    longest = max(len(line.encode("utf-8")) for line in corpus.read_text(encoding="utf-8").splitlines(keepends=True))
+    monkeypatch.setenv("KGPLUS_MAX_FILE_MB", str((longest + 1) / (1 << 20)))
+    assert longest < size and len(list(load_corpus(corpus, stream=True))) == N_DOCS
+    with pytest.raises(InputDataError, match="over the 0 MB limit on files read into memory"):
+        load_corpus(corpus)
+    monkeypatch.setenv("KGPLUS_MAX_FILE_MB", str((longest - 1) / (1 << 20)))
+    with pytest.raises(InputDataError, match="over the 0 MB limit"):
+        list(load_corpus(corpus, stream=True))
+    monkeypatch.delenv("KGPLUS_MAX_FILE_MB")
 
     folder = tmp_path / "cli"
     argv = ["ingest", str(corpus), "--index", str(folder), "--vector-store", "lancedb", "--batch-size", "5"]

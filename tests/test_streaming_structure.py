@@ -20,8 +20,11 @@ from llama_index_kgplus import (  # noqa: E402
     EntityGraph,
     EntityGraphRetriever,
     EntityLinker,
+    ExtractiveSummarizer,
     InputDataError,
     RaptorSummaryNodeBuilder,
+    SemanticChunkingSummaryNodeBuilder,
+    build_index,
     load_corpus,
     load_index,
 )
@@ -138,6 +141,26 @@ def test_named_entities_are_read_in_a_first_pass_and_each_batch_is_linked_with_a
     )  # the first pass's readings reached the links
     assert EntityGraph.load(batched).n_entities > N_DOCS  # names beyond the titles
     assert not (batched / READINGS_FILE).exists()
+
+
+def test_build_index_streams_a_linker_and_a_semantic_builder_and_writes_their_files(
+    tmp_path, corpus, in_memory, embed_model, monkeypatch
+):
+    calls = count_links(monkeypatch)
+    linker = EntityLinker.from_defaults(["titles"])
+    builder = SemanticChunkingSummaryNodeBuilder(embed_model=embed_model, summarizer=ExtractiveSummarizer())
+    folder = tmp_path / "index"
+    index = build_index(load_corpus(corpus, stream=True), folder, embed_model=embed_model, vector_store="lancedb",
+                        chunk_size=64, chunk_overlap=0, extra_transformations=[linker, builder], batch_size=BATCH,
+                        show_progress=False)  # fmt: skip
+    assert len(calls) == 5 and index.folder == folder.resolve()
+    assert graph_rows(folder, embed_model) == graph_rows(in_memory, embed_model)
+    assert hierarchy(folder, embed_model)[0] == hierarchy(in_memory, embed_model)[0]
+
+    calls.clear()  # a one-pass iterator cannot be read for the dictionary first: every chunk at once, as before
+    build_index(iter(load_corpus(corpus)), tmp_path / "other", embed_model=embed_model, vector_store="lancedb",
+                chunk_size=64, chunk_overlap=0, extra_transformations=[linker], show_progress=False)  # fmt: skip
+    assert not calls and not (tmp_path / "other" / "entity_graph.npz").exists()
 
 
 # A process that runs the structured CLI ingest of CORPUS into INDEX in batches of BATCH and kills itself (kill -9)
