@@ -147,10 +147,10 @@ def set_folder_delete(delete: Callable[..., Awaitable[Any]]) -> None:
 
 # how build_index streams an entity linker and a summary builder (llama_index_kgplus._ingesting, a layer above,
 # installs it when imported, as the package's __init__ does)
-_STRUCTURED_STREAM: list[Callable[..., Any]] = []
+_STRUCTURED_STREAM: list[Callable[..., PackVectorStoreIndex | None]] = []
 
 
-def set_structured_stream(stream: Callable[..., Any]) -> None:
+def set_structured_stream(stream: Callable[..., PackVectorStoreIndex | None]) -> None:
     """Install how :func:`build_index` streams ``extra_transformations`` into a folder: ``stream(documents,
     persist_dir, embed_model, chunk_size, chunk_overlap, extra_transformations, vector_store, show_progress,
     batch_size)`` returns the index, or None when they need every chunk at once."""
@@ -377,7 +377,7 @@ def build_index(
                     vector_store, show_progress, batch_size,
                 )  # fmt: skip
                 if streamed is not None:
-                    return streamed  # type: ignore[no-any-return]
+                    return streamed
         if isinstance(vector_store, str):
             vector_store = vector_store_for(vector_store, persist_dir) if persist_dir is not None else None
         documents = list(documents)

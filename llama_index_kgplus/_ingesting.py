@@ -91,10 +91,9 @@ def stream_structured_index(
 ) -> tuple[PackVectorStoreIndex, EntityGraph | None, dict[str, Any] | None]:
     """Ingest ``documents`` into ``vector_store`` (a LanceDB table of ``persist_dir``, or a server store that returns
     its nodes) in batches with their entity graph (``linker``) and hierarchy (``builders``: none or one semantic
-    builder), and switch in all three;
-    returns the index, its graph and its ``hierarchy.json``. ``similar_entities``: the cosine of ``SIMILAR_TO``
-    edges; ``settings``: the entity and hierarchy settings ``ingest.json`` records for a sync. The caller holds
-    the folder's writer lock."""
+    builder), and switch in all three; returns the index, its graph and its ``hierarchy.json``.
+    ``similar_entities``: the cosine of ``SIMILAR_TO`` edges; ``settings``: the entity and hierarchy settings
+    ``ingest.json`` records for a sync. The caller holds the folder's writer lock."""
     if not streams_structure(builders):
         raise InputDataError("RAPTOR clusters the chunks of every document at once: it cannot run in batches.")
     if linker is not None and iter(documents) is documents:
