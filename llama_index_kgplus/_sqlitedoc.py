@@ -35,6 +35,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode
 from llama_index.core.storage.docstore.keyval_docstore import (
     DEFAULT_COLLECTION_DATA_SUFFIX,
+    DEFAULT_METADATA_COLLECTION_SUFFIX,
     DEFAULT_NAMESPACE,
     DEFAULT_REF_DOC_COLLECTION_SUFFIX,
     KVDocumentStore,
@@ -132,6 +133,12 @@ class SQLiteDocumentStore(KVDocumentStore):
             self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_REF_DOC_COLLECTION_SUFFIX),
             self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX),
         )
+
+    def document_hashes(self) -> dict[str, str]:
+        """The content hash of every document and node it holds, by id, read in one query (``get_document_hash``
+        reads one row per call)."""
+        rows = self.kvstore.get_all(DEFAULT_NAMESPACE + DEFAULT_METADATA_COLLECTION_SUFFIX)
+        return {key: value["doc_hash"] for key, value in rows.items() if isinstance(value.get("doc_hash"), str)}
 
     def iter_nodes(self) -> Iterator[BaseNode]:
         """Every node it holds, read one at a time (``docs`` reads them all at once)."""

@@ -62,6 +62,7 @@ from llama_index_kgplus._indexing import (
 )
 from llama_index_kgplus._lock import writer_lock
 from llama_index_kgplus._paths import user_path
+from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.errors import InputDataError
@@ -489,16 +490,18 @@ def _plan(
         hashes = {d: docstore.get_document_hash(d) for d in ref_docs if d != delete}
         return SyncReport(deleted=[str(delete)], unchanged=list(hashes)), hashes, []
     corpus = {doc.doc_id: doc for doc in documents}
+    hashes = {doc_id: doc.hash for doc_id, doc in corpus.items()}  # a Document computes its hash on each read
     report = SyncReport(
         added=[d for d in corpus if d not in ref_docs],
         deleted=sorted(d for d in ref_docs if d not in corpus),
     )
+    stored = docstore.document_hashes() if isinstance(docstore, SQLiteDocumentStore) else None
     for doc_id in corpus:
         if doc_id in ref_docs:
-            same = docstore.get_document_hash(doc_id) == corpus[doc_id].hash
-            (report.unchanged if same else report.updated).append(doc_id)
+            indexed = stored.get(doc_id) if stored is not None else docstore.get_document_hash(doc_id)
+            (report.unchanged if indexed == hashes[doc_id] else report.updated).append(doc_id)
     changed = [corpus[d] for d in (*report.added, *report.updated)]
-    return report, {d: doc.hash for d, doc in corpus.items()}, changed
+    return report, hashes, changed
 
 
 async def _split_and_embed(

@@ -194,10 +194,17 @@ def test_ann_index_is_built_above_the_threshold_and_later_adds_are_folded_in(tmp
     assert index.as_retriever(similarity_top_k=4).retrieve("passage 7 alpha beta")  # searches through the index
 
     index.insert(Document(text="passage new omega omega omega", id_="new"))
-    persist_index(index, tmp_path / "big")  # folds the new rows into the ANN index
-    assert all(i.num_unindexed_rows == 0 for i in big.table.list_indices())
+    persist_index(index, tmp_path / "big")  # one new row: scanned by each query, not worth rewriting the index
+    assert [i.num_unindexed_rows for i in big.table.list_indices()] == [1]
     reopened = load_index(tmp_path / "big", embed_model=STAND_IN)
     assert "new" in reopened.ref_doc_info
+    assert (
+        reopened.as_retriever(similarity_top_k=1).retrieve("passage new omega omega omega")[0].node.ref_doc_id == "new"
+    )
+    for doc in small_docs(64):  # a partition's worth of new rows (64 in this store): folded into the ANN index
+        index.insert(Document(text=doc.text + " again", id_=doc.doc_id + "-again"))
+    persist_index(index, tmp_path / "big")
+    assert all(i.num_unindexed_rows == 0 for i in big.table.list_indices())
 
     small = new_store(tmp_path / "small", ann_min_rows=1000)
     build_index(small_docs(50), tmp_path / "small", embed_model=STAND_IN, vector_store=small, show_progress=False)
