@@ -233,7 +233,13 @@ def iter_utf8_lines(path: str | Path, what: str = "File", *, per_line: bool = Fa
             except UnicodeDecodeError as exc:
                 raise _not_utf8(path, raw[exc.start], lineno, exc.start + 1, offset + exc.start) from exc
             offset += len(raw)
-            if (len(raw) if per_line else offset) > limit:
+            if per_line and len(raw) > limit:
+                raise InputDataError(
+                    f"{what} {path}:{lineno} is a line of {len(raw) / (1 << 20):,.1f} MB, over the "
+                    f"{limit / (1 << 20):,.0f} MB limit on what is read into memory: split it, or raise the limit "
+                    f"with ${MAX_FILE_MB_ENV}."
+                )
+            if not per_line and offset > limit:
                 raise _too_large(path, what, None, limit)
             yield lineno, text.removesuffix("\n")
 

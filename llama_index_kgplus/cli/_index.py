@@ -162,7 +162,7 @@ def _ingest(args: argparse.Namespace) -> int:
         persist_index,
         vector_store_for,
     )
-    from llama_index_kgplus._ingesting import stream_structured_index, streams_structure
+    from llama_index_kgplus._ingesting import stream_structured_index
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.llm import embed_model_from_spec
 
@@ -175,6 +175,11 @@ def _ingest(args: argparse.Namespace) -> int:
     _args.check_output_dir(args.index, "--index", "docstore.json", INGEST_FILE)
     docs = load_corpus(args.docs_path, stream=True)  # read as it is used; it knows how many documents it holds
     store = default_vector_store(docs) if args.vector_store == "auto" else args.vector_store
+    # into LanceDB the corpus streams: read, embedded (linked, summarised) and written in batches, resumed after a
+    # crash; RAPTOR's clusters need every chunk at once
+    stream = store == "lancedb" and args.hierarchy != "raptor"
+    if not stream:
+        docs = load_corpus(args.docs_path)  # read, and refused if bad, before any model loads
     with writer_lock(args.index, "kgplus ingest"):  # a second writer is refused before any model loads
         linker = _entities.make_linker(args)
         embed_model = embed_model_from_spec()
@@ -184,14 +189,12 @@ def _ingest(args: argparse.Namespace) -> int:
             "entities": _entities.ingest_settings(args),
             "hierarchy": _hierarchy.settings(args),
         }  # recorded in ingest.json: `kgplus sync` splits, links and summarises new documents the same way
-        # into LanceDB the corpus streams: read, embedded (linked, summarised) and written in batches, resumed after
-        # a crash; entities read from every chunk (ner, llm) and RAPTOR's clusters need every chunk at once
-        if store == "lancedb" and linker is None and not builders:
+        if stream and linker is None and not builders:
             index = build_index(
                 docs, args.index, vector_store="lancedb", embed_model=embed_model, chunk_size=args.chunk_size,
                 chunk_overlap=args.chunk_overlap, batch_size=args.batch_size,
             )  # fmt: skip
-        elif store == "lancedb" and streams_structure(builders):
+        elif stream:
             index, graph, manifest = stream_structured_index(
                 docs, args.index, embed_model=embed_model, linker=linker, builders=builders,
                 chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, similar_entities=args.similar_entities,
@@ -199,7 +202,7 @@ def _ingest(args: argparse.Namespace) -> int:
             )  # fmt: skip
         else:
             index = build_index(
-                list(docs),
+                docs,
                 None,
                 vector_store=vector_store_for(store, args.index),  # lancedb: a new table in the folder
                 embed_model=embed_model,
