@@ -51,7 +51,7 @@ from llama_index_kgplus._indexing import (
     stream_index,
 )
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
-from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE
+from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE, READINGS_FILE
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph, EntityLinker
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
@@ -61,10 +61,8 @@ from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._base import BaseSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE, hierarchy_manifest
 
-__all__ = ["READINGS_FILE", "stream_structured_index", "streams_structure"]
+__all__ = ["stream_structured_index", "streams_structure"]
 
-READINGS_FILE = ".ingest-readings.sqlite"
-"""Where a streaming ingest keeps what the reading sources found, until the chunks are linked."""
 _READ_KEYS = (ENTITIES_KEY, RELATIONSHIPS_KEY)
 _SCAN_BATCH = 10_000
 

@@ -114,16 +114,15 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
 
     def get_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
         """Every key of ``collection`` with its value."""
+        return dict(self.iter_items(collection))
+
+    def iter_items(self, collection: str = DEFAULT_COLLECTION) -> Iterator[tuple[str, dict]]:
+        """Every ``(key, value)`` of ``collection``, read as it is used (memory flat in the collection's size)."""
         rows = self._connection().execute(
             "SELECT key, value FROM kv WHERE collection = ?", (self._collection(collection),)
         )
-        return {key: json.loads(value) for key, value in rows}
-
-    def iter_values(self, collection: str = DEFAULT_COLLECTION) -> Iterator[dict]:
-        """Every value of ``collection``, read as it is used (memory flat in the collection's size)."""
-        rows = self._connection().execute("SELECT value FROM kv WHERE collection = ?", (self._collection(collection),))
-        for (value,) in rows:
-            yield json.loads(value)
+        for key, value in rows:
+            yield key, json.loads(value)
 
     def count(self, collection: str = DEFAULT_COLLECTION) -> int:
         """How many keys ``collection`` holds."""

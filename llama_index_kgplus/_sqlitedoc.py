@@ -142,7 +142,7 @@ class SQLiteDocumentStore(KVDocumentStore):
 
     def iter_nodes(self) -> Iterator[BaseNode]:
         """Every node it holds, read one at a time (``docs`` reads them all at once)."""
-        for value in self.kvstore.iter_values(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX):
+        for _, value in self.kvstore.iter_items(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX):
             yield json_to_doc(value)
 
 

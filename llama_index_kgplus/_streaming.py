@@ -50,13 +50,16 @@ from llama_index_kgplus._sqlitedoc import (
 )
 from llama_index_kgplus.errors import InputDataError
 
-__all__ = ["DEFAULT_BATCH_SIZE", "RESUME_FILE", "drop_resume_record", "write_batches"]
+__all__ = ["DEFAULT_BATCH_SIZE", "READINGS_FILE", "RESUME_FILE", "drop_resume_record", "write_batches"]
 
 logger = get_logger(__name__)
 
 DEFAULT_BATCH_SIZE = 1000
 """Documents read, split, embedded and written at a time by a streaming ingest."""
 RESUME_FILE = ".ingest-resume.json"
+READINGS_FILE = ".ingest-readings.sqlite"
+"""Where a structured streaming ingest keeps what the reading entity sources found until the chunks are linked
+(``llama_index_kgplus._ingesting``)."""
 _FORMAT = "kgplus-ingest-resume/1"
 
 

@@ -28,8 +28,8 @@ from llama_index_kgplus import (  # noqa: E402
     load_corpus,
     load_index,
 )
-from llama_index_kgplus._ingesting import READINGS_FILE, stream_structured_index  # noqa: E402
-from llama_index_kgplus._streaming import RESUME_FILE  # noqa: E402
+from llama_index_kgplus._ingesting import stream_structured_index  # noqa: E402
+from llama_index_kgplus._streaming import READINGS_FILE, RESUME_FILE  # noqa: E402
 from llama_index_kgplus._text import sentence_splitter  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
 

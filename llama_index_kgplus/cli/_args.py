@@ -88,11 +88,10 @@ def check_output_dir(path: Path, option: str, marker: str, *markers: str) -> Non
     and the record an ingest resumes from) or already
     holds ``marker`` or one of ``markers`` (output of an earlier run): never ``/`` or a folder of other files."""
     from llama_index_kgplus._indexing import STAGING_DIR
-    from llama_index_kgplus._ingesting import READINGS_FILE
     from llama_index_kgplus._lancedb import TABLE_DIR
     from llama_index_kgplus._lock import LOCK_FILE
     from llama_index_kgplus._sqlitedoc import KV_DIR
-    from llama_index_kgplus._streaming import RESUME_FILE
+    from llama_index_kgplus._streaming import READINGS_FILE, RESUME_FILE
 
     if path.exists() and not path.is_dir():
         raise InputDataError(f"{option} {path} is a file; give a folder.")

@@ -142,8 +142,7 @@ class EntityGraph:
         graph.index_id = index_id
         graph.entities.merge(entities)
         graph._entity_keys = list(graph.entities.entities)
-        graph.append_passages(list(nodes))
-        graph.revision = 0
+        graph._append(list(nodes))
         return graph
 
     def append_passages(self, nodes: Sequence[BaseNode]) -> int:
@@ -151,6 +150,11 @@ class EntityGraph:
         streaming ingest appends each batch, linked with the dictionary the graph was made with:
         ``from_nodes([], linker.dictionary_)``); returns how many passages were added. :meth:`upsert_nodes` also
         replaces documents and adds entities."""
+        added = self._append(nodes)
+        self.revision += 1
+        return added
+
+    def _append(self, nodes: Sequence[BaseNode]) -> int:
         column = {key: j for j, key in enumerate(self._entity_keys)}
         rows_p, rows_e, counts, about = [], [], [], []
         added = 0
@@ -172,7 +176,6 @@ class EntityGraph:
                 counts.append(max(int(record.get("count") or 0), 0))
                 about.append(bool(record.get("about")))
         self._extend_mentions(rows_p, rows_e, counts, about)
-        self.revision += 1
         return added
 
     def _extend_mentions(self, rows_p: list[int], rows_e: list[int], counts: list[int], about: list[bool]) -> None:
@@ -210,7 +213,7 @@ class EntityGraph:
         self.entities.merge(entities)
         self._sync_entity_keys()
         old_passages = self.n_passages
-        added = self.append_passages(nodes)
+        added = self._append(nodes)
         new_keys = [k for k in self._entity_keys if k not in before]
         if new_keys and docstore is not None and old_passages:
             self._link_older_passages(new_keys, old_passages, docstore)
