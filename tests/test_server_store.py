@@ -23,6 +23,7 @@ if importlib.util.find_spec("pgserver") is None:  # the server (dev), found with
 pytest.importorskip("llama_index.vector_stores.postgres")  # the `postgres` extra (in dev)
 
 import sqlalchemy  # noqa: E402
+from _kill import KILL_AFTER_ADD  # noqa: E402
 from llama_index.core import Document  # noqa: E402
 from llama_index.vector_stores.postgres import PGVectorStore  # noqa: E402
 
@@ -191,24 +192,15 @@ def test_delete_ref_doc_removes_the_rows_and_the_folder_reopens_without_them(
 
 # A process that streams the five pages into INDEX and a pgvector table, one page per batch, and kills itself
 # (kill -9) when the third page's rows are in the table but not yet in the folder's docstore.
-_KILL_MID_INGEST = textwrap.dedent(
+_KILL_MID_INGEST = KILL_AFTER_ADD + textwrap.dedent(
     """
-    import json, os, signal, sys
+    import json, sys
     from llama_index.vector_stores.postgres import PGVectorStore
     from llama_index_kgplus import build_index, load_corpus, sample
     from llama_index_kgplus.llm import embed_model_from_spec
 
     index, pages, params = sys.argv[1], sys.argv[2].split(","), json.loads(os.environ["KGPLUS_TEST_PG"])
-    real_add, adds = PGVectorStore.add, [0]
-
-    def add_then_die(self, nodes, **kwargs):
-        ids = real_add(self, nodes, **kwargs)
-        adds[0] += 1
-        if adds[0] == 3:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return ids
-
-    PGVectorStore.add = add_then_die
+    kill_after_add(PGVectorStore, 3)
     docs = [doc for doc in load_corpus(sample.SAMPLE_DOCS) if doc.doc_id in pages]
     build_index(docs, index, embed_model=embed_model_from_spec(), vector_store=PGVectorStore.from_params(**params),
                 batch_size=1, show_progress=False)

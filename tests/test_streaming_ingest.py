@@ -17,6 +17,8 @@ import pytest
 
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 
+from _kill import KILL_AFTER_ADD  # noqa: E402
+
 from llama_index_kgplus import InputDataError, build_index, load_corpus, load_index  # noqa: E402
 from llama_index_kgplus._indexing import index_size  # noqa: E402
 from llama_index_kgplus._lancedb import TABLE_DIR, new_store  # noqa: E402
@@ -139,23 +141,16 @@ def test_load_corpus_streams_and_the_cli_ingests_in_batches(
 # A process that runs the streaming ingest of CORPUS into INDEX and kills itself (kill -9) after N batches were
 # written: "between" when the next batch's first document is read; "inside" when the next batch's nodes are in the
 # table but not yet in the docstore (a half-written batch).
-_KILL_MID_INGEST = textwrap.dedent(
+_KILL_MID_INGEST = KILL_AFTER_ADD + textwrap.dedent(
     """
-    import os, signal, sys
+    import sys
     from llama_index_kgplus import build_index, load_corpus
     from llama_index_kgplus._lancedb import store_class
     from llama_index_kgplus.llm import embed_model_from_spec
 
     corpus, index, where, n, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-    store, adds = store_class(), [0]
-    real_add = store.add
-
-    def add_then_die(self, nodes, **kwargs):
-        ids = real_add(self, nodes, **kwargs)
-        adds[0] += 1
-        if where == "inside" and adds[0] == n + 1:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return ids
+    if where == "inside":
+        kill_after_add(store_class(), n + 1)
 
     def documents():
         for i, doc in enumerate(load_corpus(corpus)):
@@ -163,7 +158,6 @@ _KILL_MID_INGEST = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
             yield doc
 
-    store.add = add_then_die
     build_index(documents(), index, embed_model=embed_model_from_spec(), vector_store="lancedb", batch_size=batch,
                 show_progress=False)
     """

@@ -16,6 +16,8 @@ from llama_index.core.schema import NodeRelationship
 
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 
+from _kill import KILL_AFTER_ADD  # noqa: E402
+
 from llama_index_kgplus import (  # noqa: E402
     EntityGraph,
     EntityGraphRetriever,
@@ -165,24 +167,14 @@ def test_build_index_streams_a_linker_and_a_semantic_builder_and_writes_their_fi
 
 # A process that runs the structured CLI ingest of CORPUS into INDEX in batches of BATCH and kills itself (kill -9)
 # when the third batch's nodes are in the table but not yet in the docstore.
-_KILL_MID_INGEST = textwrap.dedent(
+_KILL_MID_INGEST = KILL_AFTER_ADD + textwrap.dedent(
     """
-    import os, signal, sys
+    import sys
     from llama_index_kgplus._lancedb import store_class
     from llama_index_kgplus.cli import main
 
     corpus, index, batch = sys.argv[1], sys.argv[2], sys.argv[3]
-    store, adds = store_class(), [0]
-    real_add = store.add
-
-    def add_then_die(self, nodes, **kwargs):
-        ids = real_add(self, nodes, **kwargs)
-        adds[0] += 1
-        if adds[0] == 3:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return ids
-
-    store.add = add_then_die
+    kill_after_add(store_class(), 3)
     main(["ingest", corpus, "--index", index, "--vector-store", "lancedb", "--batch-size", batch, "--entities",
           "titles", "--hierarchy", "semantic", "--summarizer", "extractive", "--chunk-size", "64", "--chunk-overlap", "0"])
     """
