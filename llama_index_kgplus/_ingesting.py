@@ -227,29 +227,29 @@ class _BatchStructure(TransformComponent):
             self.linker.link(nodes, show_progress=False)
         if self.builder is not None:
             nodes = self.builder(nodes, show_progress=False)
-        self._collect(nodes, failed=self.builder.failed_clusters_ if self.builder is not None else ())
+        self._collect(nodes, self.builder)
         return nodes
 
-    def _collect(self, nodes: Sequence[BaseNode], failed: Iterable[Any] = ()) -> None:
+    def _collect(self, nodes: Sequence[BaseNode], builder: Any = None) -> None:
+        """Add ``nodes`` to the graph and the manifest, with the clusters that ``builder`` failed to summarise in
+        them (None: nodes read back from the docstore)."""
         if self._nodes_seen == 0:
             self._start()
         self._nodes_seen += len(nodes)
         if self._graph is not None:
             self._graph.append_passages(nodes)
         if self._manifest is not None:
-            part = hierarchy_manifest(nodes)
+            part = hierarchy_manifest(nodes, builder)
             for level, count in part["nodes_per_level"].items():
                 self._manifest["nodes_per_level"][level] = self._manifest["nodes_per_level"].get(level, 0) + count
             self._manifest["root_ids"] += part["root_ids"]
-            self._manifest["failed_clusters"] += [
-                {"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed
-            ]
+            self._manifest["failed_clusters"] += part["failed_clusters"]
 
     def _start(self) -> None:
         if self.linker is not None:
             self._graph = EntityGraph.from_nodes([], self.linker.dictionary_)
         if self.builder is not None:
-            self._manifest = hierarchy_manifest([], self.builder)
+            self._manifest = {**hierarchy_manifest([], self.builder), "failed_clusters": []}
 
     def finish(self, index: PackVectorStoreIndex, embed_model: BaseEmbedding, similar_entities: float | None) -> None:
         """Complete the graph and manifest of ``index``: a run that resumed an interrupted ingest did not see the

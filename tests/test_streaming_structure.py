@@ -165,6 +165,25 @@ def test_build_index_streams_a_linker_and_a_semantic_builder_and_writes_their_fi
     assert not calls and not (tmp_path / "other" / "entity_graph.npz").exists()
 
 
+class FailingSummarizer(ExtractiveSummarizer):
+    async def asummarize(self, texts, **kwargs):
+        raise ValueError("no summary today")
+
+
+def test_each_cluster_that_failed_in_a_batch_is_reported_once(tmp_path, corpus, embed_model):
+    builder = SemanticChunkingSummaryNodeBuilder(
+        embed_model=embed_model, summarizer=FailingSummarizer(embed_model=embed_model), max_retries=0
+    )
+    folder = tmp_path / "index"
+    build_index(load_corpus(corpus, stream=True), folder, embed_model=embed_model, vector_store="lancedb",
+                chunk_size=64, chunk_overlap=0, extra_transformations=[builder], batch_size=BATCH,
+                show_progress=False)  # fmt: skip
+    failed = json.loads((folder / "hierarchy.json").read_text(encoding="utf-8"))["failed_clusters"]
+    clusters = [tuple(f["child_ids"]) for f in failed]
+    assert len(clusters) > BATCH and len(set(clusters)) == len(clusters)  # every batch's, none twice
+    assert all("no summary today" in f["error"] for f in failed)
+
+
 # A process that runs the structured CLI ingest of CORPUS into INDEX in batches of BATCH and kills itself (kill -9)
 # when the third batch's nodes are in the table but not yet in the docstore.
 _KILL_MID_INGEST = KILL_AFTER_ADD + textwrap.dedent(
