@@ -156,9 +156,42 @@ def test_personalized_pagerank_matches_networkx_with_weights_and_a_dangling_node
     assert ours.sum() == pytest.approx(1.0)
 
 
+def test_push_matches_networkx_within_its_tolerance():
+    """The local push on a star (one wide round, done as a product over the graph) with a long tail (narrow
+    rounds, done edge by edge) and a node without edges: never above the exact score, short of it by at most
+    tol x the node's edge count (the unweighted bound of Andersen, Chung and Lang)."""
+    graph = nx.star_graph(40)  # hub 0
+    nx.add_path(graph, [40, *range(41, 80)])
+    graph.add_node(80)
+    adjacency = nx.to_scipy_sparse_array(graph, nodelist=range(81))
+    seeds = np.zeros(81)
+    seeds[[0, 60, 80]] = [0.5, 0.3, 0.2]
+    exact = nx.pagerank(graph, alpha=0.85, personalization=dict(enumerate(seeds)), tol=1e-14, max_iter=1000)
+    exact = np.array([exact[i] for i in range(81)])
+    degree = np.maximum(np.diff(sp.csr_matrix(adjacency).indptr), 1)
+    for tol in (1e-4, 1e-7, 1e-10):
+        pushed = personalized_pagerank(transition_matrix(adjacency), seeds, damping=0.85, tol=tol, method="push")
+        assert (pushed <= exact + 1e-12).all()
+        assert ((exact - pushed) <= tol * degree + 1e-12).all()
+    assert pushed == pytest.approx(exact, abs=1e-8)
+
+
+def test_push_touches_only_the_seeds_neighbourhood():
+    # a path of 100 nodes seeded at one end: the power iteration scores every node, the push only those the
+    # walk reaches with more than tol x their edge count
+    adjacency = nx.to_scipy_sparse_array(nx.path_graph(100))
+    seeds = np.zeros(100)
+    seeds[0] = 1.0
+    t = transition_matrix(adjacency)
+    assert (personalized_pagerank(t, seeds, damping=0.5, tol=0.0, method="power") > 0).all()
+    pushed = personalized_pagerank(t, seeds, damping=0.5, tol=1e-6, method="push")
+    reached = np.flatnonzero(pushed)
+    assert reached.tolist() == list(range(reached.size)) and 5 < reached.size < 40
+
+
 def test_pagerank_rejects_bad_arguments():
     t = transition_matrix(sp.csr_matrix(np.eye(2)))
-    for kwargs in ({"damping": 1.0}, {"max_steps": -1}):
+    for kwargs in ({"damping": 1.0}, {"max_steps": -1}, {"method": "walk"}, {"method": "push", "max_steps": 2}):
         with pytest.raises(ValueError):
             personalized_pagerank(t, np.ones(2), **kwargs)
     with pytest.raises(ValueError, match="positive sum"):
@@ -464,6 +497,16 @@ def test_retriever_reaches_the_passage_the_question_does_not_name(lothair_index)
     assert steps[-1]["to"]["doc_id"] == "Ermengarde of Tours"
     # the docstore's node is not changed by the per-question metadata
     assert "entity_graph" not in index.docstore.get_node(hits[0].node.node_id).metadata
+
+
+def test_push_and_power_walks_rank_alike(lothair_index):
+    index, graph = lothair_index
+    question = "When did Lothair II's mother die?"
+    ranked = {}
+    for walk in ("push", "power"):
+        retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=5, walk=walk)
+        ranked[walk] = [(h.node.node_id, h.node.metadata["entity_graph"]["path"]) for h in retriever.retrieve(question)]
+    assert ranked["push"] == ranked["power"]
 
 
 def test_retriever_pickles_for_worker_processes(lothair_index):

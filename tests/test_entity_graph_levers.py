@@ -58,7 +58,7 @@ def test_passage_seeds_scaled_by_dense_score_match_networkx():
     graph, docstore, nodes = hand_graph()
     dense = FixedHits([(nodes["a"], 0.9), (nodes["b"], 0.7), (nodes["c"], 0.5)])
     retriever = EntityGraphRetriever(
-        graph, dense, docstore, similarity_top_k=3, dense_seeds=3, damping=0.5, max_df=None
+        graph, dense, docstore, similarity_top_k=3, dense_seeds=3, damping=0.5, max_df=None, walk_tolerance=1e-9
     )  # fmt: skip  (minmax: the default)
     hits = retriever.retrieve("a question that names nobody")
     walk = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in hits}
@@ -69,7 +69,7 @@ def test_passage_seeds_scaled_by_dense_score_match_networkx():
     # by raw score the seeds are 0.9 : 0.7 : 0.5
     plain = EntityGraphRetriever(
         graph, dense, docstore, similarity_top_k=3, dense_seeds=3, dense_seed_scaling="score", damping=0.5,
-        max_df=None,
+        max_df=None, walk_tolerance=1e-9,
     )  # fmt: skip
     expected = nx.pagerank(reference, alpha=0.5, personalization={"a": 0.9, "b": 0.7, "c": 0.5}, tol=1e-12)
     walk = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in plain.retrieve("nobody")}
@@ -170,7 +170,7 @@ def test_synonym_edges_carry_the_walk_and_persist(embed_model, tmp_path):
     docstore = SimpleDocumentStore()
     docstore.add_documents(nodes)
     graph = EntityGraph.from_nodes(nodes, entities)
-    settings = {"similarity_top_k": 3, "damping": 0.5, "max_df": None, "dense_seeds": 0}
+    settings = {"similarity_top_k": 3, "damping": 0.5, "max_df": None, "dense_seeds": 0, "walk_tolerance": 1e-9}
 
     def walk():
         retriever = EntityGraphRetriever(graph, FixedHits([]), docstore, **settings)

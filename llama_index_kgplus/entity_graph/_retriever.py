@@ -59,6 +59,19 @@ class GraphRetrievalSettings(BaseModel):
     max_hops: int | None = Field(
         default=None, ge=1, description="Longest walk from a seed, in edges (passage-entity is one); None: no limit."
     )
+    walk: Literal["push", "power"] = Field(
+        default="push",
+        description="How the PageRank is computed: 'push' spreads the walk out from the seeds and touches only "
+        "their neighbourhood (its cost does not grow with the graph); 'power' iterates over the whole graph. "
+        "max_hops always uses 'power'.",
+    )
+    walk_tolerance: float = Field(
+        default=1e-6,
+        gt=0.0,
+        lt=1.0,
+        description="'push': a node's unspread share is spread once above this times its edge count; "
+        "'power': the iteration stops when the scores change by less than this (L1).",
+    )
     dense_top_k: int = Field(default=50, ge=1, description="Dense hits fetched for the seeds and the fusion.")
     dense_seeds: int = Field(default=5, ge=0, description="Top dense hits that seed the walk.")
     dense_seed_scaling: Literal["score", "minmax"] = Field(
@@ -358,7 +371,14 @@ class EntityGraphRetriever(BaseRetriever):
         if seeds.sum() <= 0:
             return [NodeWithScore(node=h.node, score=h.score) for h in dense[: s.similarity_top_k]]
         scores = personalized_pagerank(
-            c.transition, seeds, damping=s.damping, max_steps=s.max_hops, transposed=c.backward, dangling=c.dangling
+            c.transition,
+            seeds,
+            damping=s.damping,
+            max_steps=s.max_hops,
+            tol=s.walk_tolerance,
+            transposed=c.backward,
+            dangling=c.dangling,
+            method="power" if s.max_hops is not None else s.walk,
         )
         passage_scores = scores[:n_p]
         graph_ranked = [
