@@ -9,8 +9,8 @@ that fixes what that store does not do for the pack (issue 40, ``benchmarks/scal
 - rows have one fixed schema (``id``, ``doc_id``, ``vector``, ``text``, ``level``, ``node``: the node's JSON),
   so nodes with different metadata (chunks, summaries with lists of document ids) share a table;
 - :meth:`KGPlusLanceDBVectorStore.optimize_for_search` builds the ANN index (IVF_HNSW_SQ, cosine, about one
-  partition per 4,096 rows) once the table holds ``ann_min_rows`` rows, and folds later additions into it once
-  they fill a partition;
+  partition per 4,096 rows) and B-tree indexes on the node and document ids once the table holds
+  ``ann_min_rows`` rows, and folds later additions into them once they fill a partition;
 - a query reads only the columns it returns (not the vectors) and scores by cosine similarity, as LlamaIndex's
   default store does; through the ANN index it re-ranks ``refine_factor`` (default 10) times ``top_k``
   candidates by their exact distance, since the index's own distances are quantized and, for cosine, twice the
@@ -349,25 +349,33 @@ def _make_class() -> type:
 
         def optimize_for_search(self) -> None:
             """After a bulk ingest or later additions: build the ANN index once the table holds ``ann_min_rows``
-            rows, or fold the rows added since into the index once they are ``rows_per_partition`` or more.
+            rows, or fold the rows added since into the indexes once they are ``rows_per_partition`` or more.
             LanceDB scans unindexed rows on each query: fewer cost about one more probed partition, while folding
-            them in rewrites the index (16 s at 10^5 rows), which a sync of a few documents should not pay."""
+            them in rewrites the index (16 s at 10^5 rows), which a sync of a few documents should not pay. With
+            the ANN index come B-tree indexes on ``id`` and the document id, so that reads and deletes by id do
+            not scan the table (a read of 60 ids: 200 ms scanning 1.3 million rows, 20 ms through the index)."""
             if self._lance is None:
                 return
-            if self.has_ann_index():
-                indices = [i for i in self.table.list_indices() if self.vector_column_name in i.columns]
-                if any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in indices):
+            indices = list(self.table.list_indices())
+            indexed = {column for index in indices for column in index.columns}
+            if self.vector_column_name in indexed:
+                vector = [i for i in indices if self.vector_column_name in i.columns]
+                if any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in vector):
                     self._writable().optimize()
-                return
-            rows = self.table.count_rows()
-            if rows < self.ann_min_rows:
-                return
-            from lancedb.index import IvfHnswSq
+            elif self.table.count_rows() >= self.ann_min_rows:
+                from lancedb.index import IvfHnswSq
 
-            partitions = max(1, round(rows / self.rows_per_partition))
-            self._writable().create_index(
-                self.vector_column_name, config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
-            )
+                partitions = max(1, round(self.table.count_rows() / self.rows_per_partition))
+                self._writable().create_index(
+                    self.vector_column_name, config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
+                )
+            else:
+                return
+            from lancedb.index import BTree
+
+            for column in ("id", self.doc_id_key):
+                if column not in indexed:  # a table indexed before these existed gets them on its next write
+                    self._writable().create_index(column, config=BTree())
 
     return KGPlusLanceDBVectorStore
 

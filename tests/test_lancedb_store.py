@@ -189,13 +189,19 @@ def test_ann_index_is_built_above_the_threshold_and_later_adds_are_folded_in(tmp
     big = new_store(tmp_path / "big", ann_min_rows=64, rows_per_partition=64)
     index = build_index(small_docs(200), tmp_path / "big", embed_model=STAND_IN, vector_store=big, show_progress=False)
     assert big.has_ann_index()
-    (config,) = big.table.list_indices()
-    assert config.index_type == "IvfHnswSq" and config.num_unindexed_rows == 0
+    kinds = {tuple(i.columns): i.index_type for i in big.table.list_indices()}
+    assert kinds == {("vector",): "IvfHnswSq", ("id",): "BTree", (big.doc_id_key,): "BTree"}
+    assert all(i.num_unindexed_rows == 0 for i in big.table.list_indices())
     assert index.as_retriever(similarity_top_k=4).retrieve("passage 7 alpha beta")  # searches through the index
+    some = [n.node_id for n in big.get_nodes()[:3]]
+    assert "ScalarIndexQuery" in big.table.search().where(f"id IN ('{some[0]}', '{some[1]}')").explain_plan()
+    assert {n.node_id for n in big.get_nodes(node_ids=some)} == set(some)
 
     index.insert(Document(text="passage new omega omega omega", id_="new"))
     persist_index(index, tmp_path / "big")  # one new row: scanned by each query, not worth rewriting the index
-    assert [i.num_unindexed_rows for i in big.table.list_indices()] == [1]
+    assert [i.num_unindexed_rows for i in big.table.list_indices()] == [1, 1, 1]
+    new_ids = index.docstore.get_ref_doc_info("new").node_ids
+    assert [n.ref_doc_id for n in big.get_nodes(node_ids=new_ids)] == ["new"]  # unindexed, found by a scan
     reopened = load_index(tmp_path / "big", embed_model=STAND_IN)
     assert "new" in reopened.ref_doc_info
     assert (
