@@ -3,8 +3,10 @@
 LlamaIndex's ``SimpleKVStore`` lives in memory and is written whole; this one writes each value as it is put, opens
 in constant time, and lets several processes (xdist workers, spawn workers, CLI runs) read and write one file at
 once (SQLite's write-ahead log; a writer waits for another instead of failing). Values are JSON objects, as every
-LlamaIndex KV store keeps them. Its first use is the embedding cache (``embed_model_from_spec(cache=...)``, which
-passes it as LlamaIndex's ``embeddings_cache``).
+LlamaIndex KV store keeps them; one of ``_COMPRESS_FROM`` bytes or more is stored zlib-compressed, with a preset
+dictionary of LlamaIndex's node JSON (a node of a docstore takes 2.3x less room; about 25 us to write, 8 to read).
+Its first use is the embedding cache (``embed_model_from_spec(cache=...)``, which passes it as LlamaIndex's
+``embeddings_cache``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterator
 
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, BaseKVStore
@@ -30,6 +33,19 @@ _SCHEMA = (
     "value TEXT NOT NULL, PRIMARY KEY (collection, digest)) WITHOUT ROWID"
 )
 _BUSY_TIMEOUT_S = 60.0
+_COMPRESS_FROM = 256  # bytes of JSON; shorter values (a docstore's metadata, 100 bytes) gain nothing
+# Stored values are read with it: never change it; another dictionary needs another format byte.
+_FORMAT_ZLIB_NODE = b"\x01"
+_NODE_DICTIONARY = (
+    '{"__data__": {"id_": "", "embedding": null, "metadata": {"doc_id": "", "title": ""}, '
+    '"excluded_embed_metadata_keys": [], "excluded_llm_metadata_keys": [], "relationships": {'
+    '"1": {"node_id": "", "node_type": "4", "metadata": {}, "hash": "", "class_name": "RelatedNodeInfo"}, '
+    '"2": {"node_id": "", "node_type": "1", "metadata": {}, "hash": "", "class_name": "RelatedNodeInfo"}, '
+    '"3": {"node_id": "", "node_type": "1", "metadata": {}, "hash": "", "class_name": "RelatedNodeInfo"}}, '
+    '"metadata_template": "{key}: {value}", "metadata_separator": "\\n", "text": "", "mimetype": "text/plain", '
+    '"start_char_idx": 0, "end_char_idx": 0, "text_template": "{metadata_str}\\n\\n{content}", '
+    '"class_name": "TextNode"}, "__type__": "1"}'
+).encode("utf-8")
 _CONNECTIONS = threading.local()
 
 
@@ -91,7 +107,7 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
         self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION, batch_size: int = 1
     ) -> None:
         """Store every ``(key, value)`` pair in one transaction."""
-        rows = [(self._collection(collection), self._digest(k), k, json.dumps(v)) for k, v in kv_pairs]
+        rows = [(self._collection(collection), self._digest(k), k, _encode(json.dumps(v))) for k, v in kv_pairs]
         with self._connection() as connection:  # one transaction
             connection.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?, ?, ?)", rows)
 
@@ -110,7 +126,7 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
             )
             .fetchone()
         )
-        return None if row is None else str(row[0])
+        return None if row is None else _decode(row[0])
 
     def get_all(self, collection: str = DEFAULT_COLLECTION) -> dict[str, dict]:
         """Every key of ``collection`` with its value."""
@@ -122,7 +138,7 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
             "SELECT key, value FROM kv WHERE collection = ?", (self._collection(collection),)
         )
         for key, value in rows:
-            yield key, json.loads(value)
+            yield key, json.loads(_decode(value))
 
     def count(self, collection: str = DEFAULT_COLLECTION) -> int:
         """How many keys ``collection`` holds."""
@@ -162,3 +178,21 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
     async def adelete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
         """:meth:`delete`, off the event loop."""
         return await asyncio.to_thread(self.delete, key, collection)
+
+
+def _encode(text: str) -> str | bytes:
+    """What is stored of a value's JSON text: itself, or a format byte and its compressed bytes (a BLOB)."""
+    if len(text) < _COMPRESS_FROM:
+        return text
+    packer = zlib.compressobj(1, zdict=_NODE_DICTIONARY)
+    return _FORMAT_ZLIB_NODE + packer.compress(text.encode("utf-8")) + packer.flush()
+
+
+def _decode(stored: str | bytes) -> str:
+    """A value's JSON text from what is stored (the JSON text itself in files written before compression)."""
+    if isinstance(stored, str):
+        return stored
+    if stored[:1] != _FORMAT_ZLIB_NODE:
+        raise InputDataError("A key-value store holds a value of a format this version cannot read: upgrade the pack.")
+    unpacker = zlib.decompressobj(zdict=_NODE_DICTIONARY)
+    return (unpacker.decompress(stored[1:]) + unpacker.flush()).decode("utf-8")

@@ -34,6 +34,28 @@ def test_values_round_trip_by_collection_and_namespace(tmp_path):
     assert json.loads(json.dumps(store.model_dump())) == {"path": str(path), "namespace": "a"}
 
 
+def test_long_values_are_stored_compressed_and_plain_ones_still_read(tmp_path):
+    import sqlite3
+
+    from llama_index.core.schema import TextNode
+    from llama_index.core.storage.docstore.utils import doc_to_json
+
+    path = tmp_path / "kv.sqlite"
+    store = SQLiteKVStore(path=str(path))
+    node = doc_to_json(TextNode(text="A passage of some length about rivers and towns. " * 20, metadata={"n": 1}))
+    store.put_all([("node", node), ("short", {"n": 1})])
+    raw = dict(sqlite3.connect(path).execute("SELECT key, value FROM kv").fetchall())
+    assert isinstance(raw["node"], bytes) and len(raw["node"]) * 2 < len(json.dumps(node))
+    assert raw["short"] == '{"n": 1}'  # too short to gain anything
+    assert store.get("node") == node and store.get_all() == {"node": node, "short": {"n": 1}}
+    with sqlite3.connect(path) as db:  # a file written before values were compressed: plain JSON text
+        db.execute("UPDATE kv SET value = ? WHERE key = 'node'", (json.dumps(node),))
+        db.execute("UPDATE kv SET value = ? WHERE key = 'short'", (b"\x09unknown",))
+    assert store.get("node") == node
+    with pytest.raises(InputDataError, match="format this version cannot read"):
+        store.get("short")
+
+
 def test_async_twins(tmp_path):
     store = SQLiteKVStore(path=str(tmp_path / "kv.sqlite"))
 
