@@ -140,6 +140,11 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
         for key, value in rows:
             yield key, json.loads(_decode(value))
 
+    def keys(self, collection: str = DEFAULT_COLLECTION) -> list[str]:
+        """Every key of ``collection`` (no value is read)."""
+        rows = self._connection().execute("SELECT key FROM kv WHERE collection = ?", (self._collection(collection),))
+        return [key for (key,) in rows]
+
     def count(self, collection: str = DEFAULT_COLLECTION) -> int:
         """How many keys ``collection`` holds."""
         row = (

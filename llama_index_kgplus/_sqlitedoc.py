@@ -134,6 +134,10 @@ class SQLiteDocumentStore(KVDocumentStore):
             self.kvstore.count(DEFAULT_NAMESPACE + DEFAULT_COLLECTION_DATA_SUFFIX),
         )
 
+    def ref_doc_ids(self) -> list[str]:
+        """The ids of the documents it holds (``get_all_ref_doc_info`` reads every one's node list too)."""
+        return self.kvstore.keys(DEFAULT_NAMESPACE + DEFAULT_REF_DOC_COLLECTION_SUFFIX)
+
     def document_hashes(self) -> dict[str, str]:
         """The content hash of every document and node it holds, by id, read in one query (``get_document_hash``
         reads one row per call)."""

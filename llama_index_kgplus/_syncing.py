@@ -443,8 +443,11 @@ async def _sync(
             f"or one built in Python): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
         )
     docstore = index.docstore
-    ref_docs = docstore.get_all_ref_doc_info() or {}  # the docstore keeps it (the index would read every node)
-    report, hashes, changed = _plan(docstore, ref_docs, documents, delete, persist_dir)
+    if isinstance(docstore, SQLiteDocumentStore):
+        indexed = docstore.ref_doc_ids()
+    else:  # the docstore keeps them (the index would read every node)
+        indexed = list(docstore.get_all_ref_doc_info() or {})
+    report, hashes, changed = _plan(docstore, indexed, documents, delete, persist_dir)
     if not report.changed:
         return report
     if changed and settings is None:
@@ -464,7 +467,7 @@ async def _sync(
         )  # fmt: skip
     else:
         stale = {d for d in (*report.updated, *report.deleted)}
-        drop = [n for d in stale for n in (ref_docs[d].node_ids if d in ref_docs else [])]
+        drop = [n for d in stale if (info := docstore.get_ref_doc_info(d)) is not None for n in info.node_ids]
         write = new_leaves
     _apply(index, write, drop)
     touched = {n.ref_doc_id for n in write if n.ref_doc_id} | set(report.added) | set(report.updated)
@@ -477,29 +480,33 @@ async def _sync(
 
 def _plan(
     docstore: Any,
-    ref_docs: Mapping[str, Any],
+    indexed: list[str],
     documents: list[Document] | None,
     delete: str | None,
     persist_dir: Path,
 ) -> tuple[SyncReport, dict[str, str | None], list[Document]]:
     """What to do: the report's documents, each document's content hash in corpus order (the corpus: ``documents``,
-    or the indexed documents but ``delete``, in the docstore's order) and the documents to split and embed."""
+    or the ``indexed`` documents but ``delete``, in the docstore's order) and the documents to split and embed."""
+    known = set(indexed)
+    stored = docstore.document_hashes() if isinstance(docstore, SQLiteDocumentStore) else None
+
+    def indexed_hash(doc_id: str) -> str | None:
+        return stored.get(doc_id) if stored is not None else docstore.get_document_hash(doc_id)
+
     if documents is None:
-        if delete not in ref_docs:
+        if delete not in known:
             raise InputDataError(f"{persist_dir} holds no document {delete!r}: nothing was deleted.")
-        hashes = {d: docstore.get_document_hash(d) for d in ref_docs if d != delete}
+        hashes = {d: indexed_hash(d) for d in indexed if d != delete}
         return SyncReport(deleted=[str(delete)], unchanged=list(hashes)), hashes, []
     corpus = {doc.doc_id: doc for doc in documents}
     hashes = {doc_id: doc.hash for doc_id, doc in corpus.items()}  # a Document computes its hash on each read
     report = SyncReport(
-        added=[d for d in corpus if d not in ref_docs],
-        deleted=sorted(d for d in ref_docs if d not in corpus),
+        added=[d for d in corpus if d not in known],
+        deleted=sorted(d for d in indexed if d not in corpus),
     )
-    stored = docstore.document_hashes() if isinstance(docstore, SQLiteDocumentStore) else None
     for doc_id in corpus:
-        if doc_id in ref_docs:
-            indexed = stored.get(doc_id) if stored is not None else docstore.get_document_hash(doc_id)
-            (report.unchanged if indexed == hashes[doc_id] else report.updated).append(doc_id)
+        if doc_id in known:
+            (report.unchanged if indexed_hash(doc_id) == hashes[doc_id] else report.updated).append(doc_id)
     changed = [corpus[d] for d in (*report.added, *report.updated)]
     return report, hashes, changed
 
