@@ -12,8 +12,9 @@ Two ways to compute it:
   of a seed have a score, which is the personalized PageRank truncated to walks of at most ``k`` edges.
 - ``method="push"``: the local push of Andersen, Chung and Lang (2006). Each node keeps the share of the walk
   it has not yet passed on; a node whose share exceeds ``tol`` times its edge count keeps ``1 - damping`` of it
-  as score and spreads the rest to its neighbours. Only the seeds' neighbourhood is touched, so the cost
-  does not grow with the graph: a hub is spread only once enough reaches it. Every score is at most the exact
+  as score and spreads the rest to its neighbours. Only the part of the graph the walk reaches in earnest is
+  touched, so the spreading's cost follows that part, not the graph's size: a hub is spread only once enough
+  reaches it. Every score is at most the exact
   one, and short of it by less than about ``tol`` times the node's edge count.
 
 Example:

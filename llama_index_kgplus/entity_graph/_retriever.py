@@ -62,8 +62,8 @@ class GraphRetrievalSettings(BaseModel):
     walk: Literal["push", "power"] = Field(
         default="push",
         description="How the PageRank is computed: 'push' spreads the walk out from the seeds and touches only "
-        "their neighbourhood (its cost does not grow with the graph); 'power' iterates over the whole graph. "
-        "max_hops always uses 'power'.",
+        "their neighbourhood (its cost follows the part of the graph the walk reaches); 'power' iterates over the "
+        "whole graph. max_hops always uses 'power'.",
     )
     walk_tolerance: float = Field(
         default=1e-6,
