@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, BaseKVStore
 from pydantic import BaseModel, Field
@@ -139,6 +140,17 @@ class SQLiteKVStore(BaseModel, BaseKVStore):
         )
         for key, value in rows:
             yield key, json.loads(_decode(value))
+
+    def field_of_each(self, field: str, collection: str = DEFAULT_COLLECTION) -> Iterator[tuple[str, Any]]:
+        """``(key, value[field])`` of every value of ``collection`` (None where it has no such field): SQLite reads
+        the field out of plain JSON, without Python parsing the whole value."""
+        rows = self._connection().execute(
+            "SELECT key, CASE WHEN typeof(value) = 'blob' THEN value END, json_extract(CASE WHEN typeof(value) = "
+            "'text' THEN value END, ?) FROM kv WHERE collection = ?",
+            ('$."' + field.replace('"', '""') + '"', self._collection(collection)),
+        )
+        for key, packed, extracted in rows:
+            yield key, (json.loads(_decode(packed)).get(field) if packed is not None else extracted)
 
     def keys(self, collection: str = DEFAULT_COLLECTION) -> list[str]:
         """Every key of ``collection`` (no value is read)."""

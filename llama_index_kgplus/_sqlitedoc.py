@@ -141,8 +141,8 @@ class SQLiteDocumentStore(KVDocumentStore):
     def document_hashes(self) -> dict[str, str]:
         """The content hash of every document and node it holds, by id, read in one query (``get_document_hash``
         reads one row per call)."""
-        rows = self.kvstore.get_all(DEFAULT_NAMESPACE + DEFAULT_METADATA_COLLECTION_SUFFIX)
-        return {key: value["doc_hash"] for key, value in rows.items() if isinstance(value.get("doc_hash"), str)}
+        rows = self.kvstore.field_of_each("doc_hash", DEFAULT_NAMESPACE + DEFAULT_METADATA_COLLECTION_SUFFIX)
+        return {key: digest for key, digest in rows if isinstance(digest, str)}
 
     def iter_nodes(self) -> Iterator[BaseNode]:
         """Every node it holds, read one at a time (``docs`` reads them all at once)."""

@@ -48,6 +48,8 @@ def test_long_values_are_stored_compressed_and_plain_ones_still_read(tmp_path):
     assert isinstance(raw["node"], bytes) and len(raw["node"]) * 2 < len(json.dumps(node))
     assert raw["short"] == '{"n": 1}'  # too short to gain anything
     assert store.get("node") == node and store.get_all() == {"node": node, "short": {"n": 1}}
+    assert dict(store.field_of_each("__type__")) == {"node": "1", "short": None}  # one compressed, one SQL-read
+    assert dict(store.field_of_each("n")) == {"node": None, "short": 1}
     with sqlite3.connect(path) as db:  # a file written before values were compressed: plain JSON text
         db.execute("UPDATE kv SET value = ? WHERE key = 'node'", (json.dumps(node),))
         db.execute("UPDATE kv SET value = ? WHERE key = 'short'", (b"\x09unknown",))
