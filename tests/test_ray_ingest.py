@@ -84,6 +84,8 @@ def test_ray_pipeline_then_build_index_from_nodes_equals_the_in_process_ingest(
     )
     nodes = pipeline.run(documents=documents)
     assert sorted(map(key, nodes)) == sorted(map(key, local_nodes))
+    position = {doc.doc_id: i for i, doc in enumerate(documents)}  # batches come back as they finish
+    nodes.sort(key=lambda n: (position[n.ref_doc_id], n.start_char_idx or 0))
     # the corpus' dictionary, matched over every chunk on the driver: what each batch read is reused
     relinker = EntityLinker.from_defaults(["titles", "ner"])
     relinker.relink(nodes, unread=())
