@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _corpora import sample_head
 
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.errors import InputDataError
@@ -297,11 +298,9 @@ def multihop_index(tmp_path_factory, embed_model) -> tuple[Path, Path]:
     """The first 30 passages of the multi-hop sample ingested with title entities and semantic summaries, and a
     corpus of the first 10 to ingest again over it."""
     folder = tmp_path_factory.mktemp("multihop")
-    lines = (PACKAGE / "data" / "sample" / "multihop.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    (folder / "30.jsonl").write_text("".join(lines[:30]), encoding="utf-8")
-    (folder / "10.jsonl").write_text("".join(lines[:10]), encoding="utf-8")
-    assert main(_ingest_argv(folder / "30.jsonl", folder / "index")) == 0
-    return folder / "10.jsonl", folder / "index"
+    corpus, again = sample_head(folder / "30.jsonl", 30), sample_head(folder / "10.jsonl", 10)
+    assert main(_ingest_argv(corpus, folder / "index")) == 0
+    return again, folder / "index"
 
 
 def _whole_index(index_dir: Path, embed_model) -> set[str]:

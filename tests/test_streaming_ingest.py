@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 
+from _corpora import sample_head  # noqa: E402
 from _kill import KILL_AFTER_ADD  # noqa: E402
 
 from llama_index_kgplus import InputDataError, build_index, load_corpus, load_index  # noqa: E402
@@ -26,7 +27,6 @@ from llama_index_kgplus._sqlitedoc import KV_DIR  # noqa: E402
 from llama_index_kgplus._streaming import RESUME_FILE  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
 
-PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
 QUESTION = "Who was Teutberga married to?"
 BATCH = 4
 N_DOCS = 18  # five batches, the last one short
@@ -34,10 +34,7 @@ N_DOCS = 18  # five batches, the last one short
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    lines = (PACKAGE / "data" / "sample" / "multihop.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    path = tmp_path_factory.mktemp("stream") / "docs.jsonl"
-    path.write_text("".join(lines[:N_DOCS]), encoding="utf-8")
-    return path
+    return sample_head(tmp_path_factory.mktemp("stream") / "docs.jsonl", N_DOCS)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from llama_index.core.schema import NodeRelationship
 
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
 
+from _corpora import sample_head  # noqa: E402
 from _kill import KILL_AFTER_ADD  # noqa: E402
 
 from llama_index_kgplus import (  # noqa: E402
@@ -35,7 +36,6 @@ from llama_index_kgplus._streaming import READINGS_FILE, RESUME_FILE  # noqa: E4
 from llama_index_kgplus._text import sentence_splitter  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
 
-PACKAGE = Path(__file__).resolve().parents[1] / "llama_index_kgplus"
 # chunks of 64 tokens: most documents have several, which the semantic builder summarises
 STRUCTURE = ["--chunk-size", "64", "--chunk-overlap", "0", "--entities", "titles", "--hierarchy", "semantic",
              "--summarizer", "extractive"]  # fmt: skip
@@ -45,10 +45,7 @@ N_DOCS = 18  # five batches, the last one short
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    lines = (PACKAGE / "data" / "sample" / "multihop.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    path = tmp_path_factory.mktemp("structure") / "docs.jsonl"
-    path.write_text("".join(lines[:N_DOCS]), encoding="utf-8")
-    return path
+    return sample_head(tmp_path_factory.mktemp("structure") / "docs.jsonl", N_DOCS)
 
 
 @pytest.fixture(scope="module")
