@@ -362,10 +362,10 @@ def _make_class() -> type:
                 vector = [i for i in indices if self.vector_column_name in i.columns]
                 if any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in vector):
                     self._writable().optimize()
-            elif self.table.count_rows() >= self.ann_min_rows:
+            elif (rows := self.table.count_rows()) >= self.ann_min_rows:
                 from lancedb.index import IvfHnswSq
 
-                partitions = max(1, round(self.table.count_rows() / self.rows_per_partition))
+                partitions = max(1, round(rows / self.rows_per_partition))
                 self._writable().create_index(
                     self.vector_column_name, config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
                 )

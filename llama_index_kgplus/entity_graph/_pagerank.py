@@ -59,8 +59,8 @@ def personalized_pagerank(
     """Scores of every node, for the seed weights ``seeds`` (non-negative, not all zero). The power iteration's
     scores sum to 1; the push's to 1 less what it left unspread.
 
-    ``transposed`` (``transition.T`` in CSR form, used by the power iteration) and ``dangling`` (the mask of
-    nodes without edges) may be precomputed once for many queries. ``max_steps`` needs ``method="power"``.
+    ``transposed`` (``transition.T`` in CSR form) and ``dangling`` (the mask of nodes without edges) may be
+    precomputed once for many queries. ``max_steps`` needs ``method="power"``.
     """
     if not 0.0 <= damping < 1.0:
         raise ValueError(f"damping must be in [0, 1), got {damping!r}.")
@@ -77,9 +77,9 @@ def personalized_pagerank(
     restart = seeds / total
     if dangling is None:
         dangling = np.asarray(transition.sum(axis=1)).ravel() == 0
-    back = sp.csr_matrix(transition.T) if transposed is None else transposed
     if method == "push":
-        return _push(sp.csr_matrix(transition), back, restart, damping, tol, max_iter, dangling)
+        return _push(sp.csr_matrix(transition), transposed, restart, damping, tol, max_iter, dangling)
+    back = sp.csr_matrix(transition.T) if transposed is None else transposed
     scores = restart.copy()
     steps = max_iter if max_steps is None else min(max_steps, max_iter)
     for _ in range(steps):
@@ -94,14 +94,15 @@ def personalized_pagerank(
 
 def _push(
     transition: sp.csr_matrix,
-    back: sp.csr_matrix,
+    back: sp.csr_matrix | None,
     restart: np.ndarray,
     damping: float,
     tol: float,
     rounds: int,
     dangling: np.ndarray,
 ) -> np.ndarray:
-    """Local push, every node over its threshold at once per round (so numpy does the work of a round)."""
+    """Local push, every node over its threshold at once per round (so numpy does the work of a round); ``back``,
+    the transposed transition matrix, is made on the first wide round when not given."""
     indptr, indices, weights = transition.indptr, transition.indices, transition.data
     degree = np.diff(indptr)
     threshold = tol * np.maximum(degree, 1)
@@ -122,6 +123,8 @@ def _push(
         if n_edges * _SPARSE_COST > transition.nnz:  # a frontier this wide: one product over the whole graph
             pushed = np.zeros_like(residual)
             pushed[frontier] = damping * share
+            if back is None:
+                back = sp.csr_matrix(transition.T)
             residual += back @ pushed
             residual[seeds] += stranded * restart[seeds]
             frontier = np.flatnonzero(residual > threshold)
