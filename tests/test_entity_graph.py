@@ -351,6 +351,30 @@ def test_ner_lead_entity_is_the_first_name_read_in_a_document_without_a_title():
     assert "about" not in second["lothair i"]
 
 
+def test_batches_of_scattered_chunks_relinked_get_the_links_of_one_pass():
+    """The distributed path (Ray's map batches, then ``relink`` on the driver): each batch links with its own
+    dictionary but keeps every reading, so the corpus' dictionary and links come back whatever the batches."""
+    pytest.importorskip("spacy")
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from llama_index_kgplus import load_corpus, sample
+
+    chunks = SentenceSplitter(chunk_size=384, chunk_overlap=32)(load_corpus(sample.SAMPLE_MULTIHOP_DOCS)[:40])
+    one_pass = [chunk.model_copy(deep=True) for chunk in chunks]
+    EntityLinker.from_defaults(["ner"])(one_pass)
+    scattered = [chunk.model_copy(deep=True) for chunk in chunks]
+    batch_linker = EntityLinker.from_defaults(["ner"])
+    for start in range(5):  # every fifth chunk together: no batch holds neighbours or a whole document
+        batch_linker(scattered[start::5])
+    EntityLinker.from_defaults(["ner"]).relink(scattered, unread=())
+
+    def links(node):
+        return sorted((r["id"], r["count"], r.get("about"), r.get("extracted")) for r in node.metadata["entities"])
+
+    assert [links(n) for n in scattered] == [links(n) for n in one_pass]
+    assert sum(bool(links(n)) for n in one_pass) > 30
+
+
 def test_ner_reading_modes_agree_on_names():
     pytest.importorskip("spacy")
     from llama_index_kgplus.entity_graph import SpacyEntityExtractor
