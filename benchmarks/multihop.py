@@ -15,6 +15,9 @@ re-runs are cheap; the index time printed is then marked ``(cached)`` and is not
 
     .venv/bin/python benchmarks/multihop.py [--sets 2wiki,2wiki-notitles,musique-notitles] [--cache DIR]
         [--variants '[["passage seeds", {"passage_seed_scaling": "minmax"}]]'] [--tables main,squad]
+
+A variant with ``llm_steps`` (the optional query-time LLM step) uses the packaged local LLM (``llm_from_spec()``,
+48 new tokens); its LLM calls are at query time (one per step and question), and its query ms include them.
 """
 
 from __future__ import annotations
@@ -281,6 +284,12 @@ def main() -> int:
         WARM_CACHE = any(cache_dir.glob("embeddings-*")) or any(cache_dir.glob("ner-*"))
     embed_model = cached_embedding(embed_model_from_spec(), cache_dir)
     variants = [tuple(v) for v in json.loads(args.variants)]
+    if any(settings.get("llm_steps") for _, settings in variants):  # the query-time LLM step: the local default
+        from llama_index.core import Settings
+
+        from llama_index_kgplus.llm import llm_from_spec
+
+        Settings.llm = llm_from_spec(max_new_tokens=48)
     sources = [s.split("+") for s in args.sources.split(",")] if args.sources else None
     try:
         if "main" in args.tables.split(","):

@@ -560,10 +560,57 @@ def test_retriever_async_equals_sync(lothair_index):
     assert [(h.node.node_id, round(h.score, 9)) for h in hits] == sync
 
 
+def test_llm_step_answers_from_the_top_passages(lothair_index, small_llm):
+    index, graph = lothair_index
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=3, llm=small_llm, llm_steps=1)
+    hits = retriever.retrieve("Whom did Lothair II marry?")
+    (answer,) = hits[0].node.metadata["entity_graph"]["llm_answers"]
+    assert "Teutberga" in answer  # the passages name his wife; the question does not
+    assert "Teutberga" in [h.node.ref_doc_id for h in hits]
+
+
+def test_llm_step_fuses_the_rounds_by_reciprocal_rank(lothair_index, small_llm):
+    from llama_index.core.prompts import PromptTemplate
+
+    index, graph = lothair_index
+    question = "Who was the wife of Lothair I?"
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=2, llm=small_llm, llm_steps=1)
+    assert set(retriever.get_prompts()) == {"step_prompt"}
+    retriever.update_prompts(
+        {
+            "step_prompt": PromptTemplate(
+                "Text: {context_str}\nQuestion: {query_str}\n\nDo not answer the question. Reply with exactly this "
+                "sentence: The Loire is a river.\nReply:"
+            )
+        }
+    )
+    hits = retriever.retrieve(question)
+    (answer,) = hits[0].node.metadata["entity_graph"]["llm_answers"]
+    assert "Loire" in answer
+
+    plain = EntityGraphRetriever.from_index(index, graph, similarity_top_k=2)
+    rounds = [plain.retrieve(question), plain.retrieve(f"{question} {answer}")]
+    assert "Loire" not in [h.node.ref_doc_id for h in rounds[0]]
+    fused: dict[str, float] = {}
+    for ranking in rounds:
+        for rank, hit in enumerate(ranking, 1):
+            fused[hit.node.node_id] = fused.get(hit.node.node_id, 0.0) + 1 / (60 + rank)
+    want = sorted(fused, key=lambda node_id: -fused[node_id])[:2]
+    assert [h.node.node_id for h in hits] == want
+    assert [h.score for h in hits] == pytest.approx([fused[node_id] for node_id in want])
+    assert "Loire" in [h.node.ref_doc_id for h in hits]
+    again = asyncio.run(retriever.aretrieve(question))
+    assert [(h.node.node_id, h.node.metadata["entity_graph"]["llm_answers"]) for h in again] == [
+        (h.node.node_id, [answer]) for h in hits
+    ]
+
+
 def test_retriever_settings_are_validated(lothair_index):
     index, graph = lothair_index
     with pytest.raises(Exception, match="damping"):
         EntityGraphRetriever.from_index(index, graph, damping=1.5)
+    with pytest.raises(Exception, match="llm_steps"):
+        EntityGraphRetriever.from_index(index, graph, llm_steps=4)
     with pytest.raises(InputDataError, match="EntityGraph"):
         EntityGraphRetriever.from_index(index)
 

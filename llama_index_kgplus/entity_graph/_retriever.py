@@ -27,7 +27,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.bridge.pydantic import BaseModel, Field
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.instrumentation import get_dispatcher
-from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, QueryBundle
 
 from llama_index_kgplus._vectors import unit, unit_rows
 from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
@@ -37,6 +39,12 @@ from llama_index_kgplus.errors import InputDataError
 from llama_index_kgplus.events import EntityGraphSeedsEvent, EntityGraphWalkEvent
 
 METADATA_KEY = "entity_graph"
+DEFAULT_STEP_PROMPT = PromptTemplate(
+    "Passages:\n{context_str}\n\nQuestion: {query_str}\n\nAnswer the question as well as the passages allow, in "
+    "one short sentence that names every entity involved.\nAnswer:"
+)
+_STEP_PASSAGE_CHARS = 600  # of each passage shown in an LLM step: a step stays near 10 s on the local 1.5B model
+_ROUNDS_RANK_K = 60  # reciprocal rank fusion of the rounds (Cormack et al., 2009)
 dispatcher = get_dispatcher(__name__)
 
 
@@ -139,6 +147,15 @@ class GraphRetrievalSettings(BaseModel):
         description="A share-based max_df never leaves out entities named by this many passages or fewer.",
     )
     include_parents: bool = Field(default=False, description="Follow each hit by its summary parent (hierarchy).")
+    llm_steps: int = Field(
+        default=0,
+        ge=0,
+        le=3,
+        description="Query-time LLM steps (0, the default: no LLM is called). Each step shows the LLM the question "
+        "and the top llm_context passages; its answer, added to the question, retrieves again, and the rounds' "
+        "rankings are fused by reciprocal rank.",
+    )
+    llm_context: int = Field(default=3, ge=1, description="Passages shown to the LLM in each of the llm_steps.")
 
 
 @dataclass
@@ -162,8 +179,9 @@ class EntityGraphRetriever(BaseRetriever):
 
     ``dense_retriever`` is any LlamaIndex retriever over the same nodes (e.g. ``index.as_retriever()``, or a
     :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches; ``embed_model`` embeds the
-    entity names and the question when ``entity_embedding_top_k`` is set (default ``Settings.embed_model``).
-    Settings: see :class:`GraphRetrievalSettings`.
+    entity names and the question when ``entity_embedding_top_k`` is set (default ``Settings.embed_model``);
+    ``llm`` answers the question from the top passages when ``llm_steps`` is set (default ``Settings.llm``; its
+    prompt is ``"step_prompt"`` of ``get_prompts()``). Settings: see :class:`GraphRetrievalSettings`.
 
     Example:
 
@@ -181,12 +199,15 @@ class EntityGraphRetriever(BaseRetriever):
         docstore: Any,
         *,
         embed_model: Any = None,
+        llm: Any = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         **settings: Any,
     ) -> None:
         self.graph = graph
         self.embed_model = embed_model
+        self.llm = llm
+        self.step_prompt: BasePromptTemplate = DEFAULT_STEP_PROMPT
         self._entity_vectors: tuple[int, np.ndarray] | None = None
         self.docstore = docstore
         self.settings = GraphRetrievalSettings(**settings)
@@ -477,11 +498,68 @@ class EntityGraphRetriever(BaseRetriever):
     # ------------------------------------------------------------------ BaseRetriever
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._rank(query_bundle.query_str, self.dense_retriever.retrieve(query_bundle))
+        question = query_bundle.query_str
+        rounds = [self._rank(question, self.dense_retriever.retrieve(query_bundle))]
+        answers: list[str] = []
+        for _ in range(self.settings.llm_steps):
+            hits = self._fused(rounds, answers)
+            answers.append(_first_line(self._step_llm().complete(self._step_text(question, hits)).text))
+            query = QueryBundle(" ".join([question, *answers]))
+            rounds.append(self._rank(query.query_str, self.dense_retriever.retrieve(query)))
+        return self._fused(rounds, answers)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        question = query_bundle.query_str
         dense = await self.dense_retriever.aretrieve(query_bundle)
-        return await asyncio.to_thread(self._rank, query_bundle.query_str, dense)
+        rounds = [await asyncio.to_thread(self._rank, question, dense)]
+        answers: list[str] = []
+        for _ in range(self.settings.llm_steps):
+            hits = self._fused(rounds, answers)
+            answers.append(_first_line((await self._step_llm().acomplete(self._step_text(question, hits))).text))
+            query = QueryBundle(" ".join([question, *answers]))
+            dense = await self.dense_retriever.aretrieve(query)
+            rounds.append(await asyncio.to_thread(self._rank, query.query_str, dense))
+        return self._fused(rounds, answers)
+
+    # ------------------------------------------------------------------ query-time LLM steps
+
+    def _step_llm(self) -> Any:
+        from llama_index.core import Settings
+
+        return self.llm or Settings.llm
+
+    def _step_text(self, question: str, hits: list[NodeWithScore]) -> str:
+        context = "\n".join(
+            f"[{i}] {h.node.get_content(metadata_mode=MetadataMode.LLM)[:_STEP_PASSAGE_CHARS]}"
+            for i, h in enumerate(hits[: self.settings.llm_context], 1)
+        )
+        return self.step_prompt.format(context_str=context, query_str=question)
+
+    def _fused(self, rounds: list[list[NodeWithScore]], answers: list[str]) -> list[NodeWithScore]:
+        """The hits of one round as they are; of several, fused by reciprocal rank, each passage's first hit
+        kept with the LLM's ``answers`` in its ``metadata["entity_graph"]``."""
+        if len(rounds) == 1:
+            return rounds[0]
+        scores: dict[str, float] = {}
+        first: dict[str, NodeWithScore] = {}
+        for hits in rounds:
+            for rank, hit in enumerate(hits, 1):
+                scores[hit.node.node_id] = scores.get(hit.node.node_id, 0.0) + 1 / (_ROUNDS_RANK_K + rank)
+                first.setdefault(hit.node.node_id, hit)
+        ranked = sorted(scores, key=lambda pid: -scores[pid])[: self.settings.similarity_top_k]
+        fused = []
+        for pid in ranked:
+            node = first[pid].node
+            why = {**(node.metadata.get(METADATA_KEY) or {}), "llm_answers": list(answers)}
+            fused.append(NodeWithScore(node=_with_metadata(node, why), score=scores[pid]))
+        return fused
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"step_prompt": self.step_prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "step_prompt" in prompts:
+            self.step_prompt = prompts["step_prompt"]
 
 
 def fuse(
@@ -547,11 +625,15 @@ def _top_indices(values: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-values[part])]
 
 
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
+
+
 def _with_metadata(node: Any, why: dict[str, Any]) -> Any:
     """A copy of ``node`` carrying ``why`` (the docstore's node is left as it was); hidden from the LLM and
     the embedding."""
-    excluded_llm = [*node.excluded_llm_metadata_keys, METADATA_KEY]
-    excluded_embed = [*node.excluded_embed_metadata_keys, METADATA_KEY]
+    excluded_llm = [k for k in node.excluded_llm_metadata_keys if k != METADATA_KEY] + [METADATA_KEY]
+    excluded_embed = [k for k in node.excluded_embed_metadata_keys if k != METADATA_KEY] + [METADATA_KEY]
     return node.model_copy(
         update={
             "metadata": {**node.metadata, METADATA_KEY: why},
