@@ -44,7 +44,6 @@ DEFAULT_STEP_PROMPT = PromptTemplate(
     "one short sentence that names every entity involved.\nAnswer:"
 )
 _STEP_PASSAGE_CHARS = 600  # of each passage shown in an LLM step: a step stays near 10 s on the local 1.5B model
-_ROUNDS_RANK_K = 60  # reciprocal rank fusion of the rounds (Cormack et al., 2009)
 dispatcher = get_dispatcher(__name__)
 
 
@@ -540,19 +539,17 @@ class EntityGraphRetriever(BaseRetriever):
         kept with the LLM's ``answers`` in its ``metadata["entity_graph"]``."""
         if len(rounds) == 1:
             return rounds[0]
-        scores: dict[str, float] = {}
-        first: dict[str, NodeWithScore] = {}
-        for hits in rounds:
-            for rank, hit in enumerate(hits, 1):
-                scores[hit.node.node_id] = scores.get(hit.node.node_id, 0.0) + 1 / (_ROUNDS_RANK_K + rank)
-                first.setdefault(hit.node.node_id, hit)
-        ranked = sorted(scores, key=lambda pid: -scores[pid])[: self.settings.similarity_top_k]
-        fused = []
-        for pid in ranked:
-            node = first[pid].node
-            why = {**(node.metadata.get(METADATA_KEY) or {}), "llm_answers": list(answers)}
-            fused.append(NodeWithScore(node=_with_metadata(node, why), score=scores[pid]))
-        return fused
+        from llama_index_kgplus.glossary import reciprocal_rank_fusion
+
+        return [
+            NodeWithScore(
+                node=_with_metadata(
+                    hit.node, {**(hit.node.metadata.get(METADATA_KEY) or {}), "llm_answers": list(answers)}
+                ),
+                score=hit.score,
+            )
+            for hit in reciprocal_rank_fusion(rounds, top_n=self.settings.similarity_top_k)
+        ]
 
     def _get_prompts(self) -> PromptDictType:
         return {"step_prompt": self.step_prompt}
