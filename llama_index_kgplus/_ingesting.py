@@ -52,6 +52,7 @@ from llama_index_kgplus._indexing import (
 )
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
 from llama_index_kgplus._streaming import DEFAULT_BATCH_SIZE, READINGS_FILE
+from llama_index_kgplus._syncing import recorded_settings
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph, EntityLinker
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
@@ -290,10 +291,11 @@ def _stream_extras(
         return None
     if linkers and iter(documents) is documents:
         return None  # the dictionary is fitted on the documents first: they cannot be read twice
+    linker = linkers[0] if linkers else None
     index, _, _ = stream_structured_index(
-        documents, persist_dir, embed_model=embed_model, linker=linkers[0] if linkers else None, builders=builders,
-        vector_store=vector_store, chunk_size=chunk_size, chunk_overlap=chunk_overlap, batch_size=batch_size,
-        show_progress=show_progress,
+        documents, persist_dir, embed_model=embed_model, linker=linker, builders=builders, vector_store=vector_store,
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, settings=recorded_settings(linker, builders),
+        batch_size=batch_size, show_progress=show_progress,
     )  # fmt: skip
     return index
 

@@ -72,6 +72,7 @@ __all__ = [
     "SyncReport",
     "async_index",
     "entity_linker",
+    "recorded_settings",
     "summary_builders",
     "sync_index",
 ]
@@ -196,7 +197,79 @@ def entity_linker(entities: Mapping[str, Any] | None, llm: Any = None, *, show_p
         kg_store=entities.get("kg_store"),
         glossary=entities.get("glossary"),
         show_progress=show_progress,
+        **entities.get("options", {}),
     )
+
+
+#: the EntityLinker fields a sync rebuilds the linker with besides its sources, recorded when not their default
+_LINKER_OPTIONS = (
+    "ner_model", "ner_labels", "ner_noun_phrases", "ner_parser", "ner_recognizer", "ner_compound_nouns",
+    "lead_entity", "min_name_length", "stop_names",
+)  # fmt: skip
+
+
+def recorded_settings(linker: Any | None, builders: Sequence[Any]) -> dict[str, Any]:
+    """The ``entities`` and ``hierarchy`` settings of an ingest in Python with ``linker`` and ``builders``, as
+    ``kgplus ingest`` records them in ``ingest.json`` so that a sync links and summarises new documents the same
+    way. Each is None when a sync could not rebuild it from JSON (:func:`entity_linker`, :func:`summary_builders`):
+    a summarizer or builder setting of your own; a sync of that index is then refused. A store URI with a password
+    is left out (a sync asks for it), and so are LLMs: a sync uses the ``llm`` it is given, else ``$KGPLUS_LLM``."""
+    return {
+        "entities": _linker_settings(linker) if linker is not None else None,
+        "hierarchy": _hierarchy_settings(builders[0]) if len(builders) == 1 else None,
+    }
+
+
+def _linker_settings(linker: Any) -> dict[str, Any]:
+    from llama_index_kgplus._redact import redact_text
+
+    defaults = type(linker)()
+    glossary = getattr(linker.glossary, "source", None)
+    return {
+        "sources": list(linker.sources),
+        "kg_store": linker.kg_store if linker.kg_store and redact_text(linker.kg_store) == linker.kg_store else None,
+        "glossary": str(Path(glossary).resolve()) if glossary and Path(glossary).is_file() else None,
+        "llm": None,
+        "similar_entities": None,
+        "options": {
+            name: getattr(linker, name) for name in _LINKER_OPTIONS if getattr(linker, name) != getattr(defaults, name)
+        },
+    }
+
+
+def _hierarchy_settings(builder: Any) -> dict[str, Any] | None:
+    from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
+
+    kinds: dict[type, str] = {SemanticChunkingSummaryNodeBuilder: "semantic", RaptorSummaryNodeBuilder: "raptor"}
+    summarizers: dict[type, str] = {ExtractiveSummarizer: "extractive", AbstractiveSummarizer: "abstractive",
+                   TwoStageSummarizer: "two-stage", type(None): "two-stage"}  # fmt: skip
+    if type(builder) not in kinds or type(builder.summarizer) not in summarizers:
+        return None
+    settings = {
+        "kind": kinds[type(builder)],
+        "summarizer": summarizers[type(builder.summarizer)],
+        "llm": None,
+        "cluster_size": getattr(builder, "cluster_size", 5),
+        "max_levels": builder.max_levels,
+        "seed": builder.random_state,
+        "workers": builder.num_workers,
+    }
+    # the builder (and an extractive summarizer) that a sync makes of these settings must be this one
+    rebuilt = type(builder)(
+        summarizer=ExtractiveSummarizer(),
+        random_state=builder.random_state,
+        max_levels=builder.max_levels,
+        **({"cluster_size": builder.cluster_size} if settings["kind"] == "semantic" else {}),
+    )
+    same = {"embed_model", "summarizer", "num_workers", "show_progress"}
+    if builder.model_dump(exclude=same) != rebuilt.model_dump(exclude=same):
+        return None
+    if settings["summarizer"] == "extractive":
+        mine = ExtractiveSummarizer(max_sentences=5, random_state=builder.random_state)
+        if builder.summarizer.model_dump(exclude={"embed_model"}) != mine.model_dump(exclude={"embed_model"}):
+            return None
+    return settings
 
 
 def _llm(llm: Any, spec: str | None, **kwargs: Any) -> Any:
@@ -440,7 +513,7 @@ async def _sync(
         what = "entity graph" if has_graph and not recorded.get("entities") else "hierarchy"
         raise InputDataError(
             f"{persist_dir}/ingest.json does not record how its {what} was built (an index of an earlier version, "
-            f"or one built in Python): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
+            f"or built in Python with a summarizer or setting of your own): re-run `kgplus ingest DOCS --index {persist_dir}` once; later syncs update it."
         )
     docstore = index.docstore
     if isinstance(docstore, SQLiteDocumentStore):

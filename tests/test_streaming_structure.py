@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from llama_index.core import Document
 from llama_index.core.schema import NodeRelationship
 
 pytest.importorskip("lancedb")  # the `lancedb` extra (in `dev`)
@@ -33,8 +34,10 @@ from llama_index_kgplus import (  # noqa: E402
 )
 from llama_index_kgplus._ingesting import stream_structured_index  # noqa: E402
 from llama_index_kgplus._streaming import READINGS_FILE, RESUME_FILE  # noqa: E402
+from llama_index_kgplus._syncing import entity_linker, recorded_settings  # noqa: E402
 from llama_index_kgplus._text import sentence_splitter  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
+from llama_index_kgplus.indexing import sync_index  # noqa: E402
 
 # chunks of 64 tokens: most documents have several, which the semantic builder summarises
 STRUCTURE = ["--chunk-size", "64", "--chunk-overlap", "0", "--entities", "titles", "--hierarchy", "semantic",
@@ -160,6 +163,37 @@ def test_build_index_streams_a_linker_and_a_semantic_builder_and_writes_their_fi
     build_index(iter(load_corpus(corpus)), tmp_path / "other", embed_model=embed_model, vector_store="lancedb",
                 chunk_size=64, chunk_overlap=0, extra_transformations=[linker], show_progress=False)  # fmt: skip
     assert not calls and not (tmp_path / "other" / "entity_graph.npz").exists()
+
+
+def test_an_index_streamed_in_python_records_its_linker_and_builder_so_that_a_sync_updates_it(
+    tmp_path, corpus, embed_model
+):
+    linker = EntityLinker.from_defaults(["titles"], min_name_length=3)
+    builder = SemanticChunkingSummaryNodeBuilder(embed_model=embed_model, summarizer=ExtractiveSummarizer())
+    folder = tmp_path / "index"
+    build_index(load_corpus(corpus, stream=True), folder, embed_model=embed_model, vector_store="lancedb",
+                chunk_size=64, chunk_overlap=0, extra_transformations=[linker, builder], batch_size=BATCH,
+                show_progress=False)  # fmt: skip
+    settings = json.loads((folder / "ingest.json").read_text(encoding="utf-8"))["settings"]
+    assert settings["entities"]["sources"] == ["titles"]
+    assert settings["entities"]["options"] == {"min_name_length": 3}  # what differs from the defaults
+    assert entity_linker(settings["entities"]).min_name_length == 3  # what a sync links with
+    assert {k: settings["hierarchy"][k] for k in ("kind", "summarizer", "cluster_size", "seed")} == {
+        "kind": "semantic", "summarizer": "extractive", "cluster_size": 5, "seed": 0}  # fmt: skip
+
+    documents = load_corpus(corpus)
+    changed = documents[3]
+    documents[3] = Document(text=changed.text + " It was restored in 1999.", doc_id=changed.doc_id,
+                            metadata=changed.metadata)  # fmt: skip
+    report = sync_index(documents, folder, embed_model=embed_model, show_progress=False)
+    assert report.updated == [changed.doc_id] and report.entity_passages == EntityGraph.load(folder).n_passages
+    assert any("restored in 1999" in text for text, *_ in graph_rows(folder, embed_model))
+
+    # a builder setting a sync cannot rebuild from ingest.json: not recorded, and a sync says how to go on
+    odd = SemanticChunkingSummaryNodeBuilder(
+        embed_model=embed_model, summarizer=ExtractiveSummarizer(), merge_singletons=False
+    )
+    assert recorded_settings(None, [odd])["hierarchy"] is None
 
 
 class FailingSummarizer(ExtractiveSummarizer):
