@@ -48,6 +48,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship
 
+from llama_index_kgplus._corpus import CorpusRecord, load_records
 from llama_index_kgplus._indexing import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -433,7 +434,7 @@ async def _update(
     persist_dir: Path,
     what: str,
     *,
-    documents: list[Document] | None = None,
+    documents: Sequence[Document | CorpusRecord] | None = None,
     delete: str | None = None,
     index: VectorStoreIndex | None = None,
     ingest_id: str | None = None,
@@ -473,12 +474,11 @@ async def _update(
     return report
 
 
-def _documents(corpus: str | Path | Sequence[Document]) -> list[Document]:
-    """The corpus as documents with unique ids (refused in one line otherwise)."""
+def _documents(corpus: str | Path | Sequence[Document]) -> Sequence[Document | CorpusRecord]:
+    """The corpus as documents with unique ids (refused in one line otherwise); a corpus file or folder as its
+    records, which hash as their documents do and are built only when they changed."""
     if isinstance(corpus, (str, Path)):
-        from llama_index_kgplus._corpus import load_corpus
-
-        return load_corpus(corpus)
+        return load_records(corpus)
     documents = list(corpus)
     if not documents:
         raise InputDataError("The corpus holds no document: give the whole corpus as it is now.")
@@ -492,11 +492,15 @@ def _documents(corpus: str | Path | Sequence[Document]) -> list[Document]:
     return documents
 
 
+def _built(document: Document | CorpusRecord) -> Document:
+    return document.document() if isinstance(document, CorpusRecord) else document
+
+
 async def _sync(
     index: VectorStoreIndex,
     persist_dir: Path,
     stamp: dict[str, Any],
-    documents: list[Document] | None,
+    documents: Sequence[Document | CorpusRecord] | None,
     delete: str | None,
     llm: Any,
     show_progress: bool,
@@ -554,7 +558,7 @@ async def _sync(
 def _plan(
     docstore: Any,
     indexed: list[str],
-    documents: list[Document] | None,
+    documents: Sequence[Document | CorpusRecord] | None,
     delete: str | None,
     persist_dir: Path,
 ) -> tuple[SyncReport, dict[str, str | None], list[Document]]:
@@ -580,7 +584,7 @@ def _plan(
     for doc_id in corpus:
         if doc_id in known:
             (report.unchanged if indexed_hash(doc_id) == hashes[doc_id] else report.updated).append(doc_id)
-    changed = [corpus[d] for d in (*report.added, *report.updated)]
+    changed = [_built(corpus[d]) for d in (*report.added, *report.updated)]
     return report, hashes, changed
 
 
@@ -753,7 +757,11 @@ def _apply(index: Any, write: list[BaseNode], drop: list[str]) -> None:
 
 
 async def _sync_graphrag(
-    persist_dir: Path, store: str | Path | None, llm: Any, documents: list[Document] | None, delete: str | None
+    persist_dir: Path,
+    store: str | Path | None,
+    llm: Any,
+    documents: Sequence[Document | CorpusRecord] | None,
+    delete: str | None,
 ) -> tuple[dict[str, Any] | None, int]:
     """The GraphRAG store's incremental update (the index folder's ``graphrag/``, or ``store``) to ``documents``,
     or its delete of the document ``delete``: its figures and LLM calls; nothing without a store (or, to delete,
@@ -774,7 +782,11 @@ async def _sync_graphrag(
                 return None, 0
     graphrag = GraphRAGIndex.from_defaults(folder, llm=_llm(llm, None), show_progress=False)
     try:
-        stats = await (graphrag.aupdate(documents) if documents is not None else graphrag.adelete_ref_doc(str(delete)))
+        stats = await (
+            graphrag.aupdate([_built(d) for d in documents])
+            if documents is not None
+            else graphrag.adelete_ref_doc(str(delete))
+        )
     finally:
         graphrag.close()
     data = stats.as_dict()

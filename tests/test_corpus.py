@@ -91,3 +91,25 @@ def test_jsonl_read_line_by_line_gives_the_errors_of_a_whole_read(tmp_path):
     path.write_bytes('{"id": "a", "text": "x"}\n'.encode("utf-16"))
     with pytest.raises(InputDataError, match="is UTF-16 encoded"):
         list(load_corpus(path, stream=True))
+
+
+def test_records_hash_as_their_documents_do_without_building_them(tmp_path, monkeypatch):
+    from llama_index_kgplus import _corpus
+
+    rows = [{"id": "a/1", "title": "Café: one", "text": "First.\nSecond - line."}, {"id": "b", "text": " x "},
+            {"id": "c", "title": "  ", "text": "no title\u2028here"}]  # fmt: skip
+    corpus = write(tmp_path / "docs.jsonl", [json.dumps(r, ensure_ascii=False) for r in rows])
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "note.md").write_text("A note.\n\nAnother paragraph.", encoding="utf-8")
+    for path in (corpus, tmp_path / "folder"):
+        records, docs = _corpus.load_records(path), load_corpus(path)
+        assert [r.doc_id for r in records] == [d.doc_id for d in docs]
+        assert [r.hash for r in records] == [d.hash for d in docs]
+        assert [r.document().model_dump() for r in records] == [d.model_dump() for d in docs]
+    # were LlamaIndex to hash documents otherwise, records would build their documents to hash them
+    monkeypatch.setattr(_corpus, "_record_hash", lambda *record: "not how LlamaIndex hashes")
+    _corpus._hashes_as_documents_do.cache_clear()
+    try:
+        assert [r.hash for r in _corpus.load_records(corpus)] == [d.hash for d in load_corpus(corpus)]
+    finally:
+        _corpus._hashes_as_documents_do.cache_clear()

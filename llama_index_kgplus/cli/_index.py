@@ -228,17 +228,16 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    from llama_index_kgplus import load_corpus
-    from llama_index_kgplus._indexing import default_vector_store, keeps_json_vectors, require_index
+    from llama_index_kgplus._indexing import AUTO_LANCEDB_DOCUMENTS, keeps_json_vectors, require_index
+    from llama_index_kgplus._lancedb import installed
     from llama_index_kgplus._lock import writer_lock
     from llama_index_kgplus.indexing import sync_index
     from llama_index_kgplus.llm import embed_model_from_spec
 
     require_index(args.index)
-    docs = load_corpus(args.docs_path)
     with writer_lock(args.index, "kgplus sync"):  # a second writer is refused before any model loads
         report = sync_index(
-            docs,
+            args.docs_path,  # read as records: only changed documents are built
             args.index,
             embed_model=embed_model_from_spec(),
             llm=args.llm,
@@ -246,9 +245,10 @@ def _sync(args: argparse.Namespace) -> int:
             show_progress=not args.quiet,
         )
     _print_report(args, report)
-    if keeps_json_vectors(args.index) and default_vector_store(docs) == "lancedb":
+    documents = len(report.added) + len(report.updated) + len(report.unchanged)
+    if keeps_json_vectors(args.index) and documents >= AUTO_LANCEDB_DOCUMENTS and installed():
         print(
-            f"hint: {len(docs):,} documents kept in JSON are read whole on every open; `kgplus ingest --upgrade "
+            f"hint: {documents:,} documents kept in JSON are read whole on every open; `kgplus ingest --upgrade "
             f"--index {args.index}` moves them into LanceDB, which opens at once",
             file=sys.stderr,
         )
