@@ -243,8 +243,12 @@ def _hierarchy_settings(builder: Any) -> dict[str, Any] | None:
     from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 
     kinds: dict[type, str] = {SemanticChunkingSummaryNodeBuilder: "semantic", RaptorSummaryNodeBuilder: "raptor"}
-    summarizers: dict[type, str] = {ExtractiveSummarizer: "extractive", AbstractiveSummarizer: "abstractive",
-                   TwoStageSummarizer: "two-stage", type(None): "two-stage"}  # fmt: skip
+    summarizers: dict[type, str] = {
+        ExtractiveSummarizer: "extractive",
+        AbstractiveSummarizer: "abstractive",
+        TwoStageSummarizer: "two-stage",
+        type(None): "two-stage",  # the builder's default
+    }
     if type(builder) not in kinds or type(builder.summarizer) not in summarizers:
         return None
     settings = {
@@ -258,7 +262,6 @@ def _hierarchy_settings(builder: Any) -> dict[str, Any] | None:
     }
     # the builder (and an extractive summarizer) that a sync makes of these settings must be this one
     rebuilt = type(builder)(
-        summarizer=ExtractiveSummarizer(),
         random_state=builder.random_state,
         max_levels=builder.max_levels,
         **({"cluster_size": builder.cluster_size} if settings["kind"] == "semantic" else {}),
