@@ -28,7 +28,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from llama_index.core.storage.docstore.keyval_docstore import (
     DEFAULT_REF_DOC_COLLECTION_SUFFIX,
     KVDocumentStore,
 )
-from llama_index.core.storage.docstore.utils import json_to_doc
+from llama_index.core.storage.docstore.utils import doc_to_json, json_to_doc
 from llama_index.core.storage.index_store.keyval_index_store import KVIndexStore
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION
 from pydantic import Field, PrivateAttr
@@ -126,6 +126,56 @@ class SQLiteDocumentStore(KVDocumentStore):
     def __init__(self, kvstore: FolderKVStore) -> None:
         super().__init__(kvstore, namespace=DEFAULT_NAMESPACE)
         self.kvstore = kvstore
+
+    def add_documents(
+        self,
+        docs: Sequence[BaseNode],
+        allow_update: bool = True,
+        batch_size: int | None = None,
+        store_text: bool = True,
+    ) -> None:
+        """``KVDocumentStore.add_documents``, writing the same rows faster: a document's record is read once per
+        call (not once per node) and built as plain JSON (LlamaIndex's goes through dataclasses_json, which took
+        about a third of a streaming ingest's docstore time)."""
+        if not allow_update:  # LlamaIndex's, which checks every node first
+            super().add_documents(docs, allow_update=False, batch_size=batch_size, store_text=store_text)
+            return
+        nodes: list[tuple[str, dict]] = []
+        metadata: list[tuple[str, dict]] = []
+        documents: dict[str, dict[str, Any]] = {}
+        for node in docs:
+            if store_text:
+                nodes.append((node.node_id, doc_to_json(node)))
+            entry: dict[str, Any] = {"doc_hash": node.hash}
+            if node.source_node is not None and node.ref_doc_id:
+                entry["ref_doc_id"] = node.ref_doc_id
+                if node.ref_doc_id not in documents:
+                    stored = self.get_ref_doc_info(node.ref_doc_id)
+                    documents[node.ref_doc_id] = {
+                        "node_ids": list(stored.node_ids) if stored else [],
+                        "metadata": stored.metadata if stored and stored.metadata else {},
+                        "kept": bool(stored and stored.metadata),  # a document keeps the metadata it has
+                    }
+                document = documents[node.ref_doc_id]
+                if node.node_id not in document["node_ids"]:
+                    document["node_ids"].append(node.node_id)
+                if not document["kept"]:
+                    document["metadata"].update(node.metadata or {})
+            metadata.append((node.node_id, entry))
+        records = [(d, {"node_ids": r["node_ids"], "metadata": r["metadata"]}) for d, r in documents.items()]
+        for pairs, suffix in ((nodes, DEFAULT_COLLECTION_DATA_SUFFIX), (metadata, DEFAULT_METADATA_COLLECTION_SUFFIX),
+                              (records, DEFAULT_REF_DOC_COLLECTION_SUFFIX)):  # fmt: skip
+            self.kvstore.put_all(pairs, collection=DEFAULT_NAMESPACE + suffix)
+
+    async def async_add_documents(
+        self,
+        docs: Sequence[BaseNode],
+        allow_update: bool = True,
+        batch_size: int | None = None,
+        store_text: bool = True,
+    ) -> None:
+        """Async :meth:`add_documents` (SQLite answers in the calling thread either way)."""
+        self.add_documents(docs, allow_update=allow_update, batch_size=batch_size, store_text=store_text)
 
     def size(self) -> tuple[int, int]:
         """How many documents and nodes it holds, counted by SQLite (none is read)."""

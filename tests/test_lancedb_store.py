@@ -350,3 +350,26 @@ async def test_async_twins(tmp_path):
     assert result.ids == [nodes[0].node_id] and result.similarities[0] == pytest.approx(1.0, abs=1e-5)
     await store.adelete(nodes[0].ref_doc_id)
     assert len(await store.aget_nodes(node_ids=None)) == 2
+
+
+def test_the_sqlite_docstore_writes_the_rows_of_llamaindex_add_documents(tmp_path):
+    from llama_index.core.storage.docstore.keyval_docstore import KVDocumentStore
+
+    from llama_index_kgplus._sqlitedoc import new_kv_file
+
+    def chunk(doc_id: str | None, number: int, **metadata) -> TextNode:
+        source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc_id)} if doc_id else {}
+        return TextNode(id_=f"{doc_id}-{number}", text=f"chunk {number} of {doc_id}", metadata=metadata,
+                        relationships=source)  # fmt: skip
+
+    first = [chunk("a", 0, title="A", page=1), chunk("a", 1, title="A", page=2), chunk("b", 0), chunk(None, 0, k=1)]
+    # more chunks of a document with metadata and of one without, and a chunk written again
+    second = [chunk("a", 2, title="A2"), chunk("b", 1, title="B"), chunk("a", 0, title="A", page=1)]
+    ours, theirs = (SQLiteDocumentStore(new_kv_file(tmp_path / name)) for name in ("ours", "theirs"))
+    for batch in (first, second):
+        ours.add_documents(batch)
+        KVDocumentStore.add_documents(theirs, batch)
+        for collection in ("docstore/data", "docstore/metadata", "docstore/ref_doc_info"):
+            assert ours.kvstore.get_all(collection) == theirs.kvstore.get_all(collection)
+    assert ours.get_ref_doc_info("a").node_ids == ["a-0", "a-1", "a-2"]
+    assert ours.get_ref_doc_info("b").metadata == {"title": "B"}
