@@ -303,6 +303,18 @@ def _make_class() -> type:
                 query = query.where(" AND ".join(f"({c})" for c in clauses))
             return [self._node(row) for row in query.limit(None).to_arrow().to_pylist()]
 
+        def get_embeddings(self, node_ids: Sequence[str]) -> dict[str, list[float]]:
+            """The stored vectors of ``node_ids`` (those it holds), read without the nodes' text and metadata."""
+            if not node_ids or self._lance is None:
+                return {}
+            rows = (
+                self.table.search().where(_in_list("id", node_ids)).select(["id", self.vector_column_name])
+                .limit(None).to_arrow()
+            )  # fmt: skip
+            vectors = rows.column(self.vector_column_name).combine_chunks()
+            flat = vectors.flatten().to_numpy().reshape(len(rows), -1)
+            return dict(zip(rows.column("id").to_pylist(), flat.astype(float).tolist()))
+
         async def aget_nodes(
             self, node_ids: list[str] | None = None, filters: Any = None, **kwargs: Any
         ) -> list[BaseNode]:

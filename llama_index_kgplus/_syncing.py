@@ -738,10 +738,14 @@ def _embeddings(vector_store: Any, node_ids: Iterable[str]) -> dict[str, list[fl
         stored = vector_store.data.embedding_dict
         return {i: stored[i] for i in ids if i in stored}
     vectors: dict[str, list[float]] = {}
+    read_vectors = getattr(vector_store, "get_embeddings", None)  # the pack's LanceDB table reads vectors alone
     try:
         for start in range(0, len(ids), _BATCH):
-            for node in vector_store.get_nodes(node_ids=ids[start : start + _BATCH]):
-                vectors[node.node_id] = node.get_embedding()
+            batch = ids[start : start + _BATCH]
+            if read_vectors is not None:
+                vectors.update(read_vectors(batch))
+            else:
+                vectors.update((node.node_id, node.get_embedding()) for node in vector_store.get_nodes(node_ids=batch))
     except NotImplementedError as exc:
         raise InputDataError(
             f"A sync reads the stored vectors back, which {type(vector_store).__name__} does not allow: use the "

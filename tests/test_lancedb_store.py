@@ -107,6 +107,10 @@ def test_load_index_opens_the_table_and_retrieves(lance_index, embed_model):
     # the docstore is LlamaIndex's KVDocumentStore over the folder's SQLite file, read without writing
     assert isinstance(index.docstore, SQLiteDocumentStore) and index.docstore.kvstore.read_only
     assert index.docstore.get_node(hits[0].node.node_id).get_content() == hits[0].node.get_content()
+    # the vectors alone (what a sync reads back), as the stored nodes carry them
+    stored = {n.node_id: n.get_embedding() for n in index.vector_store.get_nodes()}
+    some = [*list(stored)[:5], "no such node"]
+    assert index.vector_store.get_embeddings(some) == {i: stored[i] for i in some[:5]}
 
 
 def test_opening_reads_no_document(lance_index, embed_model, monkeypatch):
