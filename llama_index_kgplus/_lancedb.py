@@ -312,7 +312,7 @@ def _make_class() -> type:
                 .limit(None).to_arrow()
             )  # fmt: skip
             vectors = rows.column(self.vector_column_name).combine_chunks()
-            flat = vectors.flatten().to_numpy().reshape(len(rows), -1)
+            flat = vectors.flatten().to_numpy().reshape(len(rows), vectors.type.list_size)
             return dict(zip(rows.column("id").to_pylist(), flat.astype(float).tolist()))
 
         async def aget_nodes(

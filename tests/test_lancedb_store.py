@@ -111,6 +111,7 @@ def test_load_index_opens_the_table_and_retrieves(lance_index, embed_model):
     stored = {n.node_id: n.get_embedding() for n in index.vector_store.get_nodes()}
     some = [*list(stored)[:5], "no such node"]
     assert index.vector_store.get_embeddings(some) == {i: stored[i] for i in some[:5]}
+    assert index.vector_store.get_embeddings(["no such node"]) == {}
 
 
 def test_opening_reads_no_document(lance_index, embed_model, monkeypatch):
