@@ -73,6 +73,12 @@ def redact_text(text: object) -> str:
     return _URL.sub(lambda match: redact_url(match[0]), str(text))
 
 
+def recordable(spec: str | None) -> str | None:
+    """``spec`` (a model spec or store URI) to record in ``ingest.json``: None when it holds a secret that
+    redaction would hide (the command that reads it back asks for it again)."""
+    return spec if spec is None or redact_text(spec) == spec else None
+
+
 class _RedactingFilter(logging.Filter):
     """Formats each record of a logger of the pack once, through :func:`redact_text`."""
 

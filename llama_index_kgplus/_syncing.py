@@ -222,13 +222,13 @@ def recorded_settings(linker: Any | None, builders: Sequence[Any]) -> dict[str, 
 
 
 def _linker_settings(linker: Any) -> dict[str, Any]:
-    from llama_index_kgplus._redact import redact_text
+    from llama_index_kgplus._redact import recordable
 
     defaults = type(linker)()
     glossary = getattr(linker.glossary, "source", None)
     return {
         "sources": list(linker.sources),
-        "kg_store": linker.kg_store if linker.kg_store and redact_text(linker.kg_store) == linker.kg_store else None,
+        "kg_store": recordable(linker.kg_store),
         "glossary": str(Path(glossary).resolve()) if glossary and Path(glossary).is_file() else None,
         "llm": None,
         "similar_entities": None,
@@ -738,12 +738,13 @@ def _embeddings(vector_store: Any, node_ids: Iterable[str]) -> dict[str, list[fl
         stored = vector_store.data.embedding_dict
         return {i: stored[i] for i in ids if i in stored}
     vectors: dict[str, list[float]] = {}
-    read_vectors = getattr(vector_store, "get_embeddings", None)  # the pack's LanceDB table reads vectors alone
+    from llama_index_kgplus._lancedb import is_pack_store
+
     try:
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
-            if read_vectors is not None:
-                vectors.update(read_vectors(batch))
+            if is_pack_store(vector_store):  # the table reads the vectors alone
+                vectors.update(vector_store.get_embeddings(batch))
             else:
                 vectors.update((node.node_id, node.get_embedding()) for node in vector_store.get_nodes(node_ids=batch))
     except NotImplementedError as exc:

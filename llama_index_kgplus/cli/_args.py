@@ -69,14 +69,6 @@ def fraction(value: str) -> float:
     return number
 
 
-def recordable(spec: str | None) -> str | None:
-    """``spec`` (a model spec or store URI) to record in ``ingest.json``: None when it holds a secret that
-    redaction would hide (the command that reads it back asks for it again)."""
-    from llama_index_kgplus._redact import redact_text
-
-    return spec if spec is None or redact_text(spec) == spec else None
-
-
 def check_chunking(chunk_size: int, chunk_overlap: int) -> None:
     if chunk_overlap >= chunk_size:
         raise InputDataError(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size}).")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from llama_index_kgplus._redact import redact_url
+from llama_index_kgplus._redact import recordable, redact_url
 from llama_index_kgplus.cli import _args
 
 
@@ -103,9 +103,9 @@ def ingest_settings(args: argparse.Namespace) -> dict[str, Any] | None:
 
     return {
         "sources": list(args.entities),
-        "kg_store": _args.recordable(args.kg_store),
+        "kg_store": recordable(args.kg_store),
         "glossary": str(Path(args.glossary).resolve()) if args.glossary else None,
-        "llm": _args.recordable(getattr(args, "llm", None)),
+        "llm": recordable(getattr(args, "llm", None)),
         "similar_entities": args.similar_entities,
     }
 

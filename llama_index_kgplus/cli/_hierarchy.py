@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from llama_index_kgplus._redact import recordable
 from llama_index_kgplus.cli import _args
 
 
@@ -68,7 +69,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any] | None:
     return {
         "kind": args.hierarchy,
         "summarizer": args.summarizer,
-        "llm": _args.recordable(args.llm),
+        "llm": recordable(args.llm),
         "cluster_size": args.cluster_size,
         "max_levels": args.max_levels,
         "seed": args.seed,
