@@ -239,41 +239,39 @@ def _linker_settings(linker: Any) -> dict[str, Any]:
 
 
 def _hierarchy_settings(builder: Any) -> dict[str, Any] | None:
-    from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
+    """A semantic builder's settings (the one builder an ingest streams), or None."""
+    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
     from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 
-    kinds: dict[type, str] = {SemanticChunkingSummaryNodeBuilder: "semantic", RaptorSummaryNodeBuilder: "raptor"}
     summarizers: dict[type, str] = {
         ExtractiveSummarizer: "extractive",
         AbstractiveSummarizer: "abstractive",
         TwoStageSummarizer: "two-stage",
         type(None): "two-stage",  # the builder's default
     }
-    if type(builder) not in kinds or type(builder.summarizer) not in summarizers:
+    if type(builder) is not SemanticChunkingSummaryNodeBuilder or type(builder.summarizer) not in summarizers:
         return None
-    settings = {
-        "kind": kinds[type(builder)],
-        "summarizer": summarizers[type(builder.summarizer)],
-        "llm": None,
-        "cluster_size": getattr(builder, "cluster_size", 5),
-        "max_levels": builder.max_levels,
-        "seed": builder.random_state,
-        "workers": builder.num_workers,
-    }
     # the builder (and an extractive summarizer) that a sync makes of these settings must be this one
-    rebuilt = type(builder)(
-        random_state=builder.random_state,
-        max_levels=builder.max_levels,
-        **({"cluster_size": builder.cluster_size} if settings["kind"] == "semantic" else {}),
+    rebuilt = SemanticChunkingSummaryNodeBuilder(
+        random_state=builder.random_state, max_levels=builder.max_levels, cluster_size=builder.cluster_size
     )
     same = {"embed_model", "summarizer", "num_workers", "show_progress"}
     if builder.model_dump(exclude=same) != rebuilt.model_dump(exclude=same):
         return None
-    if settings["summarizer"] == "extractive":
+    kind = summarizers[type(builder.summarizer)]
+    if kind == "extractive":
         mine = ExtractiveSummarizer(max_sentences=5, random_state=builder.random_state)
         if builder.summarizer.model_dump(exclude={"embed_model"}) != mine.model_dump(exclude={"embed_model"}):
             return None
-    return settings
+    return {
+        "kind": "semantic",
+        "summarizer": kind,
+        "llm": None,
+        "cluster_size": builder.cluster_size,
+        "max_levels": builder.max_levels,
+        "seed": builder.random_state,
+        "workers": builder.num_workers,
+    }
 
 
 def _llm(llm: Any, spec: str | None, **kwargs: Any) -> Any:
