@@ -12,8 +12,9 @@ documents), and its passages are appended to the entity graph's arrays before it
 and ``hierarchy.json`` are sealed and switched in with the index.
 
 What differs from the ingest of every chunk at once: the semantic builder learns its similarity threshold per
-batch (as a sync learns it over the documents it re-indexes) rather than over the whole corpus, and RAPTOR, which
-clusters across documents, is not streamed (:func:`streams_structure`).
+batch rather than over the whole corpus (``hierarchy.json`` records the median of the batches' thresholds, with
+which a sync clusters the documents it re-indexes), and RAPTOR, which clusters across documents, is not streamed
+(:func:`streams_structure`).
 
 Example:
 
@@ -30,6 +31,7 @@ import hashlib
 import json
 import operator
 import sqlite3
+import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
@@ -212,6 +214,7 @@ class _BatchStructure(TransformComponent):
     _graph: EntityGraph | None = PrivateAttr(default=None)
     _manifest: dict[str, Any] | None = PrivateAttr(default=None)
     _nodes_seen: int = PrivateAttr(default=0)
+    _thresholds: dict[int, list[float]] = PrivateAttr(default_factory=dict)  # per level, each batch's
 
     @property
     def graph_(self) -> EntityGraph | None:
@@ -245,6 +248,8 @@ class _BatchStructure(TransformComponent):
                 self._manifest["nodes_per_level"][level] = self._manifest["nodes_per_level"].get(level, 0) + count
             self._manifest["root_ids"] += part["root_ids"]
             self._manifest["failed_clusters"] += part["failed_clusters"]
+            for level, threshold in enumerate(part.get("thresholds") or []):
+                self._thresholds.setdefault(level, []).append(threshold)
 
     def _start(self) -> None:
         if self.linker is not None:
@@ -266,6 +271,10 @@ class _BatchStructure(TransformComponent):
         if self._manifest is not None:
             levels = self._manifest["nodes_per_level"]
             self._manifest["nodes_per_level"] = {key: levels[key] for key in sorted(levels, key=int)}
+            # a sync clusters the documents it re-indexes at the batches' median threshold of each level
+            self._manifest["thresholds"] = [
+                statistics.median(self._thresholds[level]) for level in sorted(self._thresholds)
+            ]
         if self._graph is not None:
             self._graph.index_id = index.index_id
             if similar_entities is not None:

@@ -10,9 +10,13 @@ files derived from the index follow:
   every chunk is linked again against the dictionary of the whole corpus (what the older chunks' readings
   recorded, and the new ones), so the graph is the one a fresh ingest would build, for the cost of reading the
   new chunks;
-- the summaries (``hierarchy.json``): the builder clusters all the chunks again (their embeddings are stored)
-  and reuses every stored summary whose children are the same texts in the same order; only summaries whose
-  children changed are written (and embedded);
+- the summaries (``hierarchy.json``): the semantic builder, which never clusters across documents, clusters the
+  chunks of the new and changed documents at the similarity thresholds the ingest learned (``thresholds`` of
+  ``hierarchy.json``), and those of documents whose chunks were linked anew (a summary inherits its chunks' shared
+  metadata); the other documents keep their nodes as they are. Each stored summary whose children are the same
+  texts in the same order is reused; only summaries whose children changed are written (and embedded). RAPTOR,
+  which clusters across documents, and an index whose ``hierarchy.json`` records no thresholds (an earlier
+  version's) cluster every chunk again from their stored embeddings, with the same reuse;
 - a GraphRAG store in the folder's ``graphrag/`` (or the one given): its incremental update, which regenerates
   only the reports of changed communities.
 
@@ -255,7 +259,7 @@ def _hierarchy_settings(builder: Any) -> dict[str, Any] | None:
     rebuilt = SemanticChunkingSummaryNodeBuilder(
         random_state=builder.random_state, max_levels=builder.max_levels, cluster_size=builder.cluster_size
     )
-    same = {"embed_model", "summarizer", "num_workers", "show_progress"}
+    same = {"embed_model", "summarizer", "num_workers", "show_progress", "similarity_thresholds"}  # hierarchy.json's
     if builder.model_dump(exclude=same) != rebuilt.model_dump(exclude=same):
         return None
     kind = summarizers[type(builder.summarizer)]
@@ -513,7 +517,8 @@ async def _sync(
     settings = dict(stamp["settings"]) if isinstance(stamp.get("settings"), dict) else None
     recorded = settings or {}
     has_graph = (persist_dir / GRAPH_FILE).is_file()
-    has_hierarchy = read_manifest(persist_dir) is not None
+    manifest = read_manifest(persist_dir)
+    has_hierarchy = manifest is not None
     if (has_graph and not recorded.get("entities")) or (has_hierarchy and not recorded.get("hierarchy")):
         what = "entity graph" if has_graph and not recorded.get("entities") else "hierarchy"
         raise InputDataError(
@@ -540,7 +545,7 @@ async def _sync(
     files: dict[str, Any] = {}
     if has_graph or has_hierarchy:
         write, drop = await _relink_and_rebuild(
-            index, hashes, report, new_leaves, recorded, model, llm, has_graph, has_hierarchy, files,
+            index, hashes, report, new_leaves, recorded, model, llm, has_graph, manifest, files,
             show_progress,
         )  # fmt: skip
     else:
@@ -613,72 +618,151 @@ async def _relink_and_rebuild(
     model: _KnownEmbeddings,
     llm: Any,
     has_graph: bool,
-    has_hierarchy: bool,
+    manifest: dict[str, Any] | None,
     files: dict[str, Any],
     show_progress: bool,
 ) -> tuple[list[BaseNode], list[str]]:
-    """Link the chunks again and rebuild the summaries over the corpus as it is now (``corpus``: its document ids,
-    in order; see the module notes); puts the entity graph and hierarchy writers into ``files``; returns the nodes
-    to write and the node ids to delete."""
-    old = dict(index.docstore.docs)
-    before = {node_id: _state(node) for node_id, node in old.items()}
-    unchanged = set(report.unchanged)
-    kept = [n for n in old.values() if _level(n) == 0 and n.ref_doc_id in unchanged]
-    leaves = _in_corpus_order(corpus, kept, new_leaves)
-    new_ids = {n.node_id for n in new_leaves}
-    nodes: list[BaseNode] = leaves
-    linker = entity_linker(settings.get("entities"), llm, show_progress=show_progress) if has_graph else None
-    if linker is not None:
-        await linker.arelink(leaves, new_ids, show_progress=show_progress)
-        report.llm_calls += linker.llm_calls_
-    if has_hierarchy:
-        from llama_index_kgplus._files import json_writer
-        from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE, hierarchy_manifest
+    """Link the chunks again and summarise again the documents that need it (``corpus``: the document ids, in order;
+    ``manifest``: the hierarchy's, or None; see the module notes); puts the entity graph and hierarchy writers into
+    ``files``; returns the nodes to write and the node ids to delete."""
+    from llama_index_kgplus._files import json_writer
+    from llama_index_kgplus.hierarchy import SemanticChunkingSummaryNodeBuilder
+    from llama_index_kgplus.hierarchy._retriever import MANIFEST_FILE
 
-        summaries = [n for n in old.values() if _level(n) > 0]
-        vectors = _embeddings(index.vector_store, [n.node_id for n in kept] + [n.node_id for n in summaries])
-        for leaf in kept:
-            leaf.embedding = vectors.get(leaf.node_id)
-            _unlink_parents(leaf)
-        model.remember(
-            {
-                s.get_content(metadata_mode=MetadataMode.EMBED): vectors[s.node_id]
-                for s in summaries
-                if s.node_id in vectors
-            }
-        )  # a summary written again with the same text is not embedded again
-        builders = summary_builders(settings.get("hierarchy"), model, llm)
-        builder = builders[0]
-        builder.remember_summaries(list(old.values()))
-        nodes = list(await builder.acall(leaves, show_progress=show_progress))
-        stats = builder.level_stats_
-        report.summaries_reused = sum(int(s["reused"]) for s in stats)
-        report.summaries_written = sum(int(s["clusters"]) - int(s["reused"]) - int(s["failed"]) for s in stats)
-        report.llm_calls += int(builder.usage_.get("calls", 0) or 0)
-        files[MANIFEST_FILE] = json_writer(hierarchy_manifest(nodes, builder), indent=1, default=str)
+    docstore = index.docstore
+    unchanged, stale = set(report.unchanged), {*report.updated, *report.deleted}
+    linker = entity_linker(settings.get("entities"), llm, show_progress=show_progress) if has_graph else None
+    builder = summary_builders(settings.get("hierarchy"), model, llm)[0] if manifest is not None else None
+    thresholds = _recorded_thresholds(manifest)
+    # with the ingest's thresholds a semantic builder clusters each document as before: only the documents that
+    # changed (or whose chunks were linked anew) are summarised again; else every document is
+    incremental = builder is None or (
+        thresholds is not None and isinstance(builder, SemanticChunkingSummaryNodeBuilder)
+    )
+    if builder is not None and incremental:
+        builder.similarity_thresholds = thresholds
+    old = dict(docstore.docs) if linker is not None or not incremental else _nodes_of(docstore, stale)
+    before = {} if incremental else {node_id: _state(node) for node_id, node in old.items()}
+    kept = [n for n in old.values() if n.ref_doc_id in unchanged]
+    kept_leaves = [n for n in kept if _level(n) == 0]
+    leaves = _in_corpus_order(corpus, kept_leaves, new_leaves)
+    relinked: list[BaseNode] = []
+    if linker is not None:
+        links = {n.node_id: _links(n) for n in kept_leaves}
+        await linker.arelink(leaves, {n.node_id for n in new_leaves}, show_progress=show_progress)
+        report.llm_calls += linker.llm_calls_
+        relinked = [n for n in kept_leaves if _links(n) != links[n.node_id]]
+        report.entity_passages_relinked = len(relinked)
+    if builder is None:
+        built, replaced = [*new_leaves, *relinked], [*(n for n in old.values() if n.ref_doc_id in stale), *relinked]
+    else:
+        # a summary inherits its chunks' shared metadata: a document with relinked chunks is summarised again
+        again = {n.ref_doc_id for n in relinked}
+        replaced = [n for n in old.values() if not incremental or n.ref_doc_id in stale or n.ref_doc_id in again]
+        built = await _summarise(index, builder, corpus, replaced, new_leaves, unchanged, model, report, show_progress)
+        files[MANIFEST_FILE] = json_writer(
+            _updated_manifest(manifest or {}, replaced, built, builder, thresholds if incremental else None),
+            indent=1,
+            default=str,
+        )
     if linker is not None:
         from llama_index_kgplus.entity_graph import GRAPH_FILE, EntityGraph
 
-        graph = EntityGraph.from_nodes(nodes, linker.dictionary_, index_id=index.index_id)
+        graph = EntityGraph.from_nodes(leaves, linker.dictionary_, index_id=index.index_id)
         similar = (settings.get("entities") or {}).get("similar_entities")
         if similar is not None:
             await graph.alink_similar_entities(model, threshold=float(similar))
         report.entity_passages = graph.n_passages
-        report.entity_passages_relinked = sum(
-            1 for n in kept if n.node_id in before and _entities_of(n) != _entities_of(old[n.node_id], before)
-        )
         files[GRAPH_FILE] = graph.write_file
-    write = [n for n in nodes if n.node_id not in before or _state(n) != before[n.node_id]]
-    new_all = {n.node_id for n in nodes}
-    drop = [node_id for node_id in old if node_id not in new_all]
-    rewritten = [n for n in write if n.node_id in before]
+    write = [n for n in built if n.node_id not in before or _state(n) != before[n.node_id]]
+    built_ids = {n.node_id for n in built}
+    rewritten = [n for n in write if n.node_id in old]
     missing = [n.node_id for n in rewritten if n.embedding is None]
     if missing:  # a node that keeps its text gets new links: its stored vector goes with it
         vectors = _embeddings(index.vector_store, missing)
         for node in rewritten:
             if node.embedding is None:
                 node.embedding = vectors[node.node_id]
+    drop = [n.node_id for n in replaced if n.node_id not in built_ids]
     return write, drop + [n.node_id for n in rewritten]
+
+
+async def _summarise(
+    index: Any,
+    builder: Any,
+    corpus: Iterable[str],
+    replaced: list[BaseNode],
+    new_leaves: list[BaseNode],
+    unchanged: set[str],
+    model: _KnownEmbeddings,
+    report: SyncReport,
+    show_progress: bool,
+) -> list[BaseNode]:
+    """The chunks and summaries of the documents summarised again: the ``new_leaves`` and the chunks of unchanged
+    documents among the ``replaced`` nodes, each summary whose children keep their texts reused."""
+    again = [n for n in replaced if _level(n) == 0 and n.ref_doc_id in unchanged]
+    summaries = [n for n in replaced if _level(n) > 0]
+    vectors = _embeddings(index.vector_store, [n.node_id for n in again] + [n.node_id for n in summaries])
+    for leaf in again:
+        leaf.embedding = vectors.get(leaf.node_id)
+        _unlink_parents(leaf)
+    model.remember(
+        {s.get_content(metadata_mode=MetadataMode.EMBED): vectors[s.node_id] for s in summaries if s.node_id in vectors}
+    )  # a summary written again with the same text is not embedded again
+    builder.remember_summaries(replaced)
+    built = list(await builder.acall(_in_corpus_order(corpus, again, new_leaves), show_progress=show_progress))
+    stats = builder.level_stats_
+    report.summaries_reused = sum(int(s["reused"]) for s in stats)
+    report.summaries_written = sum(int(s["clusters"]) - int(s["reused"]) - int(s["failed"]) for s in stats)
+    report.llm_calls += int(builder.usage_.get("calls", 0) or 0)
+    return built
+
+
+def _recorded_thresholds(manifest: Mapping[str, Any] | None) -> list[float] | None:
+    """The similarity thresholds ``hierarchy.json`` records (None for an index of an earlier version, or none)."""
+    thresholds = (manifest or {}).get("thresholds")
+    if not isinstance(thresholds, list) or not thresholds:
+        return None
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thresholds):
+        return None
+    return [float(t) for t in thresholds]
+
+
+def _updated_manifest(
+    manifest: Mapping[str, Any],
+    replaced: list[BaseNode],
+    built: list[BaseNode],
+    builder: Any,
+    thresholds: list[float] | None,
+) -> dict[str, Any]:
+    """``manifest`` with the ``replaced`` nodes out and the ``built`` ones in; ``thresholds``: the ones the
+    build reused (None: the ones it learned)."""
+    from llama_index_kgplus.hierarchy._retriever import hierarchy_manifest
+
+    part = hierarchy_manifest(built, builder)
+    gone = {n.node_id for n in replaced}
+    levels = {int(k): int(v) for k, v in (manifest.get("nodes_per_level") or {}).items()}
+    for node in replaced:
+        levels[_level(node)] -= 1
+    for key, count in part["nodes_per_level"].items():
+        levels[int(key)] = levels.get(int(key), 0) + count
+    learned = part.get("thresholds") or []
+    return {
+        **part,
+        "nodes_per_level": {str(k): v for k, v in sorted(levels.items()) if v > 0},
+        "root_ids": [r for r in manifest.get("root_ids") or [] if r not in gone] + part["root_ids"],
+        "failed_clusters": [
+            f for f in manifest.get("failed_clusters") or [] if not gone & set(f.get("child_ids") or [])
+        ]
+        + part["failed_clusters"],
+        "thresholds": thresholds if thresholds is not None and len(thresholds) >= len(learned) else learned,
+    }
+
+
+def _nodes_of(docstore: Any, doc_ids: Iterable[str]) -> dict[str, BaseNode]:
+    """The stored nodes of the documents ``doc_ids`` (chunks and summaries), by id."""
+    ids = [n for d in doc_ids if (info := docstore.get_ref_doc_info(d)) is not None for n in info.node_ids]
+    return {node.node_id: node for node in docstore.get_nodes(ids)} if ids else {}
 
 
 def _level(node: BaseNode) -> int:
@@ -695,10 +779,9 @@ def _state(node: BaseNode) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
-def _entities_of(node: BaseNode, states: Mapping[str, str] | None = None) -> Any:
-    if states is not None:  # the node as it was before the sync
-        return json.loads(states[node.node_id]).get("metadata", {}).get("entities")
-    return json.loads(json.dumps(node.metadata.get("entities"), default=str))
+def _links(node: BaseNode) -> str:
+    """What the entity linker wrote in a chunk (its metadata), to tell which chunks a relinking changed."""
+    return json.dumps(node.metadata, sort_keys=True, default=str)
 
 
 def _in_corpus_order(corpus: Iterable[str], kept: list[BaseNode], new: list[BaseNode]) -> list[BaseNode]:

@@ -23,6 +23,7 @@ from llama_index_kgplus._vectors import mean_pairwise_cosine
 from llama_index_kgplus.errors import InputDataError, KGPlusSetupError, SummarizationError
 from llama_index_kgplus.hierarchy import RaptorSummaryNodeBuilder, SemanticChunkingSummaryNodeBuilder
 from llama_index_kgplus.hierarchy._parents import node_level
+from llama_index_kgplus.hierarchy._retriever import hierarchy_manifest
 from llama_index_kgplus.hierarchy._semantic import segment, similarity_threshold
 from llama_index_kgplus.summarizers import AbstractiveSummarizer, ExtractiveSummarizer, TwoStageSummarizer
 
@@ -200,6 +201,27 @@ def test_semantic_second_level_summarises_the_summaries(embed_model, topic_nodes
     levels = [n.metadata["level"] for n in summaries(out)]
     assert 2 in levels and len(builder.thresholds_) == 2
     assert_linked_both_ways(out)
+
+
+def test_semantic_fixed_thresholds_cluster_one_document_as_the_whole_run_did(embed_model, topic_nodes):
+    learned = semantic(embed_model, cluster_size=2, max_levels=2, max_cluster_size=2)
+    learned(topic_nodes())
+    # the thresholds of the whole run, given to a build of one document: its clusters are the run's
+    fixed = semantic(embed_model, cluster_size=2, max_levels=2, max_cluster_size=2)
+    fixed.similarity_thresholds = learned.thresholds_
+    fixed([n for n in topic_nodes() if n.ref_doc_id == "geo-bread"])
+    assert fixed.thresholds_ == learned.thresholds_
+    assert fixed.breakpoints_["geo-bread"] == learned.breakpoints_["geo-bread"]
+    alone = semantic(embed_model, cluster_size=2, max_levels=2, max_cluster_size=2)
+    alone([n for n in topic_nodes() if n.ref_doc_id == "geo-bread"])  # learns from this document's curve alone
+    assert alone.threshold_ != learned.threshold_
+    # a level beyond the list learns its own threshold
+    fixed.similarity_thresholds = learned.thresholds_[:1]
+    fixed(topic_nodes())
+    assert fixed.thresholds_[0] == learned.thresholds_[0] and fixed.thresholds_[1] == pytest.approx(
+        learned.thresholds_[1]
+    )
+    assert hierarchy_manifest([], fixed)["thresholds"] == fixed.thresholds_  # what a sync reuses
 
 
 @pytest.mark.parametrize("method", ["stddev", "iqr"])

@@ -37,6 +37,7 @@ from llama_index_kgplus._streaming import READINGS_FILE, RESUME_FILE  # noqa: E4
 from llama_index_kgplus._syncing import entity_linker, recorded_settings  # noqa: E402
 from llama_index_kgplus._text import sentence_splitter  # noqa: E402
 from llama_index_kgplus.cli import main  # noqa: E402
+from llama_index_kgplus.hierarchy._retriever import read_manifest  # noqa: E402
 from llama_index_kgplus.indexing import sync_index  # noqa: E402
 
 # chunks of 64 tokens: most documents have several, which the semantic builder summarises
@@ -181,6 +182,16 @@ def test_an_index_streamed_in_python_records_its_linker_and_builder_so_that_a_sy
     assert {k: settings["hierarchy"][k] for k in ("kind", "summarizer", "cluster_size", "seed")} == {
         "kind": "semantic", "summarizer": "extractive", "cluster_size": 5, "seed": 0}  # fmt: skip
 
+    thresholds = read_manifest(folder)["thresholds"]  # the median of the batches' thresholds, which a sync reuses
+    assert len(thresholds) == 1 and -1 <= thresholds[0] <= 1
+
+    def nodes_by_doc() -> dict[str, set[str]]:
+        by_doc: dict[str, set[str]] = {}
+        for node in load_index(folder, embed_model=embed_model).docstore.docs.values():
+            by_doc.setdefault(str(node.ref_doc_id), set()).add(node.node_id)
+        return by_doc
+
+    before = nodes_by_doc()
     documents = load_corpus(corpus)
     changed = documents[3]
     documents[3] = Document(text=changed.text + " It was restored in 1999.", doc_id=changed.doc_id,
@@ -188,6 +199,9 @@ def test_an_index_streamed_in_python_records_its_linker_and_builder_so_that_a_sy
     report = sync_index(documents, folder, embed_model=embed_model, show_progress=False)
     assert report.updated == [changed.doc_id] and report.entity_passages == EntityGraph.load(folder).n_passages
     assert any("restored in 1999" in text for text, *_ in graph_rows(folder, embed_model))
+    after = nodes_by_doc()  # only the changed document's nodes were written again
+    assert report.entity_passages_relinked == 0 and {d for d in after if after[d] != before[d]} == {changed.doc_id}
+    assert read_manifest(folder)["thresholds"] == thresholds
 
     # a builder setting a sync cannot rebuild from ingest.json: not recorded, and a sync says how to go on
     odd = SemanticChunkingSummaryNodeBuilder(

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import Document
-from llama_index.core.schema import MetadataMode
 
 from llama_index_kgplus import _indexing, build_index, load_corpus, load_index
 from llama_index_kgplus._indexing import INGEST_FILE, persist_index
 from llama_index_kgplus._lock import writer_lock
-from llama_index_kgplus._syncing import SyncReport
+from llama_index_kgplus._syncing import SyncReport, entity_linker, summary_builders
 from llama_index_kgplus.cli import main
 from llama_index_kgplus.entity_graph import EntityGraph
 from llama_index_kgplus.errors import InputDataError
@@ -60,6 +59,24 @@ def corpora(tmp_path_factory) -> dict[str, Path]:
 
 def _ingest(corpus: Path, index: Path, *extra: str) -> None:
     assert main(["ingest", str(corpus), "--index", str(index), *INGEST, *extra]) == 0
+
+
+def _fresh(corpus: Path, index: Path, like: Path, embed_model) -> None:
+    """A fresh ingest of ``corpus`` with the settings of ``INGEST`` and the similarity thresholds of the index in
+    ``like`` (a sync clusters with the thresholds the index learned at its ingest; a fresh ingest learns its own)."""
+    builder = summary_builders({"kind": "semantic", "summarizer": "extractive", "seed": 0}, embed_model)[0]
+    builder.similarity_thresholds = read_manifest(like)["thresholds"]
+    build_index(
+        load_corpus(corpus), index, embed_model=embed_model, chunk_size=64, chunk_overlap=8, vector_store="lancedb",
+        extra_transformations=[entity_linker({"sources": ["titles"]}), builder], show_progress=False,
+    )  # fmt: skip
+
+
+def _nodes_by_doc(folder: Path, embed_model) -> dict[str, set[str]]:
+    by_doc: dict[str, set[str]] = {}
+    for node in load_index(folder, embed_model=embed_model).docstore.docs.values():
+        by_doc.setdefault(str(node.ref_doc_id), set()).add(node.node_id)
+    return by_doc
 
 
 def _sync(corpus: Path, index: Path, capsys) -> SyncReport:
@@ -141,13 +158,19 @@ def counted(embed_model):
 def test_a_synced_index_is_a_fresh_ingest_of_the_new_corpus(store, corpora, tmp_path, embed_model, counted, capsys):
     synced, fresh = tmp_path / "synced", tmp_path / "fresh"
     _ingest(corpora["v1"], synced, "--vector-store", store)
+    thresholds, before = read_manifest(synced)["thresholds"], _nodes_by_doc(synced, embed_model)
 
     counted.clear()
     report = _sync(corpora["v2"], synced, capsys)
     v1, v2 = load_corpus(corpora["v1"]), load_corpus(corpora["v2"])
     assert report.deleted == [v1[0].doc_id] and report.updated == [v2[0].doc_id]
     assert report.added == [d.doc_id for d in v2[-2:]] and len(report.unchanged) == len(v1) - 2
-    assert report.summaries_reused > report.summaries_written > 0 and report.llm_calls == 0
+    assert report.summaries_written > 0 and report.llm_calls == 0
+    # the unchanged documents keep their nodes, summaries included, but those with a chunk linked anew
+    after = _nodes_by_doc(synced, embed_model)
+    rebuilt = [d for d in report.unchanged if after[d] != before[d]]
+    assert len(rebuilt) <= report.entity_passages_relinked < len(report.unchanged) - 1
+    assert read_manifest(synced)["thresholds"] == thresholds
     # only the new and changed documents' text (and the summaries over it) went to the model
     unchanged = [f"title: {d.metadata['title']}\n" for d in v2 if d.doc_id in report.unchanged]
     assert counted and report.texts_embedded == len(set(counted))
@@ -156,8 +179,28 @@ def test_a_synced_index_is_a_fresh_ingest_of_the_new_corpus(store, corpora, tmp_
 
     report = _sync(corpora["v3"], synced, capsys)  # the changed document changed again, one more deleted
     assert report.updated == [load_corpus(corpora["v3"])[0].doc_id] and len(report.deleted) == 1
-    _ingest(corpora["v3"], fresh, "--vector-store", store)
+    _fresh(corpora["v3"], fresh, synced, embed_model)
     _assert_same(_snapshot(synced, embed_model), _snapshot(fresh, embed_model))
+
+
+def test_an_index_without_recorded_thresholds_is_summarised_again_in_full_once(corpora, tmp_path, embed_model, capsys):
+    from llama_index_kgplus._files import json_writer
+
+    index = tmp_path / "index"
+    _ingest(corpora["v1"], index)
+    manifest = read_manifest(index)
+    del manifest["thresholds"]  # as hierarchy.json of an earlier version
+    stamp = json.loads((index / INGEST_FILE).read_text(encoding="utf-8"))
+    files = {"hierarchy.json": json_writer(manifest), "entity_graph.npz": EntityGraph.load(index).write_file}
+    persist_index(load_index(index, embed_model=embed_model), index, files=files, settings=stamp["settings"])
+
+    report = _sync(corpora["v2"], index, capsys)  # every document clustered again, at thresholds learned again
+    summaries = sum(n for level, n in read_manifest(index)["nodes_per_level"].items() if level != "0")
+    assert report.summaries_reused + report.summaries_written == summaries
+    assert report.summaries_reused > report.summaries_written > 0
+    assert read_manifest(index)["thresholds"]  # recorded: the next sync summarises only what changed
+    report = _sync(corpora["v3"], index, capsys)
+    assert report.summaries_reused + report.summaries_written < summaries / 2
 
 
 def test_an_unchanged_corpus_is_a_no_op(corpora, tmp_path, embed_model, counted, capsys):
@@ -290,18 +333,17 @@ def test_delete_ref_doc_deletes_through_every_index_of_the_folder(store, tmp_pat
     report = index.delete_report_
     assert report is not None and report.ingest_id is not None
     assert (report.deleted, report.added, report.updated, len(report.unchanged)) == ([gone], [], [], 15)
-    assert report.summaries_reused > report.summaries_written > 0 and report.entity_passages_relinked > 0
-    assert report.llm_calls == 0 and report.texts_embedded == len(set(counted))
-    texts = [(n.get_content(MetadataMode.EMBED), n.metadata.get("level")) for n in index.docstore.docs.values()]
-    chunks = {t for t, level in texts if not level} - {t for t, level in texts if level}  # (a summary may be a chunk)
-    assert counted and len(chunks) > 30 and not chunks & set(counted)  # no chunk embedded again: only new summaries
+    # the documents whose chunks lost the entity are summarised again, with the summaries they had: nothing is
+    # embedded or written by a model
+    assert report.summaries_reused > report.summaries_written == 0 and report.entity_passages_relinked > 0
+    assert report.llm_calls == report.texts_embedded == 0 and not counted
     # the object holds the result, still bound to the folder: a persist_index the user adds writes nothing
     assert gone not in index.ref_doc_info and index.folder == folder.resolve()
     stamp = (folder / INGEST_FILE).read_text(encoding="utf-8")
     assert persist_index(index, folder) == report.ingest_id
     assert (folder / INGEST_FILE).read_text(encoding="utf-8") == stamp
 
-    _ingest(_write(tmp_path / "rest.jsonl", [r for r in rows if r["id"] != gone]), fresh, "--vector-store", store)
+    _fresh(_write(tmp_path / "rest.jsonl", [r for r in rows if r["id"] != gone]), fresh, folder, embed_model)
     deleted = _snapshot(folder, embed_model)
     _assert_same(deleted, _snapshot(fresh, embed_model))
     retriever = index.as_retriever(similarity_top_k=4)  # the object in memory retrieves as the folder does

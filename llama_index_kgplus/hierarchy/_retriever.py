@@ -465,8 +465,8 @@ def write_manifest(persist_dir: str | Path, nodes: Sequence[BaseNode], builder: 
 
 
 def hierarchy_manifest(nodes: Sequence[BaseNode], builder: Any | None = None) -> dict[str, Any]:
-    """What ``hierarchy.json`` holds: root ids, nodes per level, the builder's settings and the clusters it
-    failed to summarise."""
+    """What ``hierarchy.json`` holds: root ids, nodes per level, the builder's settings, the clusters it
+    failed to summarise and (a semantic builder's) the similarity threshold of each level, which a sync reuses."""
     levels: dict[int, int] = {}
     for node in nodes:
         levels[node_level(node)] = levels.get(node_level(node), 0) + 1
@@ -481,9 +481,12 @@ def hierarchy_manifest(nodes: Sequence[BaseNode], builder: Any | None = None) ->
     }
     try:
         failed = builder.failed_clusters_ if builder is not None else []
+        thresholds = builder.thresholds_ if builder is not None and hasattr(type(builder), "thresholds_") else None
     except AttributeError:  # the builder did not run (a pipeline cache hit)
-        failed = []
+        failed, thresholds = [], None
     manifest["failed_clusters"] = [{"level": f.level, "child_ids": list(f.child_ids), "error": f.error} for f in failed]
+    if thresholds is not None:
+        manifest["thresholds"] = [float(t) for t in thresholds]
     return manifest
 
 

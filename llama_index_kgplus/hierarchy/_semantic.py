@@ -9,6 +9,9 @@ where the curve drops below a threshold. The threshold is learned from all the c
 - ``stddev``: mean - ``threshold_amount`` standard deviations (default 1);
 - ``iqr``: first quartile - ``threshold_amount`` inter-quartile ranges (default 0.5).
 
+``similarity_thresholds`` fixes them instead, one per level: an index sync clusters the documents it re-indexes
+with the thresholds the ingest learned (``thresholds`` in ``hierarchy.json``), so the other documents keep theirs.
+
 Clusters larger than ``max_cluster_size`` are split at their weakest link; single chunks join the more
 similar neighbour when ``merge_singletons``. Chunks of different source documents are never merged.
 """
@@ -137,6 +140,12 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
     merge_singletons: bool = Field(
         default=True, description="Join single-chunk clusters to the more similar neighbour."
     )
+    similarity_thresholds: list[float] | None = Field(
+        default=None,
+        description="Fixed thresholds, one per level, instead of learning them from each run's chunks (an index "
+        "sync reuses those of the ingest, so that documents it did not change keep their clusters); a level "
+        "beyond the list learns its own.",
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -152,7 +161,7 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
 
     @property
     def thresholds_(self) -> list[float]:
-        """The threshold learned at each level."""
+        """The threshold used at each level (learned, or given as ``similarity_thresholds``)."""
         return self._get("thresholds")
 
     @property
@@ -193,8 +202,13 @@ class SemanticChunkingSummaryNodeBuilder(BaseSummaryNodeBuilder):
             curves = [s for s in sims.values() if s.size]
             if not curves:
                 break
-            threshold = similarity_threshold(
-                np.concatenate(curves), self.threshold_method, self.cluster_size, self.threshold_amount
+            fixed = self.similarity_thresholds or []
+            threshold = (
+                float(fixed[level - 1])
+                if level <= len(fixed)
+                else similarity_threshold(
+                    np.concatenate(curves), self.threshold_method, self.cluster_size, self.threshold_amount
+                )
             )
             plan = {k: segment(sims[k], threshold, max_size, self.merge_singletons) for k in sequences}
             self._learned["thresholds"].append(threshold)
