@@ -648,10 +648,15 @@ async def _relink_and_rebuild(
     leaves = _in_corpus_order(corpus, kept_leaves, new_leaves)
     relinked: list[BaseNode] = []
     if linker is not None:
-        links = {n.node_id: _links(n) for n in kept_leaves}
+        from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
+
+        def links(node: BaseNode) -> tuple[Any, Any]:  # what the linker writes (as new values)
+            return node.metadata.get(ENTITIES_KEY), node.metadata.get(RELATIONSHIPS_KEY)
+
+        before_links = {n.node_id: links(n) for n in kept_leaves}
         await linker.arelink(leaves, {n.node_id for n in new_leaves}, show_progress=show_progress)
         report.llm_calls += linker.llm_calls_
-        relinked = [n for n in kept_leaves if _links(n) != links[n.node_id]]
+        relinked = [n for n in kept_leaves if links(n) != before_links[n.node_id]]
         report.entity_passages_relinked = len(relinked)
     if builder is None:
         built, replaced = [*new_leaves, *relinked], [*(n for n in old.values() if n.ref_doc_id in stale), *relinked]
@@ -777,11 +782,6 @@ def _state(node: BaseNode) -> str:
     data = node.to_dict()
     data.pop("embedding", None)
     return json.dumps(data, sort_keys=True, default=str)
-
-
-def _links(node: BaseNode) -> str:
-    """What the entity linker wrote in a chunk (its metadata), to tell which chunks a relinking changed."""
-    return json.dumps(node.metadata, sort_keys=True, default=str)
 
 
 def _in_corpus_order(corpus: Iterable[str], kept: list[BaseNode], new: list[BaseNode]) -> list[BaseNode]:
