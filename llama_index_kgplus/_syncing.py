@@ -645,7 +645,7 @@ async def _relink_and_rebuild(
     before = {} if incremental else {node_id: _state(node) for node_id, node in old.items()}
     kept = [n for n in old.values() if n.ref_doc_id in unchanged]
     kept_leaves = [n for n in kept if _level(n) == 0]
-    leaves = _in_corpus_order(corpus, kept_leaves, new_leaves)
+    leaves: list[BaseNode] = []  # every chunk, in corpus order, for the entity graph
     relinked: list[BaseNode] = []
     if linker is not None:
         from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
@@ -654,6 +654,7 @@ async def _relink_and_rebuild(
             return node.metadata.get(ENTITIES_KEY), node.metadata.get(RELATIONSHIPS_KEY)
 
         before_links = {n.node_id: links(n) for n in kept_leaves}
+        leaves = _in_corpus_order(corpus, kept_leaves, new_leaves)
         await linker.arelink(leaves, {n.node_id for n in new_leaves}, show_progress=show_progress)
         report.llm_calls += linker.llm_calls_
         relinked = [n for n in kept_leaves if links(n) != before_links[n.node_id]]
@@ -748,7 +749,7 @@ def _updated_manifest(
     gone = {n.node_id for n in replaced}
     levels = {int(k): int(v) for k, v in (manifest.get("nodes_per_level") or {}).items()}
     for node in replaced:
-        levels[_level(node)] -= 1
+        levels[_level(node)] = levels.get(_level(node), 0) - 1
     for key, count in part["nodes_per_level"].items():
         levels[int(key)] = levels.get(int(key), 0) + count
     learned = part.get("thresholds") or []
