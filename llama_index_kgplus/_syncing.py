@@ -9,7 +9,8 @@ files derived from the index follow:
 - the entity graph (``entity_graph.npz``): the new chunks are read by the entity sources (``ner``, ``llm``) and
   every chunk is linked again against the dictionary of the whole corpus (what the older chunks' readings
   recorded, and the new ones), so the graph is the one a fresh ingest would build, for the cost of reading the
-  new chunks;
+  new chunks; the older chunks are linked as light copies (text, title, links, document), and only those whose
+  links changed are read whole and written again;
 - the summaries (``hierarchy.json``): the semantic builder, which never clusters across documents, clusters the
   chunks of the new and changed documents at the similarity thresholds the ingest learned (``thresholds`` of
   ``hierarchy.json``), and those of documents whose chunks were linked anew (a summary inherits its chunks' shared
@@ -50,7 +51,7 @@ from typing import Any
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
 from llama_index_kgplus._corpus import CorpusRecord, load_records
 from llama_index_kgplus._indexing import (
@@ -70,6 +71,7 @@ from llama_index_kgplus._paths import user_path
 from llama_index_kgplus._sqlitedoc import SQLiteDocumentStore
 from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus._text import sentence_splitter
+from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
 from llama_index_kgplus.errors import InputDataError
 
 __all__ = [
@@ -85,6 +87,8 @@ __all__ = [
 GRAPHRAG_DIR = "graphrag"
 """The folder of an index folder where a sync looks for a GraphRAG store (``kgplus graphrag index --store``)."""
 _PARENT_IDS_KEY = "parent_ids"
+_LINK_KEYS = (ENTITIES_KEY, RELATIONSHIPS_KEY)  # what the entity linker writes in a chunk's metadata
+_PLACING = (NodeRelationship.SOURCE, NodeRelationship.PREVIOUS)  # what tells a chunk's document and whether it is first
 _BATCH = 1000  # node ids per delete or read of the vector store
 
 
@@ -641,24 +645,32 @@ async def _relink_and_rebuild(
     )
     if builder is not None and incremental:
         builder.similarity_thresholds = thresholds
-    old = dict(docstore.docs) if linker is not None or not incremental else _nodes_of(docstore, stale)
+    if incremental:  # the nodes of the stale documents, and the chunks of the others as the linker reads them
+        old = _nodes_of(docstore, stale)
+        kept_leaves = _linker_views(docstore, unchanged) if linker is not None else []
+    else:
+        old = dict(docstore.docs)
+        kept_leaves = [n for n in old.values() if _level(n) == 0 and n.ref_doc_id in unchanged]
     before = {} if incremental else {node_id: _state(node) for node_id, node in old.items()}
-    kept = [n for n in old.values() if n.ref_doc_id in unchanged]
-    kept_leaves = [n for n in kept if _level(n) == 0]
     leaves: list[BaseNode] = []  # every chunk, in corpus order, for the entity graph
     relinked: list[BaseNode] = []
     if linker is not None:
-        from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
-
-        def links(node: BaseNode) -> tuple[Any, Any]:  # what the linker writes (as new values)
-            return node.metadata.get(ENTITIES_KEY), node.metadata.get(RELATIONSHIPS_KEY)
-
-        before_links = {n.node_id: links(n) for n in kept_leaves}
+        before_links = {n.node_id: _links(n) for n in kept_leaves}
         leaves = _in_corpus_order(corpus, kept_leaves, new_leaves)
         await linker.arelink(leaves, {n.node_id for n in new_leaves}, show_progress=show_progress)
         report.llm_calls += linker.llm_calls_
-        relinked = [n for n in kept_leaves if links(n) != before_links[n.node_id]]
+        relinked = [n for n in kept_leaves if _links(n) != before_links[n.node_id]]
         report.entity_passages_relinked = len(relinked)
+    if incremental and relinked:  # the stored nodes of the relinked chunks (with summaries: of their documents)
+        views = {n.node_id: n for n in relinked}
+        if builder is not None:
+            fetched = _nodes_of(docstore, {str(n.ref_doc_id) for n in relinked})
+        else:
+            fetched = {n.node_id: n for n in docstore.get_nodes(list(views))}
+        for node_id, view in views.items():
+            _take_links(fetched[node_id], view)
+        old.update(fetched)
+        relinked = [fetched[node_id] for node_id in views]
     if builder is None:
         built, replaced = [*new_leaves, *relinked], [*(n for n in old.values() if n.ref_doc_id in stale), *relinked]
     else:
@@ -769,6 +781,45 @@ def _nodes_of(docstore: Any, doc_ids: Iterable[str]) -> dict[str, BaseNode]:
     """The stored nodes of the documents ``doc_ids`` (chunks and summaries), by id."""
     ids = [n for d in doc_ids if (info := docstore.get_ref_doc_info(d)) is not None for n in info.node_ids]
     return {node.node_id: node for node in docstore.get_nodes(ids)} if ids else {}
+
+
+def _links(node: BaseNode) -> tuple[Any, Any]:
+    """What the entity linker writes in a chunk (as new values each time)."""
+    return node.metadata.get(ENTITIES_KEY), node.metadata.get(RELATIONSHIPS_KEY)
+
+
+def _linker_views(docstore: Any, doc_ids: set[str]) -> list[BaseNode]:
+    """The chunks of the documents ``doc_ids`` as the entity linker reads them (their text, title, links and the
+    relationships that place them), read one at a time: a fraction of the stored nodes' memory."""
+    nodes = docstore.iter_nodes() if isinstance(docstore, SQLiteDocumentStore) else iter(docstore.docs.values())
+    views: list[BaseNode] = []
+    for node in nodes:
+        if _level(node) == 0 and node.ref_doc_id in doc_ids:
+            views.append(
+                TextNode(
+                    id_=node.node_id,
+                    text=node.get_content(metadata_mode=MetadataMode.NONE),
+                    metadata={k: node.metadata[k] for k in ("title", *_LINK_KEYS) if k in node.metadata},
+                    relationships={
+                        k: RelatedNodeInfo(node_id=v.node_id)
+                        for k, v in node.relationships.items()
+                        if k in _PLACING and isinstance(v, RelatedNodeInfo)
+                    },
+                    start_char_idx=getattr(node, "start_char_idx", None),
+                )
+            )
+    return views
+
+
+def _take_links(node: BaseNode, view: BaseNode) -> None:
+    """Give a stored chunk the links its view got."""
+    for key in _LINK_KEYS:
+        if key in view.metadata:
+            node.metadata[key] = view.metadata[key]
+        else:
+            node.metadata.pop(key, None)
+    for attr in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
+        setattr(node, attr, list(dict.fromkeys([*getattr(node, attr), *getattr(view, attr)])))
 
 
 def _level(node: BaseNode) -> int:

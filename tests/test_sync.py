@@ -203,6 +203,26 @@ def test_an_index_without_recorded_thresholds_is_summarised_again_in_full_once(c
     assert report.summaries_reused + report.summaries_written < summaries / 2
 
 
+def test_an_index_with_an_entity_graph_alone_relinks_its_older_passages(corpora, tmp_path, embed_model, capsys):
+    graph_only = INGEST[: INGEST.index("--hierarchy")]
+    synced, fresh = tmp_path / "synced", tmp_path / "fresh"
+    assert main(["ingest", str(corpora["v1"]), "--index", str(synced), *graph_only, "--vector-store", "lancedb"]) == 0
+    report = _sync(corpora["v2"], synced, capsys)
+    assert report.entity_passages_relinked > 0  # older passages link to the added titles, or lose the deleted one
+    assert main(["ingest", str(corpora["v2"]), "--index", str(fresh), *graph_only, "--vector-store", "lancedb"]) == 0
+
+    def state(folder: Path) -> tuple:
+        docs = load_index(folder, embed_model=embed_model).docstore.docs.values()
+        graph = EntityGraph.load(folder)
+        text = {n.node_id: n.get_content() for n in docs}
+        return (
+            sorted(json.dumps([n.get_content(), n.ref_doc_id, n.metadata], sort_keys=True) for n in docs),
+            sorted((text[p], key, count, about) for p, key, count, about in graph.mentions()),
+        )
+
+    assert state(synced) == state(fresh)
+
+
 def test_an_unchanged_corpus_is_a_no_op(corpora, tmp_path, embed_model, counted, capsys):
     index = tmp_path / "index"
     _ingest(corpora["v1"], index)
