@@ -1,5 +1,6 @@
 """One corpus sync (`kgplus sync`, `sync_index`): an index synced with a changed corpus holds what a fresh ingest of
-that corpus holds (docstore, vectors, entity graph, summaries, retrieval), having embedded only the new text; and
+that corpus at the index's similarity thresholds holds (docstore, vectors, entity graph, summaries, retrieval),
+having embedded only the new text and summarised only the documents that changed or were linked anew; and
 the bad inputs: another embedding model, two writers at once, duplicate ids, an unchanged corpus. The same for one
 document deleted (`delete_ref_doc` of an index bound to its folder, `kgplus delete`): the folder then holds a fresh
 ingest of the corpus without it. And a JSON index moved into LanceDB (`kgplus ingest --upgrade`, `upgrade_index`)
