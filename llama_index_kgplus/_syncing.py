@@ -783,9 +783,9 @@ def _nodes_of(docstore: Any, doc_ids: Iterable[str]) -> dict[str, BaseNode]:
     return {node.node_id: node for node in docstore.get_nodes(ids)} if ids else {}
 
 
-def _links(node: BaseNode) -> tuple[Any, Any]:
+def _links(node: BaseNode) -> tuple[Any, ...]:
     """What the entity linker writes in a chunk (as new values each time)."""
-    return node.metadata.get(ENTITIES_KEY), node.metadata.get(RELATIONSHIPS_KEY)
+    return tuple(node.metadata.get(key) for key in _LINK_KEYS)
 
 
 def _linker_views(docstore: Any, doc_ids: set[str]) -> list[BaseNode]:
