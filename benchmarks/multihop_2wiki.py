@@ -191,9 +191,10 @@ def sensitivity(title, docs, questions, embed_model, sources):
         print(f"| {name} | {getattr(defaults, name)} | {cells} |", flush=True)
 
 
-def single_hop(embed_model, source_sets, every=9):
+def single_hop(embed_model, source_sets, every=9, variants=(("defaults", {}),)):
     """Single-hop SQuAD questions over long articles: hit@8 (a gold answer string in the 8 passages retrieved),
-    vector vs the entity graph, and the graph with the question's entities ignored."""
+    vector vs the entity graph (each of ``variants``: ``(name, GraphRetrievalSettings keywords)``), and the graph
+    with the question's entities ignored."""
     from llama_index.core import Document
 
     from llama_index_kgplus.entity_graph import EntityGraphRetriever
@@ -235,14 +236,17 @@ def single_hop(embed_model, source_sets, every=9):
                 flush=True,
             )
             continue
-        retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=TOP_K)
-        blind = EntityGraphRetriever.from_index(index, graph, similarity_top_k=TOP_K)
-        blind.question_entities = lambda question: []
-        print(
-            f"| graph: {'+'.join(sources)} | {hit_rate(retriever):.3f} | {hit_rate(blind):.3f} | {graph.n_passages} "
-            f"| {graph.n_entities} |",
-            flush=True,
-        )
+        for variant, settings in variants:
+            kwargs = {"similarity_top_k": TOP_K, "embed_model": embed_model, **settings}
+            retriever = EntityGraphRetriever.from_index(index, graph, **kwargs)
+            blind = EntityGraphRetriever.from_index(index, graph, **kwargs)
+            blind.question_entities = lambda question: []
+            label = "+".join(sources) + ("" if variant == "defaults" else f", {variant}")
+            print(
+                f"| graph: {label} | {hit_rate(retriever):.3f} | {hit_rate(blind):.3f} | {graph.n_passages} "
+                f"| {graph.n_entities} |",
+                flush=True,
+            )
 
 
 def scale(n_passages_list, embed_dim=384):

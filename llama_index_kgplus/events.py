@@ -132,6 +132,11 @@ class EntityGraphSeedsEvent(BaseEvent):
 
     question: str = Field(description="The question.")
     entities: list[str] = Field(description="The question's entities that seed the walk (names).")
+    sentence_entities: list[str] = Field(
+        default_factory=list,
+        description="The entities that seed the walk because the dense hits' sentences nearest the question name "
+        "them (names).",
+    )
     passages: list[str] = Field(description="The dense hits that seed the walk (node ids).")
     dense_share: float = Field(description="Share of the seed weight on the dense hits.")
 

@@ -509,8 +509,10 @@ def lothair_index(embed_model, tmp_path_factory):
 
 def test_retriever_reaches_the_passage_the_question_does_not_name(lothair_index):
     index, graph = lothair_index
-    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=5, dense_seeds=1)
-    hits = retriever.retrieve("When did Lothair II's mother die?")
+    question = "When did Lothair II's mother die?"
+    # without the sentence seeds the walk goes from the question's entity through the passage about it
+    retriever = EntityGraphRetriever.from_index(index, graph, similarity_top_k=5, dense_seeds=1, sentence_seeds=0)
+    hits = retriever.retrieve(question)
     ids = [h.node.ref_doc_id for h in hits]
     assert ids[0] == "Lothair II" and "Ermengarde of Tours" in ids
     why = next(h for h in hits if h.node.ref_doc_id == "Ermengarde of Tours").node.metadata["entity_graph"]
@@ -521,6 +523,14 @@ def test_retriever_reaches_the_passage_the_question_does_not_name(lothair_index)
     assert steps[-1]["to"]["doc_id"] == "Ermengarde of Tours"
     # the docstore's node is not changed by the per-question metadata
     assert "entity_graph" not in index.docstore.get_node(hits[0].node.node_id).metadata
+    # by default the entities of the Lothair II passage's sentences nearest the question ("He was the second son of
+    # Emperor Lothair I and Ermengarde of Tours.") seed the walk too: it reaches her passage in one step
+    hits = EntityGraphRetriever.from_index(index, graph, similarity_top_k=5, dense_seeds=1).retrieve(question)
+    ids = [h.node.ref_doc_id for h in hits]
+    assert ids[0] == "Lothair II" and set(ids[1:3]) == {"Lothair I", "Ermengarde of Tours"}
+    steps = hits[ids.index("Ermengarde of Tours")].node.metadata["entity_graph"]["path"]
+    assert steps[0] == {"seed": {"entity": "Ermengarde of Tours"}, "by": "sentence"}
+    assert [s["edge"] for s in steps[1:]] == ["MENTIONS (about)"]
 
 
 def test_push_and_power_walks_rank_alike(lothair_index):

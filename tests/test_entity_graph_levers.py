@@ -57,9 +57,8 @@ def hand_graph():
 def test_passage_seeds_scaled_by_dense_score_match_networkx():
     graph, docstore, nodes = hand_graph()
     dense = FixedHits([(nodes["a"], 0.9), (nodes["b"], 0.7), (nodes["c"], 0.5)])
-    retriever = EntityGraphRetriever(
-        graph, dense, docstore, similarity_top_k=3, dense_seeds=3, damping=0.5, max_df=None, walk_tolerance=1e-9
-    )  # fmt: skip  (minmax: the default)
+    settings = {"damping": 0.5, "max_df": None, "walk_tolerance": 1e-9, "sentence_seeds": 0}
+    retriever = EntityGraphRetriever(graph, dense, docstore, similarity_top_k=3, dense_seeds=3, **settings)  # minmax
     hits = retriever.retrieve("a question that names nobody")
     walk = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in hits}
     reference = nx.Graph([("a", "xavier"), ("b", "xavier"), ("b", "yvonne"), ("c", "yvonne")])
@@ -68,9 +67,8 @@ def test_passage_seeds_scaled_by_dense_score_match_networkx():
     assert walk == pytest.approx({p: expected[p] for p in "abc"}, abs=1e-6)
     # by raw score the seeds are 0.9 : 0.7 : 0.5
     plain = EntityGraphRetriever(
-        graph, dense, docstore, similarity_top_k=3, dense_seeds=3, dense_seed_scaling="score", damping=0.5,
-        max_df=None, walk_tolerance=1e-9,
-    )  # fmt: skip
+        graph, dense, docstore, similarity_top_k=3, dense_seeds=3, dense_seed_scaling="score", **settings
+    )
     expected = nx.pagerank(reference, alpha=0.5, personalization={"a": 0.9, "b": 0.7, "c": 0.5}, tol=1e-12)
     walk = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in plain.retrieve("nobody")}
     assert walk == pytest.approx({p: expected[p] for p in "abc"}, abs=1e-6)
@@ -189,3 +187,81 @@ def test_synonym_edges_carry_the_walk_and_persist(embed_model, tmp_path):
     assert walk() == pytest.approx({p: expected[p] for p in "ab"}, abs=1e-6)
     graph.persist(tmp_path)
     assert ("king lothair ii", "lothair ii", "SIMILAR_TO") in EntityGraph.load(tmp_path).entities.relationships
+
+
+def test_sentence_seeds_seed_the_entities_of_the_sentences_nearest_the_question(embed_model):
+    """Passage a (the one dense hit) has three sentences; the question names Blue Harbor. With sentence_seeds=2
+    the two sentences nearest the question by embedding are a's first (Blue Harbor, the question's own entity)
+    and second (Mira Solten): Mira Solten seeds the walk at that sentence's cosine times its specificity, and the
+    passage about her marriage (b) now ranks above the one about Oslo (c), which tie without it; the scores are
+    networkx's personalized PageRank with those seeds."""
+    import numpy as np
+
+    texts = {
+        "a": "Blue Harbor is an album from 1998. Its singer is Mira Solten. The cover was shot in Oslo.",
+        "b": "Mira Solten married the painter Ivo Brandt.",
+        "c": "Oslo is the capital of Norway.",
+    }
+    names = {"a": ["Blue Harbor", "Mira Solten", "Oslo"], "b": ["Mira Solten", "Ivo Brandt"], "c": ["Oslo", "Norway"]}
+    entities = EntityDictionary()
+    for pid, found in names.items():
+        for name in found:
+            entities.add(name, "ner", doc_id=pid)
+    key = {e.name: k for k, e in entities.entities.items()}
+    nodes = []
+    for pid, text in texts.items():
+        records = [{"id": key[n], "name": n, "count": 1} for n in names[pid]]
+        node = TextNode(id_=pid, text=text, metadata={"entities": records})
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=pid)
+        nodes.append(node)
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(nodes)
+    graph = EntityGraph.from_nodes(nodes, entities)
+    question = "Who did the singer of Blue Harbor marry?"
+    settings = {"similarity_top_k": 3, "damping": 0.5, "max_df": None, "dense_seeds": 1, "walk_tolerance": 1e-9}
+
+    def retriever(sentence_seeds):
+        dense = FixedHits([(nodes[0], 0.6)])
+        return EntityGraphRetriever(
+            graph, dense, docstore, embed_model=embed_model, sentence_seeds=sentence_seeds, **settings
+        )
+
+    def cosine(sentence):
+        a, b = np.array(embed_model.get_text_embedding(sentence)), np.array(embed_model.get_query_embedding(question))
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    hits = retriever(2).retrieve(question)
+    walk = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in hits}
+    singer = cosine("Its singer is Mira Solten.")
+    named = retriever(2).sentence_entities(question, [NodeWithScore(node=nodes[0])])
+    assert [k for k, _ in named] == [key["Blue Harbor"], key["Mira Solten"]]  # Oslo's sentence is the third
+    # the walk's seeds: the question's entity as the question names it, Mira Solten at her sentence's cosine
+    reference = nx.Graph([(p, key[n]) for p, found in names.items() for n in found])
+    entity_seeds = {key["Blue Harbor"]: 1.0, key["Mira Solten"]: singer / 2}  # specificity: 1 / passages naming it
+    total = sum(entity_seeds.values())
+    personalization = {node: 0.9 * weight / total for node, weight in entity_seeds.items()} | {"a": 0.1}
+    expected = nx.pagerank(reference, alpha=0.5, personalization=personalization, tol=1e-12)
+    assert walk == pytest.approx({p: expected[p] for p in "abc"}, abs=1e-6)
+    assert walk["b"] > walk["c"]
+    path = next(h for h in hits if h.node.node_id == "b").node.metadata["entity_graph"]["path"]
+    assert path[0] == {"seed": {"entity": "Mira Solten"}, "by": "sentence"}
+    without = {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in retriever(0).retrieve(question)}
+    assert without["b"] == pytest.approx(without["c"])
+    again = asyncio.run(retriever(2).aretrieve(question))
+    assert {h.node.node_id: h.node.metadata["entity_graph"]["score"] for h in again} == walk
+
+
+def test_sentence_seeds_without_an_embedding_model_say_how_to_fix_it(monkeypatch):
+    from llama_index.core import Settings
+
+    from llama_index_kgplus import KGPlusSetupError
+
+    def unresolved(self):  # stands in for LlamaIndex's default, OpenAI, with no key (an earlier test may set one)
+        raise ValueError("No API key found for OpenAI.")
+
+    graph, docstore, nodes = hand_graph()
+    monkeypatch.setattr(type(Settings), "embed_model", property(unresolved))
+    retriever = EntityGraphRetriever(graph, FixedHits([(nodes["a"], 0.9)]), docstore)
+    with pytest.raises(KGPlusSetupError, match="sentence_seeds"):
+        retriever.retrieve("Who is Xavier?")
+    assert EntityGraphRetriever(graph, FixedHits([(nodes["a"], 0.9)]), docstore, sentence_seeds=0).retrieve("Xavier")

@@ -1,9 +1,10 @@
 """``EntityGraphRetriever``: multi-hop retrieval by personalized PageRank over the passage-entity graph.
 
 For a question: find its entities (the graph's own dictionary), seed a personalized PageRank with them
-(weighted by specificity, 1 / the number of passages naming the entity) and with the top dense hits (so a
-question that names no known entity still works), walk the graph (passages <-> entities <-> entities), and
-rank passages by the walk (its ranking fused with the dense one). "When did Lothair II's mother die?" seeds
+(weighted by specificity, 1 / the number of passages naming the entity), with the entities named in the top
+dense hits' sentences nearest the question (the sentence that answers the first hop names the next hop's
+entity) and with the top dense hits themselves (so a question that names no known entity still works), walk the
+graph (passages <-> entities <-> entities), and rank passages by the walk (its ranking fused with the dense one). "When did Lothair II's mother die?" seeds
 *Lothair II*; the walk reaches the Lothair II passage, the entity *Ermengarde of Tours* it mentions and the
 passage about her, which the question never names.
 
@@ -31,11 +32,12 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import MetadataMode, NodeRelationship, NodeWithScore, QueryBundle
 
+from llama_index_kgplus._text import split_sentences
 from llama_index_kgplus._vectors import unit, unit_rows
 from llama_index_kgplus.entity_graph._graph import MENTIONS, EntityGraph
 from llama_index_kgplus.entity_graph._hybrid import HybridRetriever
 from llama_index_kgplus.entity_graph._pagerank import personalized_pagerank, transition_matrix
-from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.errors import InputDataError, KGPlusSetupError
 from llama_index_kgplus.events import EntityGraphSeedsEvent, EntityGraphWalkEvent
 
 METADATA_KEY = "entity_graph"
@@ -103,6 +105,13 @@ class GraphRetrievalSettings(BaseModel):
     )
     entity_similarity: float = Field(
         default=0.5, ge=-1.0, le=1.0, description="Least cosine of an entity matched by embedding."
+    )
+    sentence_seeds: int = Field(
+        default=2,
+        ge=0,
+        description="The entities named in this many sentences of the seeded dense hits, those nearest the "
+        "question by embedding, seed the walk too, each weighted by its sentence's cosine (0: none): the sentence "
+        "that answers a question's first hop names the entity of the next. Needs embed_model.",
     )
     dense_seed_weight: float = Field(
         default=0.1,
@@ -178,7 +187,8 @@ class EntityGraphRetriever(BaseRetriever):
 
     ``dense_retriever`` is any LlamaIndex retriever over the same nodes (e.g. ``index.as_retriever()``, or a
     :class:`HierarchicalRetriever`); ``docstore`` gives the nodes the walk reaches; ``embed_model`` embeds the
-    entity names and the question when ``entity_embedding_top_k`` is set (default ``Settings.embed_model``);
+    sentences of the dense hits (``sentence_seeds``) and, when ``entity_embedding_top_k`` is set, the entity names
+    (default: the index's model with ``from_index``, else ``Settings.embed_model``);
     ``llm`` answers the question from the top passages when ``llm_steps`` is set (default ``Settings.llm``; its
     prompt is ``"step_prompt"`` of ``get_prompts()``). Settings: see :class:`GraphRetrievalSettings`.
 
@@ -232,7 +242,12 @@ class EntityGraphRetriever(BaseRetriever):
     def from_index(
         cls, index: Any, graph: EntityGraph | None = None, *, persist_dir: str | Path | None = None, **kwargs: Any
     ) -> EntityGraphRetriever:
-        """Over a ``VectorStoreIndex`` and its entity graph (given, or loaded from ``persist_dir``)."""
+        """Over a ``VectorStoreIndex`` and its entity graph (given, or loaded from ``persist_dir``); ``embed_model``
+        defaults to the index's."""
+        from llama_index_kgplus._indexing import index_embed_model
+
+        if kwargs.get("embed_model") is None:
+            kwargs["embed_model"] = index_embed_model(index)
         if graph is None:
             if persist_dir is None:
                 raise InputDataError("Give the index's EntityGraph, or the persist_dir it was saved in.")
@@ -321,7 +336,13 @@ class EntityGraphRetriever(BaseRetriever):
         if self.embed_model is None:
             from llama_index.core import Settings
 
-            self.embed_model = Settings.embed_model
+            try:
+                self.embed_model = Settings.embed_model
+            except (ImportError, ValueError) as exc:  # LlamaIndex's default, OpenAI, without its package or key
+                raise KGPlusSetupError(
+                    "EntityGraphRetriever embeds the dense hits' sentences (sentence_seeds) and entity names "
+                    "(entity_embedding_top_k): give embed_model= or set Settings.embed_model, or set both to 0."
+                ) from exc
         return self.embed_model
 
     def _name_vectors(self) -> np.ndarray:
@@ -343,6 +364,23 @@ class EntityGraphRetriever(BaseRetriever):
         best = _top_indices(cosines, s.entity_embedding_top_k)
         keys = self.graph.entity_keys
         return [(keys[j], float(cosines[j])) for j in best if cosines[j] >= s.entity_similarity]
+
+    def sentence_entities(self, question: str, hits: list[NodeWithScore]) -> list[tuple[str, float]]:
+        """``(key, cosine)`` of the entities named in the ``sentence_seeds`` sentences of ``hits`` nearest the
+        question by embedding, each with its best sentence's cosine, in sentence order (best first)."""
+        if not self.settings.sentence_seeds or not hits:
+            return []
+        sentences = [t for h in hits for t in split_sentences(h.node.get_content(metadata_mode=MetadataMode.NONE))]
+        if not sentences:
+            return []
+        model = self._embed_model()
+        vectors = unit_rows(np.asarray(model.get_text_embedding_batch(sentences), dtype=np.float32))
+        cosines = vectors @ unit(model.get_query_embedding(question))
+        best: dict[str, float] = {}
+        for i in _top_indices(cosines, self.settings.sentence_seeds):
+            for match in self.graph.entities.find(sentences[i]):
+                best.setdefault(match.key, float(cosines[i]))
+        return list(best.items())
 
     @dispatcher.span
     def _rank(self, question: str, dense: list[NodeWithScore]) -> list[NodeWithScore]:
@@ -373,6 +411,11 @@ class EntityGraphRetriever(BaseRetriever):
         dense_scores: dict[str, float] = {h.node.node_id: float(h.score or 0.0) for h in dense}
         dense_seeds = np.zeros_like(entity_seeds)
         seeded = [h for h in dense if h.node.node_id in c.passage_index][: s.dense_seeds]
+        bridging = []  # named by the sentences nearest the question, not by the question
+        for key, cosine in self.sentence_entities(question, seeded):
+            if key not in found and key in column and c.specificity[column[key]] > 0:
+                entity_seeds[n_p + column[key]] += max(cosine, 0.0) * c.specificity[column[key]]
+                bridging.append(key)
         weights = _seed_weights([float(h.score or 0.0) for h in dense], s.dense_seed_scaling)
         seeded_ids = {id(h) for h in seeded}
         for h, weight in zip(dense, weights):
@@ -384,6 +427,7 @@ class EntityGraphRetriever(BaseRetriever):
             EntityGraphSeedsEvent(
                 question=question,
                 entities=[self.graph.entities.entities[k].name for k in found],
+                sentence_entities=[self.graph.entities.entities[k].name for k in bridging],
                 passages=[h.node.node_id for h in seeded],
                 dense_share=share,
             )
@@ -421,7 +465,7 @@ class EntityGraphRetriever(BaseRetriever):
                 "dense_score": None if pid not in dense_scores else round(dense_scores[pid], 6),
                 "question_entities": [self.graph.entities.entities[k].name for k in found],
                 "entities": self._visited_entities(p, scores) if p is not None else [],
-                "path": self._path(p, scores, seeds) if p is not None else [],
+                "path": self._path(p, scores, seeds, bridging) if p is not None else [],
             }
             hits.append(NodeWithScore(node=_with_metadata(node, why), score=score))
         return self._with_parents(hits) if s.include_parents else hits
@@ -447,10 +491,13 @@ class EntityGraphRetriever(BaseRetriever):
         row = c.transition.indices[c.transition.indptr[p] : c.transition.indptr[p + 1]]
         return [int(i) - c.n_passages for i in row]
 
-    def _path(self, target: int, scores: np.ndarray, seeds: np.ndarray, max_len: int = 6) -> list[dict[str, Any]]:
+    def _path(
+        self, target: int, scores: np.ndarray, seeds: np.ndarray, bridging: list[str], max_len: int = 6
+    ) -> list[dict[str, Any]]:
         """The walk's most likely way to ``target``: from each node, step back to the not yet visited
         in-neighbour that sent it the most, until a seed that keeps more than it receives. The first element
-        names the seed (``by`` "question" for a question entity, "dense" for a dense hit)."""
+        names the seed (``by`` "question" for a question entity, "sentence" for an entity of ``bridging``, named
+        by a sentence of a dense hit, "dense" for a dense hit)."""
         c, s = self._matrices(), self.settings
         restart = seeds / seeds.sum()
         path, node, seen = [], target, {target}
@@ -469,7 +516,11 @@ class EntityGraphRetriever(BaseRetriever):
         path.reverse()
         if restart[node] > 0:
             origin = self._label(node)
-            path.insert(0, {"seed": origin, "by": "dense" if "doc_id" in origin else "question"})
+            if "doc_id" in origin:
+                by = "dense"
+            else:
+                by = "sentence" if self.graph.entity_keys[node - c.n_passages] in bridging else "question"
+            path.insert(0, {"seed": origin, "by": by})
         return path
 
     def _edge(self, a: int, b: int) -> str:
