@@ -128,11 +128,8 @@ def _walk_text(why: dict[str, Any]) -> str:
         return label["entity"] if "entity" in label else f"[{label['doc_id']}]"
 
     start = steps[0]
-    words = (
-        [f"{'question entity' if start['by'] == 'question' else 'dense hit'} {name(start['seed'])}"]
-        if "seed" in start
-        else [name(start["from"])]
-    )
+    kinds = {"question": "question entity", "sentence": "sentence entity", "dense": "dense hit"}
+    words = [f"{kinds[start['by']]} {name(start['seed'])}"] if "seed" in start else [name(start["from"])]
     words += [f"-{step['edge']}- {name(step['to'])}" for step in steps if "to" in step]
     return " ".join(words)
 
