@@ -85,6 +85,16 @@ def test_retrieve_graph_prints_why_each_source_was_chosen(titles_index, capsys):
     assert "[Lothair II]" in out and "why: question entity Lothair II" in out
 
 
+def test_the_walk_line_names_the_kind_of_seed():
+    from llama_index_kgplus.cli._index import _walk_text
+
+    step = {"from": {"entity": "Ermengarde of Tours"}, "edge": "MENTIONS (about)", "to": {"doc_id": "Ermengarde"}}
+    path = [{"seed": {"entity": "Ermengarde of Tours"}, "by": "sentence"}, step]
+    assert _walk_text({"path": path}) == "sentence entity Ermengarde of Tours -MENTIONS (about)- [Ermengarde]"
+    assert _walk_text({"path": [{"seed": {"doc_id": "Lothair II"}, "by": "dense"}]}) == "dense hit [Lothair II]"
+    assert _walk_text({"path": []}) == "dense hit"
+
+
 @pytest.mark.model  # the CLI loads the real embedding model
 def test_graph_retrieval_composes_with_the_glossary_engine(titles_index, tmp_path, capsys):
     glossary = tmp_path / "glossary.json"
