@@ -133,8 +133,8 @@ class GraphRetrievalSettings(BaseModel):
     dense_weight_no_entities: float = Field(
         default=0.5,
         ge=0.0,
-        description="Weight of the dense ranking when the question names no known entity (the walk then only "
-        "spreads the dense hits).",
+        description="Weight of the dense ranking when the question names no known entity (the walk then "
+        "spreads only the dense hits and the entities of their sentences nearest the question).",
     )
     mention_weight: float = Field(default=1.0, gt=0.0, description="Edge weight: a passage names an entity.")
     about_weight: float = Field(
