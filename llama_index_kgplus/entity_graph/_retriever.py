@@ -4,9 +4,9 @@ For a question: find its entities (the graph's own dictionary), seed a personali
 (weighted by specificity, 1 / the number of passages naming the entity), with the entities named in the top
 dense hits' sentences nearest the question (the sentence that answers the first hop names the next hop's
 entity) and with the top dense hits themselves (so a question that names no known entity still works), walk the
-graph (passages <-> entities <-> entities), and rank passages by the walk (its ranking fused with the dense one). "When did Lothair II's mother die?" seeds
-*Lothair II*; the walk reaches the Lothair II passage, the entity *Ermengarde of Tours* it mentions and the
-passage about her, which the question never names.
+graph (passages <-> entities <-> entities), and rank passages by the walk (its ranking fused with the dense
+one). "When did Lothair II's mother die?" seeds *Lothair II*; the walk reaches the Lothair II passage, the
+entity *Ermengarde of Tours* it mentions and the passage about her, which the question never names.
 
 Every returned node is a copy of the docstore's node with ``metadata["entity_graph"]``: its graph and dense
 scores, the question's entities, the passage's entities most visited by the walk, and ``path``: the edges by
