@@ -14,7 +14,7 @@ graph. ``--cache DIR`` keeps the passage embeddings and the spaCy readings on di
 re-runs are cheap; the index time printed is then marked ``(cached)`` and is not the cold time.
 
     .venv/bin/python benchmarks/multihop.py [--sets 2wiki,2wiki-notitles,musique-notitles] [--cache DIR]
-        [--variants '[["passage seeds", {"passage_seed_scaling": "minmax"}]]'] [--tables main,squad]
+        [--variants '[["one sentence", {"sentence_seeds": 1}]]'] [--tables main,squad]
 
 A variant with ``llm_steps`` (the optional query-time LLM step) uses the packaged local LLM (``llm_from_spec()``,
 48 new tokens); its LLM calls are at query time (one per step and question), and its query ms include them. The
@@ -274,7 +274,9 @@ def main() -> int:
         "--synonyms", type=float, default=None, help="also rows with SIMILAR_TO edges at this cosine (name embeddings)"
     )
     parser.add_argument("--cache", default=None, help="folder for the embedding and spaCy caches")
-    parser.add_argument("--tables", default="main", help="main: the sets; squad: single-hop SQuAD (hit@8)")
+    parser.add_argument(
+        "--tables", default="main", help="main: the sets; squad: single-hop SQuAD (hit@8), each variant too"
+    )
     args = parser.parse_args()
 
     from llama_index_kgplus.llm import embed_model_from_spec
