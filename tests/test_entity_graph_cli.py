@@ -85,6 +85,20 @@ def test_retrieve_graph_prints_why_each_source_was_chosen(titles_index, capsys):
     assert "[Lothair II]" in out and "why: question entity Lothair II" in out
 
 
+def test_sentence_seeds_option(capsys):
+    from llama_index_kgplus.cli import _entities
+    from llama_index_kgplus.cli._parser import build_parser
+
+    def parsed(*options):
+        return _entities.settings(build_parser().parse_args(["retrieve", "q", "--index", "i", *options]))
+
+    assert parsed("--retrieval", "graph", "--sentence-seeds", "0")["sentence_seeds"] == 0
+    assert "sentence_seeds" not in parsed("--retrieval", "graph")  # the retriever's default
+    with pytest.raises(SystemExit):
+        parsed("--sentence-seeds", "-1")
+    assert "--sentence-seeds" in capsys.readouterr().err
+
+
 def test_the_walk_line_names_the_kind_of_seed():
     from llama_index_kgplus.cli._index import _walk_text
 

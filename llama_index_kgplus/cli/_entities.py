@@ -72,6 +72,14 @@ def add_retrieval_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="also seed the N entities whose names embed nearest the question (default 0: the dictionary only)",
     )
+    group.add_argument(
+        "--sentence-seeds",
+        type=_args.non_negative_int,
+        default=None,
+        metavar="N",
+        help="seed the entities of the N sentences of the top dense hits nearest the question "
+        f"(default {GraphRetrievalSettings().sentence_seeds}; 0: none, and no sentence embedded per question)",
+    )
 
 
 def _cosine(value: str) -> float:
@@ -169,5 +177,6 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_hops": args.max_hops,
         "first_stage": args.first_stage,
         "entity_embedding_top_k": args.entity_embedding_top_k,
+        "sentence_seeds": args.sentence_seeds,
     }
     return {key: value for key, value in given.items() if value is not None}
