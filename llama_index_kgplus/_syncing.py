@@ -73,6 +73,7 @@ from llama_index_kgplus._sync import run_sync
 from llama_index_kgplus._text import sentence_splitter
 from llama_index_kgplus.entity_graph._linker import ENTITIES_KEY, RELATIONSHIPS_KEY
 from llama_index_kgplus.errors import InputDataError
+from llama_index_kgplus.hierarchy._parents import node_level
 
 __all__ = [
     "GRAPHRAG_DIR",
@@ -650,7 +651,7 @@ async def _relink_and_rebuild(
         kept_leaves = _linker_views(docstore, unchanged) if linker is not None else []
     else:
         old = dict(docstore.docs)
-        kept_leaves = [n for n in old.values() if _level(n) == 0 and n.ref_doc_id in unchanged]
+        kept_leaves = [n for n in old.values() if node_level(n) == 0 and n.ref_doc_id in unchanged]
     before = {} if incremental else {node_id: _state(node) for node_id, node in old.items()}
     leaves: list[BaseNode] = []  # every chunk, in corpus order, for the entity graph
     relinked: list[BaseNode] = []
@@ -718,8 +719,8 @@ async def _summarise(
 ) -> list[BaseNode]:
     """The chunks and summaries of the documents summarised again: the ``new_leaves`` and the chunks of unchanged
     documents among the ``replaced`` nodes, each summary whose children keep their texts reused."""
-    again = [n for n in replaced if _level(n) == 0 and n.ref_doc_id in unchanged]
-    summaries = [n for n in replaced if _level(n) > 0]
+    again = [n for n in replaced if node_level(n) == 0 and n.ref_doc_id in unchanged]
+    summaries = [n for n in replaced if node_level(n) > 0]
     vectors = _embeddings(index.vector_store, [n.node_id for n in again] + [n.node_id for n in summaries])
     for leaf in again:
         leaf.embedding = vectors.get(leaf.node_id)
@@ -761,7 +762,7 @@ def _updated_manifest(
     gone = {n.node_id for n in replaced}
     levels = {int(k): int(v) for k, v in (manifest.get("nodes_per_level") or {}).items()}
     for node in replaced:
-        levels[_level(node)] = levels.get(_level(node), 0) - 1
+        levels[node_level(node)] = levels.get(node_level(node), 0) - 1
     for key, count in part["nodes_per_level"].items():
         levels[int(key)] = levels.get(int(key), 0) + count
     learned = part.get("thresholds") or []
@@ -794,7 +795,7 @@ def _linker_views(docstore: Any, doc_ids: set[str]) -> list[BaseNode]:
     nodes = docstore.iter_nodes() if isinstance(docstore, SQLiteDocumentStore) else iter(docstore.docs.values())
     views: list[BaseNode] = []
     for node in nodes:
-        if _level(node) == 0 and node.ref_doc_id in doc_ids:
+        if node_level(node) == 0 and node.ref_doc_id in doc_ids:
             views.append(
                 TextNode(
                     id_=node.node_id,
@@ -820,13 +821,6 @@ def _take_links(node: BaseNode, view: BaseNode) -> None:
             node.metadata.pop(key, None)
     for attr in ("excluded_embed_metadata_keys", "excluded_llm_metadata_keys"):
         setattr(node, attr, list(dict.fromkeys([*getattr(node, attr), *getattr(view, attr)])))
-
-
-def _level(node: BaseNode) -> int:
-    try:
-        return int(node.metadata.get("level", 0) or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _state(node: BaseNode) -> str:
