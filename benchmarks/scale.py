@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -250,6 +251,75 @@ def structure(a: argparse.Namespace) -> None:
             results.write(json.dumps(row) + "\n")
 
 
+def dense(a: argparse.Namespace) -> None:
+    """Top-8 dense retrieval through the pack's store of built indexes, in this process: p50 / p95 over 100
+    questions (10 words of a random passage each, after one warm-up), and recall@8 against exact search over every
+    stored vector (the ANN index with the store's re-ranking and ``ef``, against brute force). A hit counts when its
+    exact score reaches the exact 8th best, so that passages repeated in a corpus count once as found."""
+    import random
+
+    from llama_index_kgplus import load_index
+
+    if a.model == "default":
+        from llama_index_kgplus.llm import embed_model_from_spec
+
+        model = embed_model_from_spec()
+    else:
+        model = stand_in_embedding()
+    for folder in a.index:
+        corpus = [json.loads(line)["text"] for line in (Path(folder) / ".." / a.corpus).resolve().open()]
+        rng = random.Random(0)
+        questions = [" ".join(t.split()[1:11]) for t in rng.sample(corpus, 101)]
+        start = time.perf_counter()
+        index = load_index(folder, embed_model=model)
+        retriever = index.as_retriever(similarity_top_k=8)
+        retriever.retrieve(questions[0])
+        open_s = time.perf_counter() - start
+        for ef in a.ef or [index.vector_store.ef]:
+            index.vector_store.ef = ef  # 1: the least LanceDB takes, the candidates it re-ranks
+            _dense_row(a, folder, index, retriever, model, questions, open_s)
+
+
+def _dense_row(
+    a: argparse.Namespace, folder: str, index: Any, retriever: Any, model: Any, questions: list[str], open_s: float
+) -> None:
+    from llama_index_kgplus._lancedb import REFINE_FACTOR
+
+    times, found = [], []
+    for q in questions[1:]:
+        t = time.perf_counter()
+        hits = retriever.retrieve(q)
+        times.append(1000 * (time.perf_counter() - t))
+        found.append([h.node.node_id for h in hits])
+    times.sort()
+    table = index.vector_store.table.to_lance()
+    queries = np.array([model.get_query_embedding(q) for q in questions[1:]], dtype=np.float32)
+    best = np.full((len(queries), 8), -np.inf, dtype=np.float32)
+    hit_scores = np.full((len(queries), 8), -np.inf, dtype=np.float32)  # the exact scores of the hits
+    where: dict[str, list[tuple[int, int]]] = {}
+    for i, hits in enumerate(found):
+        for j, node_id in enumerate(hits):
+            where.setdefault(node_id, []).append((i, j))
+    for batch in table.to_batches(columns=["id", "vector"], batch_size=65_536):
+        vectors = batch.column("vector").flatten().to_numpy().reshape(len(batch), DIM)
+        scores = queries @ vectors.T
+        best = -np.sort(-np.concatenate([best, scores], axis=1), axis=1)[:, :8]
+        for row, node_id in enumerate(batch.column("id").to_pylist()):
+            if node_id in where:
+                for i, j in where[node_id]:
+                    hit_scores[i, j] = scores[i, row]
+    recall = float(np.mean(hit_scores >= best[:, 7:] - 1e-5))
+    row = {
+        "index": str(folder), "rows": table.count_rows(), "ann_index": index.vector_store.has_ann_index(),
+        "refine_factor": REFINE_FACTOR, "ef": index.vector_store.ef, "model": a.model, "open_and_first_s": round(open_s, 2),
+        "p50_ms": round(statistics.median(times), 1), "p95_ms": round(times[94], 1),
+        "recall_at_8": round(recall, 3), "date": time.strftime("%Y-%m-%d"),
+    }  # fmt: skip
+    print(json.dumps(row), flush=True)
+    with (Path(a.work) / "dense-results.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
+
+
 def table(a: argparse.Namespace) -> None:
     rows = [json.loads(line) for line in (Path(a.work) / "scale-results.jsonl").read_text().splitlines()]
     print("| N | store | ingest s (embedding alone s, ratio) | ingest peak RSS MB | disk MB (docstore) | `kgplus retrieve` s, median (each run) | retrieve peak RSS MB |")  # fmt: skip
@@ -270,10 +340,17 @@ def main() -> None:
     r.add_argument("--repeats", type=int, default=3, choices=[1, 2, 3], help="questions asked, one process each")
     st = sub.add_parser("structure")
     st.add_argument("--n", type=int, nargs="+", default=[100_000], help="chunks")
-    for p in (r, st, sub.add_parser("table")):
+    de = sub.add_parser("dense")
+    de.add_argument("--index", nargs="+", required=True, help="index folders of `run`")
+    de.add_argument("--corpus", required=True, help="the corpus file, relative to each index's parent folder")
+    de.add_argument(
+        "--ef", type=int, nargs="*", help="the store's ef values to measure (1: the candidates it re-ranks, 80)"
+    )
+    de.add_argument("--model", default="stand-in", choices=["stand-in", "default"], help="the index's embedding")
+    for p in (r, st, de, sub.add_parser("table")):
         p.add_argument("--work", default=os.environ.get("KGPLUS_SCALE_WORK", "/work/wt40-cache/pack"))
     a = ap.parse_args()
-    {"run": run, "structure": structure, "table": table}[a.cmd](a)
+    {"run": run, "structure": structure, "dense": dense, "table": table}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,16 @@ that fixes what that store does not do for the pack (issue 40, ``benchmarks/scal
   ``delete``, ``delete_nodes`` and ``get_nodes`` fail against lancedb >= 0.38;
 - rows have one fixed schema (``id``, ``doc_id``, ``vector``, ``text``, ``level``, ``node``: the node's JSON),
   so nodes with different metadata (chunks, summaries with lists of document ids) share a table;
-- :meth:`KGPlusLanceDBVectorStore.optimize_for_search` builds the ANN index (IVF_HNSW_SQ, cosine, about one
-  partition per 4,096 rows) and B-tree indexes on the node and document ids once the table holds
-  ``ann_min_rows`` rows, and folds later additions into them once they fill a partition;
+- :meth:`KGPlusLanceDBVectorStore.optimize_for_search`, once the table holds ``ann_min_rows`` rows, merges a
+  new table's appends (a fragment per batch) into one fragment, then builds the ANN index (IVF_HNSW_SQ, cosine,
+  about one partition per 4,096 rows) and B-tree indexes on the node and document ids; it folds later additions
+  into them once they fill a partition;
 - a query reads only the columns it returns (not the vectors) and scores by cosine similarity, as LlamaIndex's
   default store does; through the ANN index it re-ranks ``refine_factor`` (default 10) times ``top_k``
   candidates by their exact distance, since the index's own distances are quantized and, for cosine, twice the
-  cosine distance (recall@8 0.97 re-ranked, 0.84 not, at 10^4 rows: ``benchmarks/scale.md``).
+  cosine distance (recall@8 0.97 re-ranked, 0.84 not, at 10^4 rows: ``benchmarks/scale.md``); it walks each
+  partition's graph keeping ``ef`` (400) candidates, where LanceDB's least, the candidates it re-ranks, found
+  0.89 of the exact top 8 of all-MiniLM-L6-v2 vectors at 2 x 10^4 rows (0.99 with 400).
 
 In an index folder the tables live in ``lancedb/``; ``ingest.json`` names the table and the Lance version that
 belongs to the index (:func:`store_record`), and a reader opens that version (:func:`open_store`): a write that
@@ -37,8 +40,10 @@ import json
 import logging
 import shutil
 import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +69,9 @@ _ROWS_PER_PARTITION = 4096
 # candidates per hit that a query through the ANN index re-ranks by exact distance: recall@8 0.97 against 0.84
 # without, at 10^4 rows (benchmarks/scale.md), for about 2 ms
 REFINE_FACTOR = 10
+HNSW_EF = 400
+"""Candidates a query keeps while it walks a partition's HNSW graph (LanceDB's ``ef``; at least the candidates it
+re-ranks): chosen on all-MiniLM-L6-v2 vectors of the shared multi-hop passages (``benchmarks/scale.md``)."""
 _INSTALL = "pip install 'llama-index-kgplus[lancedb]'"
 #: metadata keys a query filter can use: each is a column of the table
 _FILTER_COLUMNS = {"id": "id", "doc_id": "doc_id", "ref_doc_id": "doc_id", "level": "level"}
@@ -166,9 +174,16 @@ def _make_class() -> type:
         rows_per_partition: int = Field(
             default=_ROWS_PER_PARTITION, description="rows per IVF partition of the ANN index"
         )
+        ef: int = Field(
+            default=HNSW_EF,
+            gt=0,
+            description="candidates a query through the ANN index keeps while it walks each partition's graph "
+            "(at least the candidates it re-ranks): higher finds more of the exact nearest rows, more slowly",
+        )
         _lance: Any = PrivateAttr(default=None)
         _name: str = PrivateAttr(default="vectors")
         _pinned: bool = PrivateAttr(default=False)
+        _stamped: bool = PrivateAttr(default=False)  # opened at an index's version: other processes may read it
 
         def __init__(self, *, version: int | None = None, **kwargs: Any) -> None:
             kwargs.setdefault("mode", "create")
@@ -184,7 +199,7 @@ def _make_class() -> type:
                     self._lance = None
             if version is not None:
                 self.table.checkout(version)  # read-only at that version until the first write
-                self._pinned = True
+                self._pinned = self._stamped = True
 
         @property
         def table(self) -> Any:
@@ -340,6 +355,8 @@ def _make_class() -> type:
                 search = search.nprobes(self.nprobes)
             if self.refine_factor is not None:
                 search = search.refine_factor(self.refine_factor)
+            candidates = query.similarity_top_k * (self.overfetch_factor or 1) * (self.refine_factor or 1)
+            search = search.ef(max(self.ef, candidates))
             rows = search.to_arrow().to_pylist()[: query.similarity_top_k]
             return VectorStoreQueryResult(
                 nodes=[self._node(row) for row in rows],
@@ -361,8 +378,8 @@ def _make_class() -> type:
 
         def optimize_for_search(self) -> None:
             """After a bulk ingest or later additions: build the ANN index once the table holds ``ann_min_rows``
-            rows, or fold the rows added since into the indexes once they are ``rows_per_partition`` or more.
-            LanceDB scans unindexed rows on each query: fewer cost about one more probed partition, while folding
+            rows (a new table's appends are merged into one fragment first), or fold the rows added since into the
+            indexes once they are ``rows_per_partition`` or more. LanceDB scans unindexed rows on each query: fewer cost about one more probed partition, while folding
             them in rewrites the index (16 s at 10^5 rows), which a sync of a few documents should not pay. With
             the ANN index come B-tree indexes on ``id`` and the document id, so that reads and deletes by id do
             not scan the table (a read of 60 ids: 200 ms scanning 1.3 million rows, 20 ms through the index)."""
@@ -377,6 +394,13 @@ def _make_class() -> type:
             elif (rows := self.table.count_rows()) >= self.ann_min_rows:
                 from lancedb.index import IvfHnswSq
 
+                if not self._stamped:
+                    # a table no index names yet (a new ingest's): its appends, a fragment each, are merged and
+                    # the files they leave removed; a query then reads one fragment, not one per batch (10^5 rows
+                    # in 100 fragments: top-8 p50 31 -> 18 ms, benchmarks/scale.md)
+                    with warnings.catch_warnings():  # that older versions' readers would fail: there are none
+                        warnings.filterwarnings("ignore", "optimize\\(cleanup_older_than=0\\)", UserWarning)
+                        self._writable().optimize(cleanup_older_than=timedelta(0))
                 partitions = max(1, round(rows / self.rows_per_partition))
                 self._writable().create_index(
                     self.vector_column_name, config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)

@@ -241,6 +241,47 @@ def test_through_the_ann_index_scores_are_exact_cosine_similarities(tmp_path):
         assert min(h.score for h in hits) >= sorted(exact)[-4] - 1e-5  # the exact top 4
 
 
+def test_a_new_tables_batches_are_merged_before_the_ann_index_a_stamped_tables_are_not(tmp_path):
+    store = new_store(tmp_path / "new", ann_min_rows=64)
+    nodes = [
+        TextNode(text=d.text, id_=d.doc_id, embedding=STAND_IN.get_text_embedding(d.text)) for d in small_docs(300)
+    ]
+    for start in range(0, 300, 100):  # as a streaming ingest writes its batches
+        store.add(nodes[start : start + 100])
+    assert len(store.table.to_lance().get_fragments()) == 3
+    store.optimize_for_search()
+    assert store.has_ann_index()
+    assert len(store.table.to_lance().get_fragments()) == 1  # merged
+    data = tmp_path / "new" / TABLE_DIR / f"{store.table_name}.lance" / "data"
+    assert len(list(data.glob("*.lance"))) == 1  # and the files they left removed: no reader knew this table
+    query = VectorStoreQuery(query_embedding=nodes[5].embedding, similarity_top_k=1)
+    assert store.query(query).ids == [nodes[5].node_id]
+
+    # a table an index names, which grows past the threshold: readers may be using its versions, so nothing merged
+    build_index(small_docs(50), tmp_path / "grown", embed_model=STAND_IN, show_progress=False,
+                vector_store=new_store(tmp_path / "grown", ann_min_rows=64))  # fmt: skip
+    grown = load_index(tmp_path / "grown", embed_model=STAND_IN)
+    grown.vector_store.ann_min_rows = 64
+    for doc in small_docs(30):
+        grown.insert(Document(text=doc.text + " again", id_=doc.doc_id + "-again"))
+    persist_index(grown, tmp_path / "grown")
+    assert grown.vector_store.has_ann_index()
+    assert len(grown.vector_store.table.to_lance().get_fragments()) == 31  # the first write and each insert
+
+
+def test_the_graph_walk_keeps_at_least_the_candidates_it_re_ranks(tmp_path):
+    store = new_store(tmp_path / "big", ann_min_rows=64, rows_per_partition=64, ef=1)
+    index = build_index(
+        small_docs(300), tmp_path / "big", embed_model=STAND_IN, vector_store=store, show_progress=False
+    )
+    assert store.has_ann_index() and store.ef == 1
+    # LanceDB refuses an ef below the candidates it re-ranks (top_k x refine_factor): the store raises it to them
+    hits = index.as_retriever(similarity_top_k=4).retrieve("passage 7 alpha beta")
+    assert len(hits) == 4
+    with pytest.raises(ValueError):
+        new_store(tmp_path / "other", ef=0)
+
+
 @pytest.mark.model  # the CLI's ingest loads the default embedding model
 def test_by_default_a_large_corpus_goes_to_lancedb_and_a_small_one_to_json(tmp_path, monkeypatch, capsys):
     from llama_index_kgplus import _indexing, _lancedb
