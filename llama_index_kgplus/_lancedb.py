@@ -8,10 +8,10 @@ that fixes what that store does not do for the pack (issue 40, ``benchmarks/scal
   ``delete``, ``delete_nodes`` and ``get_nodes`` fail against lancedb >= 0.38;
 - rows have one fixed schema (``id``, ``doc_id``, ``vector``, ``text``, ``level``, ``node``: the node's JSON),
   so nodes with different metadata (chunks, summaries with lists of document ids) share a table;
-- :meth:`KGPlusLanceDBVectorStore.optimize_for_search`, once the table holds ``ann_min_rows`` rows, merges a
-  new table's appends (a fragment per batch) into one fragment, then builds the ANN index (IVF_HNSW_SQ, cosine,
-  about one partition per 4,096 rows) and B-tree indexes on the node and document ids; it folds later additions
-  into them once they fill a partition;
+- :meth:`KGPlusLanceDBVectorStore.optimize_for_search`, once the table holds ``ann_min_rows`` rows, merges its
+  appends (a fragment per batch) into one fragment, then builds the ANN index (IVF_HNSW_SQ, cosine, about one
+  partition per 4,096 rows) and B-tree indexes on the node and document ids; it builds them again once later
+  additions fill a partition (LanceDB's own ``optimize`` lost recall doing that);
 - a query reads only the columns it returns (not the vectors) and scores by cosine similarity, as LlamaIndex's
   default store does; through the ANN index it re-ranks ``refine_factor`` (default 10) times ``top_k``
   candidates by their exact distance, since the index's own distances are quantized and, for cosine, twice the
@@ -40,7 +40,6 @@ import json
 import logging
 import shutil
 import uuid
-import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -378,11 +377,12 @@ def _make_class() -> type:
 
         def optimize_for_search(self) -> None:
             """After a bulk ingest or later additions: build the ANN index once the table holds ``ann_min_rows``
-            rows (a new table's appends are merged into one fragment first), or fold the rows added since into the
-            indexes once they are ``rows_per_partition`` or more. LanceDB scans unindexed rows on each query: fewer cost about one more probed partition, while folding
-            them in rewrites the index (16 s at 10^5 rows), which a sync of a few documents should not pay. With
-            the ANN index come B-tree indexes on ``id`` and the document id, so that reads and deletes by id do
-            not scan the table (a read of 60 ids: 200 ms scanning 1.3 million rows, 20 ms through the index)."""
+            rows, or build it again with the rows added since once they are ``rows_per_partition`` or more; each
+            time the table's fragments (one per write) are merged first. LanceDB scans unindexed rows on each
+            query: fewer cost about one more probed partition, while building again takes a while (30-50 s at 10^5
+            rows), which a sync of a few documents should not pay. With the ANN index come B-tree indexes on
+            ``id`` and the document id, so that reads and deletes by id do not scan the table (a read of 60 ids:
+            200 ms scanning 1.3 million rows, 20 ms through the index)."""
             if self._lance is None:
                 return
             indices = list(self.table.list_indices())
@@ -390,21 +390,16 @@ def _make_class() -> type:
             if self.vector_column_name in indexed:
                 vector = [i for i in indices if self.vector_column_name in i.columns]
                 if any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in vector):
-                    self._writable().optimize()
+                    # not LanceDB's optimize(), which folds the rows into the index it has: the index it rewrote
+                    # found fewer of the exact nearest rows (recall@8 1.0 -> 0.91 at 10^5 rows, 0.84 -> 0.44 at
+                    # 10^6), where an index built again keeps them (benchmarks/scale.md)
+                    self._merge_fragments()
+                    self._build_indexes(self.table.count_rows())
+                    return
             elif (rows := self.table.count_rows()) >= self.ann_min_rows:
-                from lancedb.index import IvfHnswSq
-
-                if not self._stamped:
-                    # a table no index names yet (a new ingest's): its appends, a fragment each, are merged and
-                    # the files they leave removed; a query then reads one fragment, not one per batch (10^5 rows
-                    # in 100 fragments: top-8 p50 31 -> 18 ms, benchmarks/scale.md)
-                    with warnings.catch_warnings():  # that older versions' readers would fail: there are none
-                        warnings.filterwarnings("ignore", "optimize\\(cleanup_older_than=0\\)", UserWarning)
-                        self._writable().optimize(cleanup_older_than=timedelta(0))
-                partitions = max(1, round(rows / self.rows_per_partition))
-                self._writable().create_index(
-                    self.vector_column_name, config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
-                )
+                self._merge_fragments()
+                self._build_indexes(rows)
+                return
             else:
                 return
             from lancedb.index import BTree
@@ -412,6 +407,26 @@ def _make_class() -> type:
             for column in ("id", self.doc_id_key):
                 if column not in indexed:  # a table indexed before these existed gets them on its next write
                     self._writable().create_index(column, config=BTree())
+
+        def _merge_fragments(self) -> None:
+            """Merge the table's fragments into one (a query visits each: 10^5 rows in 100 fragments, top-8 p50 31
+            -> 18 ms). The files they leave are removed at once from a table no index names yet (a new ingest's:
+            no reader can be on an older version), else after LanceDB's usual 7 days."""
+            table = self._writable()
+            table.to_lance().optimize.compact_files()
+            table.checkout_latest()
+            table.cleanup_old_versions(timedelta(days=7) if self._stamped else timedelta(0))
+
+        def _build_indexes(self, rows: int) -> None:
+            """(Re)build the ANN index over ``rows`` rows and the B-tree indexes on the node and document ids."""
+            from lancedb.index import BTree, IvfHnswSq
+
+            table = self._writable()
+            partitions = max(1, round(rows / self.rows_per_partition))
+            config = IvfHnswSq(distance_type="cosine", num_partitions=partitions)
+            table.create_index(self.vector_column_name, config=config, replace=True)
+            for column in ("id", self.doc_id_key):
+                table.create_index(column, config=BTree(), replace=True)
 
     return KGPlusLanceDBVectorStore
 

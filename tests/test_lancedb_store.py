@@ -241,7 +241,7 @@ def test_through_the_ann_index_scores_are_exact_cosine_similarities(tmp_path):
         assert min(h.score for h in hits) >= sorted(exact)[-4] - 1e-5  # the exact top 4
 
 
-def test_a_new_tables_batches_are_merged_before_the_ann_index_a_stamped_tables_are_not(tmp_path):
+def test_fragments_are_merged_before_the_ann_index_and_a_new_tables_old_files_removed(tmp_path):
     store = new_store(tmp_path / "new", ann_min_rows=64)
     nodes = [
         TextNode(text=d.text, id_=d.doc_id, embedding=STAND_IN.get_text_embedding(d.text)) for d in small_docs(300)
@@ -257,7 +257,8 @@ def test_a_new_tables_batches_are_merged_before_the_ann_index_a_stamped_tables_a
     query = VectorStoreQuery(query_embedding=nodes[5].embedding, similarity_top_k=1)
     assert store.query(query).ids == [nodes[5].node_id]
 
-    # a table an index names, which grows past the threshold: readers may be using its versions, so nothing merged
+    # a table an index names, which grows past the threshold: merged too, but readers may be using its older
+    # versions, so their files stay (LanceDB's 7 days)
     build_index(small_docs(50), tmp_path / "grown", embed_model=STAND_IN, show_progress=False,
                 vector_store=new_store(tmp_path / "grown", ann_min_rows=64))  # fmt: skip
     grown = load_index(tmp_path / "grown", embed_model=STAND_IN)
@@ -265,8 +266,9 @@ def test_a_new_tables_batches_are_merged_before_the_ann_index_a_stamped_tables_a
     for doc in small_docs(30):
         grown.insert(Document(text=doc.text + " again", id_=doc.doc_id + "-again"))
     persist_index(grown, tmp_path / "grown")
-    assert grown.vector_store.has_ann_index()
-    assert len(grown.vector_store.table.to_lance().get_fragments()) == 31  # the first write and each insert
+    table = grown.vector_store.table
+    assert grown.vector_store.has_ann_index() and len(table.to_lance().get_fragments()) == 1
+    assert len(list((tmp_path / "grown" / TABLE_DIR / f"{table.name}.lance" / "data").glob("*.lance"))) == 32
 
 
 def test_the_graph_walk_keeps_at_least_the_candidates_it_re_ranks(tmp_path):
