@@ -389,24 +389,21 @@ def _make_class() -> type:
             indexed = {column for index in indices for column in index.columns}
             if self.vector_column_name in indexed:
                 vector = [i for i in indices if self.vector_column_name in i.columns]
-                if any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in vector):
-                    # not LanceDB's optimize(), which folds the rows into the index it has: the index it rewrote
-                    # found fewer of the exact nearest rows (recall@8 1.0 -> 0.91 at 10^5 rows, 0.84 -> 0.44 at
-                    # 10^6), where an index built again keeps them (benchmarks/scale.md)
-                    self._merge_fragments()
-                    self._build_indexes(self.table.count_rows())
-                    return
-            elif (rows := self.table.count_rows()) >= self.ann_min_rows:
-                self._merge_fragments()
-                self._build_indexes(rows)
-                return
+                # not LanceDB's optimize(), which folds the rows into the index it has: the index it rewrote found
+                # fewer of the exact nearest rows (recall@8 1.0 -> 0.91 at 10^5 rows, 0.84 -> 0.44 at 10^6), where
+                # an index built again keeps them (benchmarks/scale.md)
+                build = any(getattr(i, "num_unindexed_rows", 0) >= self.rows_per_partition for i in vector)
             else:
-                return
-            from lancedb.index import BTree
+                build = self.table.count_rows() >= self.ann_min_rows
+            if build:
+                self._merge_fragments()
+                self._build_indexes(self.table.count_rows())
+            elif self.vector_column_name in indexed:
+                from lancedb.index import BTree
 
-            for column in ("id", self.doc_id_key):
-                if column not in indexed:  # a table indexed before these existed gets them on its next write
-                    self._writable().create_index(column, config=BTree())
+                for column in ("id", self.doc_id_key):
+                    if column not in indexed:  # a table indexed before these existed gets them on its next write
+                        self._writable().create_index(column, config=BTree())
 
         def _merge_fragments(self) -> None:
             """Merge the table's fragments into one (a query visits each: 10^5 rows in 100 fragments, top-8 p50 31
