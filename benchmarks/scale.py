@@ -13,6 +13,8 @@ Usage::
     PYTHONPATH=. nice -n 19 python benchmarks/scale.py run --n 10000 --store simple lancedb
     python benchmarks/scale.py table          # the rows recorded so far, as markdown
     PYTHONPATH=. nice -n 19 python benchmarks/scale.py structure --n 100000   # entity graph + hierarchy at N chunks
+    PYTHONPATH=. python benchmarks/scale.py dense --index WORK/index-lancedb-100000 --corpus corpus-100000.jsonl
+                                              # top-8 latency and recall@8 against exact search through the pack
 
 Rows go to `--work`/scale-results.jsonl; indexes to `--work`/index-STORE-N (removed with `--clean`).
 
