@@ -341,11 +341,12 @@ def _make_class() -> type:
                 raise InputDataError("The LanceDB vector store answers vector queries: give a query embedding.")
             if self._lance is None:
                 return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+            limit = query.similarity_top_k * (self.overfetch_factor or 1)
             search = (
                 self.table.search(query.query_embedding, vector_column_name=self.vector_column_name)
                 .distance_type("cosine")
                 .select(["id", self.text_key, "node", "_distance"])
-                .limit(query.similarity_top_k * (self.overfetch_factor or 1))
+                .limit(limit)
             )
             where = _where(query.filters)
             if where:
@@ -354,8 +355,7 @@ def _make_class() -> type:
                 search = search.nprobes(self.nprobes)
             if self.refine_factor is not None:
                 search = search.refine_factor(self.refine_factor)
-            candidates = query.similarity_top_k * (self.overfetch_factor or 1) * (self.refine_factor or 1)
-            search = search.ef(max(self.ef, candidates))
+            search = search.ef(max(self.ef, limit * (self.refine_factor or 1)))  # LanceDB: at least what it re-ranks
             rows = search.to_arrow().to_pylist()[: query.similarity_top_k]
             return VectorStoreQueryResult(
                 nodes=[self._node(row) for row in rows],
@@ -397,7 +397,7 @@ def _make_class() -> type:
                 build = self.table.count_rows() >= self.ann_min_rows
             if build:
                 self._merge_fragments()
-                self._build_indexes(self.table.count_rows())
+                self._build_indexes()
             elif self.vector_column_name in indexed:
                 from lancedb.index import BTree
 
@@ -414,12 +414,12 @@ def _make_class() -> type:
             table.checkout_latest()
             table.cleanup_old_versions(timedelta(days=7) if self._stamped else timedelta(0))
 
-        def _build_indexes(self, rows: int) -> None:
-            """(Re)build the ANN index over ``rows`` rows and the B-tree indexes on the node and document ids."""
+        def _build_indexes(self) -> None:
+            """(Re)build the ANN index and the B-tree indexes on the node and document ids."""
             from lancedb.index import BTree, IvfHnswSq
 
             table = self._writable()
-            partitions = max(1, round(rows / self.rows_per_partition))
+            partitions = max(1, round(table.count_rows() / self.rows_per_partition))
             config = IvfHnswSq(distance_type="cosine", num_partitions=partitions)
             table.create_index(self.vector_column_name, config=config, replace=True)
             for column in ("id", self.doc_id_key):
