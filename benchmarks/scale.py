@@ -256,7 +256,8 @@ def structure(a: argparse.Namespace) -> None:
 def dense(a: argparse.Namespace) -> None:
     """Top-8 dense retrieval through the pack's store of built indexes, in this process: p50 / p95 over 100
     questions (10 words of a random passage each, after one warm-up), and recall@8 against exact search over every
-    stored vector (the ANN index with the store's re-ranking and ``ef``, against brute force). A hit counts when its
+    stored vector (the ANN index with the store's ``nprobes``, ``refine_factor`` and ``ef``, or each value given,
+    against brute force). A hit counts when its
     exact score reaches the exact 8th best, so that passages repeated in a corpus count once as found."""
     import random
 
@@ -277,16 +278,17 @@ def dense(a: argparse.Namespace) -> None:
         retriever = index.as_retriever(similarity_top_k=8)
         retriever.retrieve(questions[0])
         open_s = time.perf_counter() - start
-        for ef in a.ef or [index.vector_store.ef]:
-            index.vector_store.ef = ef  # 1: the least LanceDB takes, the candidates it re-ranks
+        store = index.vector_store
+        settings = itertools.product(
+            a.nprobes or [store.nprobes], a.refine_factor or [store.refine_factor], a.ef or [store.ef]
+        )
+        for store.nprobes, store.refine_factor, store.ef in list(settings):  # ef 1: what LanceDB re-ranks
             _dense_row(a, folder, index, retriever, model, questions, open_s)
 
 
 def _dense_row(
     a: argparse.Namespace, folder: str, index: Any, retriever: Any, model: Any, questions: list[str], open_s: float
 ) -> None:
-    from llama_index_kgplus._lancedb import REFINE_FACTOR
-
     times, found = [], []
     for q in questions[1:]:
         t = time.perf_counter()
@@ -313,7 +315,8 @@ def _dense_row(
     recall = float(np.mean(hit_scores >= best[:, 7:] - 1e-5))
     row = {
         "index": str(folder), "rows": table.count_rows(), "ann_index": index.vector_store.has_ann_index(),
-        "refine_factor": REFINE_FACTOR, "ef": index.vector_store.ef, "model": a.model, "open_and_first_s": round(open_s, 2),
+        "refine_factor": index.vector_store.refine_factor, "ef": index.vector_store.ef,
+        "nprobes": index.vector_store.nprobes, "model": a.model, "open_and_first_s": round(open_s, 2),
         "p50_ms": round(statistics.median(times), 1), "p95_ms": round(times[94], 1),
         "recall_at_8": round(recall, 3), "date": time.strftime("%Y-%m-%d"),
     }  # fmt: skip
@@ -348,6 +351,8 @@ def main() -> None:
     de.add_argument(
         "--ef", type=int, nargs="*", help="the store's ef values to measure (1: the candidates it re-ranks, 80)"
     )
+    de.add_argument("--nprobes", type=int, nargs="*", help="the store's nprobes values to measure (IVF partitions)")
+    de.add_argument("--refine-factor", type=int, nargs="*", help="the store's refine_factor values to measure")
     de.add_argument("--model", default="stand-in", choices=["stand-in", "default"], help="the index's embedding")
     for p in (r, st, de, sub.add_parser("table")):
         p.add_argument("--work", default=os.environ.get("KGPLUS_SCALE_WORK", "/work/wt40-cache/pack"))
