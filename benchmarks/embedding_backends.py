@@ -3,9 +3,9 @@
 
 Printed, for each backend:
 
-1. **Speed**: embeddings per second over the 780 2WikiMultihopQA passages (batch 32; ``get_text_embedding_batch``
-   as ``build_index`` calls it), wall and per CPU-second, in alternating rounds (the machine is shared, so the
-   rounds show how much the load moved), after one warm-up batch;
+1. **Speed**: embeddings per second over the 780 2WikiMultihopQA passages (``get_text_embedding_batch`` in the
+   model's batches of 10, as ``build_index`` calls it), wall and per CPU-second, in alternating rounds (the machine
+   is shared, so the rounds show how much the load moved), after one warm-up batch;
 2. **Agreement** of the ONNX vectors with sentence-transformers' on the same passages (cosine, min / mean) and the
    overlap of their top-8 passages for the 51 questions;
 3. **Retrieval figures that need no LLM**, each built from scratch with that backend: multi-hop
@@ -51,7 +51,7 @@ def speed(models: dict, texts: list[str], rounds: int) -> dict:
             model.get_text_embedding_batch(texts)
             results[name]["wall"].append(len(texts) / (time.perf_counter() - wall))
             results[name]["cpu"].append(len(texts) / (time.process_time() - cpu))
-    print(f"\n## Speed: {len(texts)} passages, batch 32, {rounds} alternating rounds\n")
+    print(f"\n## Speed: {len(texts)} passages, batches of 10, {rounds} alternating rounds\n")
     print("| backend | embeddings/s, wall (each round) | median | per CPU-second (median) |")
     print("|---|---|---|---|")
     for name, r in results.items():

@@ -142,8 +142,7 @@ def check_llama_cpp_build() -> None:
 def local_embed_model(name: str = DEFAULT_EMBED_MODEL, **kwargs: Any) -> BaseEmbedding:
     """A packaged all-MiniLM-L6-v2 (384-d): ``all-MiniLM-L6-v2-onnx-int8`` on onnxruntime (the default), or
     ``all-MiniLM-L6-v2-sbert`` on sentence-transformers (the ``sbert`` extra, torch); ``kwargs`` set the model's
-    fields (``embed_batch_size``, ...)."""
-    kwargs.setdefault("embed_batch_size", 32)
+    fields (``embed_batch_size``: LlamaIndex's 10 unless given, ...)."""
     if name == DEFAULT_EMBED_MODEL:
         from llama_index_kgplus.llm._onnx_embedding import OnnxMiniLMEmbedding
 
