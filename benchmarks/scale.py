@@ -257,8 +257,8 @@ def dense(a: argparse.Namespace) -> None:
     """Top-8 dense retrieval through the pack's store of built indexes, in this process: p50 / p95 over 100
     questions (10 words of a random passage each, after one warm-up), and recall@8 against exact search over every
     stored vector (the ANN index with the store's ``nprobes``, ``refine_factor`` and ``ef``, or each value given,
-    against brute force). A hit counts when its
-    exact score reaches the exact 8th best, so that passages repeated in a corpus count once as found."""
+    against brute force). A hit counts when its exact score reaches the exact 8th best, so that passages repeated
+    in a corpus count once as found."""
     import random
 
     from llama_index_kgplus import load_index
