@@ -51,7 +51,8 @@ def speed(models: dict, texts: list[str], rounds: int) -> dict:
             model.get_text_embedding_batch(texts)
             results[name]["wall"].append(len(texts) / (time.perf_counter() - wall))
             results[name]["cpu"].append(len(texts) / (time.process_time() - cpu))
-    print(f"\n## Speed: {len(texts)} passages, batches of 10, {rounds} alternating rounds\n")
+    batches = "/".join(sorted({str(m.embed_batch_size) for m in models.values()}))
+    print(f"\n## Speed: {len(texts)} passages, batches of {batches}, {rounds} alternating rounds\n")
     print("| backend | embeddings/s, wall (each round) | median | per CPU-second (median) |")
     print("|---|---|---|---|")
     for name, r in results.items():

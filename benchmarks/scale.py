@@ -279,10 +279,10 @@ def dense(a: argparse.Namespace) -> None:
         retriever.retrieve(questions[0])
         open_s = time.perf_counter() - start
         store = index.vector_store
-        settings = itertools.product(
+        for nprobes, refine_factor, ef in itertools.product(
             a.nprobes or [store.nprobes], a.refine_factor or [store.refine_factor], a.ef or [store.ef]
-        )
-        for store.nprobes, store.refine_factor, store.ef in list(settings):  # ef 1: what LanceDB re-ranks
+        ):
+            store.nprobes, store.refine_factor, store.ef = nprobes, refine_factor, ef
             _dense_row(a, folder, index, retriever, model, questions, open_s)
 
 
