@@ -244,7 +244,12 @@ def run_set(name, embed_model, variants, cache_dir, sources_override, linker_kwa
         )
 
     index, _, seconds, _ = build(docs, embed_model, None, cache_dir, linker_kwargs)
-    row("dense (MiniLM-L6)", *retrieve_all(index.as_retriever(similarity_top_k=max(KS)), questions), seconds, 0)
+    row(
+        f"dense ({embed_model.model_name})",
+        *retrieve_all(index.as_retriever(similarity_top_k=max(KS)), questions),
+        seconds,
+        0,
+    )
     if HYBRID_BASELINE:
         from llama_index_kgplus.entity_graph._hybrid import HybridRetriever
 
@@ -273,6 +278,9 @@ def main() -> int:
     parser.add_argument(
         "--synonyms", type=float, default=None, help="also rows with SIMILAR_TO edges at this cosine (name embeddings)"
     )
+    parser.add_argument(
+        "--embed-model", default=None, help="embedding model spec (default: $KGPLUS_EMBED_MODEL, else the packaged one)"
+    )
     parser.add_argument("--cache", default=None, help="folder for the embedding and spaCy caches")
     parser.add_argument(
         "--tables", default="main", help="main: the sets; squad: single-hop SQuAD (hit@8), each variant too"
@@ -286,7 +294,7 @@ def main() -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
         global WARM_CACHE
         WARM_CACHE = any(cache_dir.glob("embeddings-*")) or any(cache_dir.glob("ner-*"))
-    query_model = embed_model_from_spec()
+    query_model = embed_model_from_spec(args.embed_model)
     embed_model = cached_embedding(query_model, cache_dir)
     variants = [tuple(v) for v in json.loads(args.variants)]
     if any(settings.get("llm_steps") for _, settings in variants):  # the query-time LLM step: the local default

